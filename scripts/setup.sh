@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs gattn's dependencies from Debian's packages (idempotent) and builds it.
+#   scripts/setup.sh [release|asan]...   (default: release)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(g++ cmake make libopenblas-openmp-dev nlohmann-json3-dev libcli11-dev libgtest-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+jobs=$(nproc)
+for flavour in "${@:-release}"; do
+  case "$flavour" in
+    release) dir=build; flags=(-DCMAKE_BUILD_TYPE=Release) ;;
+    asan) dir=build-asan; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DGATTN_SANITIZE=ON) ;;
+    *) echo "setup: unknown build flavour '$flavour' (expected release or asan)" >&2; exit 2 ;;
+  esac
+  cmake -S . -B "$dir" "${flags[@]}" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+done

@@ -1,0 +1,11 @@
+// The subcommands of the `gattn` binary: each adds itself to the CLI11 app.
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace gattn {
+
+void add_params_command(CLI::App& app);
+void add_step_command(CLI::App& app);
+void add_init_command(CLI::App& app);
+
+}  // namespace gattn

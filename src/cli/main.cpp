@@ -1,0 +1,26 @@
+// gattn: train, analyse and run decoder-only transformers with gated attention.
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+#include "util/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"gattn: decoder-only transformers with gated attention (Qiu et al. 2025)"};
+  app.require_subcommand(1);
+  gattn::add_params_command(app);
+  gattn::add_step_command(app);
+  gattn::add_init_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const gattn::Error& e) {
+    std::fprintf(stderr, "gattn: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gattn: internal error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}

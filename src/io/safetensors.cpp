@@ -1,0 +1,254 @@
+#include "io/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "io/file.h"
+#include "util/error.h"
+
+namespace gattn {
+
+namespace {
+using json = nlohmann::json;
+
+constexpr uint64_t kMaxHeaderBytes = uint64_t(100) << 20;
+
+const std::pair<const char*, Dtype> kDtypes[] = {
+    {"F64", Dtype::F64}, {"F32", Dtype::F32}, {"F16", Dtype::F16}, {"BF16", Dtype::BF16},
+    {"I64", Dtype::I64}, {"I32", Dtype::I32}, {"I16", Dtype::I16}, {"I8", Dtype::I8},
+    {"U8", Dtype::U8},   {"BOOL", Dtype::BOOL}};
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000) << 16;
+  const int exponent = (h >> 10) & 0x1f;
+  uint32_t mantissa = h & 0x3ff;
+  uint32_t bits;
+  if (exponent == 0x1f) {
+    bits = sign | 0x7f800000u | (mantissa << 13);  // inf or nan
+  } else if (exponent != 0) {
+    bits = sign | (uint32_t(exponent - 15 + 127) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) {
+    bits = sign;
+  } else {  // subnormal: normalise
+    int e = -1;
+    do {
+      ++e;
+      mantissa <<= 1;
+    } while (!(mantissa & 0x400));
+    bits = sign | (uint32_t(127 - 15 - e) << 23) | ((mantissa & 0x3ff) << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+template <typename From>
+From load(const uint8_t* p) {
+  From v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+}  // namespace
+
+size_t dtype_bytes(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::F64: case Dtype::I64: return 8;
+    case Dtype::F32: case Dtype::I32: return 4;
+    case Dtype::F16: case Dtype::BF16: case Dtype::I16: return 2;
+    case Dtype::I8: case Dtype::U8: case Dtype::BOOL: return 1;
+  }
+  return 0;
+}
+
+const char* dtype_name(Dtype dtype) {
+  for (const auto& [name, d] : kDtypes)
+    if (d == dtype) return name;
+  return "?";
+}
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(path, ": cannot open (", std::strerror(errno), ")");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    fail(path, ": cannot stat (", std::strerror(errno), ")");
+  }
+  size_ = size_t(st.st_size);
+  if (size_ > 0) {
+    map_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map_ == MAP_FAILED) {
+      map_ = nullptr;
+      ::close(fd);
+      fail(path, ": cannot map (", std::strerror(errno), ")");
+    }
+  }
+  ::close(fd);
+  try {
+    const auto* bytes = static_cast<const uint8_t*>(map_);
+    if (size_ < 8) fail(path, ": not a safetensors file (", size_, " bytes, shorter than the 8-byte header length)");
+    const uint64_t header_bytes = load<uint64_t>(bytes);
+    if (header_bytes > kMaxHeaderBytes || header_bytes > size_ - 8)
+      fail(path, ": header length ", header_bytes, " does not fit in the file of ", size_, " bytes");
+    json header;
+    try {
+      header = json::parse(bytes + 8, bytes + 8 + header_bytes);
+    } catch (const json::exception& e) {
+      fail(path, ": header is not valid JSON (", e.what(), ")");
+    }
+    if (!header.is_object()) fail(path, ": header is not a JSON object");
+    const uint8_t* data = bytes + 8 + header_bytes;
+    const uint64_t data_bytes = size_ - 8 - header_bytes;
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;
+    for (const auto& [name, entry] : header.items()) {
+      if (name == "__metadata__") {
+        if (!entry.is_object()) fail(path, ": __metadata__ is not an object");
+        for (const auto& [key, value] : entry.items()) {
+          if (!value.is_string()) fail(path, ": __metadata__ value '", key, "' is not a string");
+          metadata_[key] = value.get<std::string>();
+        }
+        continue;
+      }
+      const std::string where = path + ": tensor '" + name + "'";
+      if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
+          !entry.contains("data_offsets"))
+        fail(where, ": expected an object with dtype, shape and data_offsets");
+      const json& dt = entry.at("dtype");
+      const auto known = std::find_if(std::begin(kDtypes), std::end(kDtypes), [&](const auto& d) {
+        return dt.is_string() && dt.get<std::string>() == d.first;
+      });
+      if (known == std::end(kDtypes)) fail(where, ": unsupported dtype ", dt.dump());
+      TensorView t{name, known->second, {}, 1, nullptr};
+      const json& shape = entry.at("shape");
+      if (!shape.is_array()) fail(where, ": shape is not an array");
+      for (const json& d : shape) {
+        if (!d.is_number_unsigned() || d.get<uint64_t>() > (uint64_t(1) << 40))
+          fail(where, ": shape ", shape.dump(), " has an invalid dimension");
+        t.shape.push_back(d.get<int64_t>());
+        if (t.shape.back() != 0 && t.numel > (int64_t(1) << 50) / t.shape.back())
+          fail(where, ": shape ", shape.dump(), " is too large");
+        t.numel *= t.shape.back();
+      }
+      const json& offsets = entry.at("data_offsets");
+      if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+          !offsets[1].is_number_unsigned())
+        fail(where, ": data_offsets must be two non-negative integers, found ", offsets.dump());
+      const uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
+      const uint64_t expected = uint64_t(t.numel) * dtype_bytes(t.dtype);
+      if (begin > end || end > data_bytes)
+        fail(where, ": data_offsets [", begin, ", ", end, "] lie outside the ", data_bytes,
+             " data bytes (truncated file?)");
+      if (end - begin != expected)
+        fail(where, ": data_offsets span ", end - begin, " bytes but ", dtype_name(t.dtype), " ",
+             shape_string(t.shape), " needs ", expected);
+      t.data = data + begin;
+      ranges.emplace_back(begin, end);
+      tensors_.push_back(std::move(t));
+    }
+    std::sort(ranges.begin(), ranges.end());
+    for (size_t i = 1; i < ranges.size(); ++i)
+      if (ranges[i].first < ranges[i - 1].second)
+        fail(path, ": tensors overlap at data bytes ", ranges[i].first, "..", ranges[i - 1].second);
+  } catch (...) {
+    if (map_) ::munmap(map_, size_);
+    throw;
+  }
+}
+
+SafetensorsReader::~SafetensorsReader() {
+  if (map_) ::munmap(map_, size_);
+}
+
+const TensorView* SafetensorsReader::find(const std::string& name) const {
+  for (const TensorView& t : tensors_)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+const TensorView& SafetensorsReader::get(const std::string& name) const {
+  const TensorView* t = find(name);
+  if (!t) fail(path_, ": tensor '", name, "' is missing");
+  return *t;
+}
+
+std::string SafetensorsReader::metadata_value(const std::string& key) const {
+  const auto it = metadata_.find(key);
+  if (it == metadata_.end()) fail(path_, ": __metadata__ has no '", key, "'");
+  return it->second;
+}
+
+std::vector<float> SafetensorsReader::read_floats(const std::string& name) const {
+  const TensorView& t = get(name);
+  std::vector<float> out(t.numel);
+  const size_t step = dtype_bytes(t.dtype);
+  for (int64_t i = 0; i < t.numel; ++i) {
+    const uint8_t* p = t.data + i * step;
+    switch (t.dtype) {
+      case Dtype::F64: out[i] = float(load<double>(p)); break;
+      case Dtype::F32: out[i] = load<float>(p); break;
+      case Dtype::F16: out[i] = half_to_float(load<uint16_t>(p)); break;
+      case Dtype::BF16: {
+        const uint32_t bits = uint32_t(load<uint16_t>(p)) << 16;
+        std::memcpy(&out[i], &bits, 4);
+        break;
+      }
+      default:
+        fail(path_, ": tensor '", name, "' has dtype ", dtype_name(t.dtype),
+             ", expected a float dtype (F32, BF16, F16 or F64)");
+    }
+  }
+  return out;
+}
+
+std::vector<int64_t> SafetensorsReader::read_ints(const std::string& name) const {
+  const TensorView& t = get(name);
+  if (t.dtype != Dtype::I64 && t.dtype != Dtype::I32)
+    fail(path_, ": tensor '", name, "' has dtype ", dtype_name(t.dtype), ", expected I64 or I32");
+  std::vector<int64_t> out(t.numel);
+  for (int64_t i = 0; i < t.numel; ++i)
+    out[i] = t.dtype == Dtype::I64 ? load<int64_t>(t.data + i * 8) : load<int32_t>(t.data + i * 4);
+  return out;
+}
+
+void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  json header = json::object();
+  uint64_t offset = 0;
+  for (const TensorToWrite& t : tensors) {
+    uint64_t bytes = dtype_bytes(t.dtype);
+    for (int64_t d : t.shape) bytes *= uint64_t(d);
+    header[t.name] = {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  write_file_atomically(path, [&](const WriteChunk& write) {
+    const uint64_t length = text.size();
+    write(&length, 8);
+    write(text.data(), text.size());
+    for (const TensorToWrite& t : tensors) {
+      uint64_t bytes = dtype_bytes(t.dtype);
+      for (int64_t d : t.shape) bytes *= uint64_t(d);
+      write(t.data, bytes);
+    }
+  });
+}
+
+}  // namespace gattn

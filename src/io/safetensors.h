@@ -1,0 +1,65 @@
+// The safetensors format (Hugging Face): an 8-byte little-endian header length, a JSON header
+// {name: {dtype, shape, data_offsets}, "__metadata__": {str: str}}, then the raw tensor bytes.
+// The reader checks every claim the header makes against the file before anything is read.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gattn {
+
+enum class Dtype { F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL };
+
+size_t dtype_bytes(Dtype dtype);
+const char* dtype_name(Dtype dtype);
+
+struct TensorView {
+  std::string name;
+  Dtype dtype;
+  std::vector<int64_t> shape;
+  int64_t numel;
+  const uint8_t* data;  // unaligned; read through the converters below
+};
+
+std::string shape_string(const std::vector<int64_t>& shape);  // "[2, 3]"
+
+class SafetensorsReader {
+ public:
+  explicit SafetensorsReader(const std::string& path);
+  ~SafetensorsReader();
+  SafetensorsReader(const SafetensorsReader&) = delete;
+  SafetensorsReader& operator=(const SafetensorsReader&) = delete;
+
+  const std::string& path() const { return path_; }
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  const std::vector<TensorView>& tensors() const { return tensors_; }
+  const TensorView* find(const std::string& name) const;
+  const TensorView& get(const std::string& name) const;  // Error naming the file if absent
+  std::string metadata_value(const std::string& key) const;  // Error if absent
+
+  // F64, F32, F16 and BF16 tensors converted to float; Error for other dtypes.
+  std::vector<float> read_floats(const std::string& name) const;
+  // I64, I32 tensors; Error for other dtypes.
+  std::vector<int64_t> read_ints(const std::string& name) const;
+
+ private:
+  std::string path_;
+  void* map_ = nullptr;
+  size_t size_ = 0;
+  std::map<std::string, std::string> metadata_;
+  std::vector<TensorView> tensors_;
+};
+
+struct TensorToWrite {
+  std::string name;
+  Dtype dtype;
+  std::vector<int64_t> shape;
+  const void* data;  // numel * dtype_bytes bytes
+};
+
+// Written atomically (io/file.h).
+void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace gattn

@@ -1,0 +1,262 @@
+#include "model/config.h"
+
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "util/error.h"
+
+namespace gattn {
+
+namespace {
+using json = nlohmann::json;
+
+// Reads typed fields of one JSON object, remembering which were given.
+class Fields {
+ public:
+  Fields(const json& object, std::string where) : object_(object), where_(std::move(where)) {
+    if (!object.is_object()) fail(where_, ": expected a JSON object, found ", object.type_name());
+  }
+  bool has(const char* name) const { return object_.contains(name); }
+  [[noreturn]] void bad(const std::string& name, const std::string& expected) const {
+    fail(where_, ": field '", name, "': expected ", expected, ", found ",
+         object_.contains(name) ? object_.at(name).dump() : "nothing");
+  }
+  void read(const char* name, int& out) {
+    if (!mark(name)) return;
+    const json& v = object_.at(name);
+    if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > (1 << 30))
+      bad(name, "a positive integer");
+    out = v.get<int>();
+  }
+  void read(const char* name, double& out) {
+    if (!mark(name)) return;
+    const json& v = object_.at(name);
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= 0)
+      bad(name, "a positive number");
+    out = v.get<double>();
+  }
+  void read(const char* name, bool& out) {
+    if (!mark(name)) return;
+    if (!object_.at(name).is_boolean()) bad(name, "true or false");
+    out = object_.at(name).get<bool>();
+  }
+  template <typename Enum>
+  void read(const char* name, Enum& out, const std::map<std::string, Enum>& values) {
+    if (!mark(name)) return;
+    const json& v = object_.at(name);
+    std::string choices;
+    for (const auto& [key, value] : values) choices += (choices.empty() ? "" : " | ") + key;
+    if (!v.is_string() || !values.count(v.get<std::string>())) bad(name, "one of " + choices);
+    out = values.at(v.get<std::string>());
+  }
+  void ignore(const char* name) { mark(name); }
+  // Every field not read is unknown.
+  void reject_unknown() const {
+    for (const auto& [key, value] : object_.items())
+      if (!seen_.count(key)) fail(where_, ": unknown field '", key, "'");
+  }
+  const std::string& where() const { return where_; }
+
+ private:
+  bool mark(const char* name) {
+    seen_.insert(name);
+    return object_.contains(name) && !(object_.at(name).is_null());
+  }
+  const json& object_;
+  std::string where_;
+  std::set<std::string> seen_;
+};
+
+const std::map<std::string, GatePosition> kPositions = {
+    {"none", GatePosition::none}, {"sdpa", GatePosition::sdpa},   {"value", GatePosition::value},
+    {"key", GatePosition::key},   {"query", GatePosition::query}, {"dense", GatePosition::dense}};
+const std::map<std::string, GateKind> kKinds = {
+    {"input_dependent", GateKind::input_dependent},
+    {"input_independent", GateKind::input_independent},
+    {"ns_sigmoid", GateKind::ns_sigmoid},
+    {"silu_only", GateKind::silu_only},
+    {"head_rmsnorm", GateKind::head_rmsnorm}};
+const std::map<std::string, bool> kGranularities = {{"elementwise", false}, {"headwise", true}};
+const std::map<std::string, bool> kSharings = {{"head_specific", false}, {"head_shared", true}};
+const std::map<std::string, GateActivation> kActivations = {
+    {"sigmoid", GateActivation::sigmoid},
+    {"silu", GateActivation::silu},
+    {"identity", GateActivation::identity}};
+const std::map<std::string, bool> kModes = {{"multiplicative", false}, {"additive", true}};
+
+template <typename Enum>
+std::string name_of(const std::map<std::string, Enum>& values, Enum value) {
+  for (const auto& [key, v] : values)
+    if (v == value) return key;
+  return "?";
+}
+
+GateConfig gate_from_json(const json& j, const std::string& source) {
+  Fields f(j, source + ": gate");
+  GateConfig g;
+  f.read("position", g.position, kPositions);
+  f.read("kind", g.kind, kKinds);
+  f.read("granularity", g.headwise, kGranularities);
+  f.read("sharing", g.head_shared, kSharings);
+  f.read("activation", g.activation, kActivations);
+  f.read("mode", g.additive, kModes);
+  f.read("after_qk_norm", g.after_qk_norm);
+  f.reject_unknown();
+
+  auto must_be_absent = [&](const char* field, const std::string& because) {
+    if (f.has(field)) fail(f.where(), ": field '", field, "' is not allowed ", because);
+  };
+  const char* options[] = {"kind", "granularity", "sharing", "activation", "mode", "after_qk_norm"};
+  if (g.position == GatePosition::none) {
+    for (const char* field : options) must_be_absent(field, "with position 'none'");
+    return g;
+  }
+  const std::string position = "'" + name_of(kPositions, g.position) + "'";
+  if (g.kind == GateKind::silu_only || g.kind == GateKind::head_rmsnorm) {
+    const std::string kind = "with kind '" + name_of(kKinds, g.kind) + "'";
+    if (g.position != GatePosition::sdpa)
+      fail(f.where(), ": kind '", name_of(kKinds, g.kind), "' is a G1 ablation: position must be 'sdpa', found ", position);
+    for (const char* field : options)
+      if (std::string(field) != "kind") must_be_absent(field, kind + " (it has no scores)");
+    return g;
+  }
+  if (g.kind == GateKind::ns_sigmoid) {
+    must_be_absent("activation", "with kind 'ns_sigmoid' (its activation is 0.5 + 0.5*sigmoid)");
+    g.activation = GateActivation::ns_sigmoid;
+  }
+  if (g.position == GatePosition::dense) {
+    if (g.headwise) fail(f.where(), ": granularity 'headwise' is not allowed at position 'dense' (the o_proj output has no heads)");
+    if (g.head_shared) fail(f.where(), ": sharing 'head_shared' is not allowed at position 'dense' (the o_proj output has no heads)");
+  }
+  if (g.position != GatePosition::query && g.position != GatePosition::key)
+    must_be_absent("after_qk_norm", "at position " + position + " (only 'query' and 'key')");
+  return g;
+}
+}  // namespace
+
+Config config_from_json(const json& j, const std::string& source) {
+  Fields f(j, source);
+  Config c;
+  f.read("vocab_size", c.vocab_size);
+  f.read("hidden_size", c.hidden_size);
+  f.read("num_hidden_layers", c.num_hidden_layers);
+  f.read("num_attention_heads", c.num_attention_heads);
+  f.read("num_key_value_heads", c.num_key_value_heads);
+  f.read("head_dim", c.head_dim);
+  f.read("intermediate_size", c.intermediate_size);
+  f.read("rope_theta", c.rope_theta);
+  f.read("partial_rotary_factor", c.partial_rotary_factor);
+  f.read("rms_norm_eps", c.rms_norm_eps);
+  f.read("tie_word_embeddings", c.tie_word_embeddings);
+  f.read("use_qk_norm", c.use_qk_norm);
+  f.read("max_position_embeddings", c.max_position_embeddings);
+  f.read("initializer_range", c.initializer_range);
+  f.read("sandwich_norm", c.sandwich_norm);
+  f.read("block_output_clip", c.block_output_clip);
+  for (const char* info : {"model_type", "architectures", "torch_dtype", "transformers_version",
+                           "bos_token_id", "eos_token_id", "pad_token_id", "use_cache"})
+    f.ignore(info);
+  f.ignore("gate");
+  f.reject_unknown();
+  if (j.contains("gate")) c.gate = gate_from_json(j.at("gate"), source);
+
+  for (const char* required :
+       {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"})
+    if (!f.has(required)) fail(source, ": field '", required, "' is required");
+  const int heads = c.num_attention_heads;
+  if (!f.has("num_key_value_heads")) c.num_key_value_heads = heads;
+  if (heads % c.num_key_value_heads != 0)
+    fail(source, ": field 'num_key_value_heads': expected a divisor of num_attention_heads (", heads,
+         "), found ", c.num_key_value_heads);
+  if (!f.has("head_dim")) {
+    if (c.hidden_size % heads != 0)
+      fail(source, ": field 'head_dim' is missing and hidden_size (", c.hidden_size,
+           ") is not divisible by num_attention_heads (", heads, ")");
+    c.head_dim = c.hidden_size / heads;
+  }
+  if (c.partial_rotary_factor > 1)
+    f.bad("partial_rotary_factor", "a number in (0, 1]");
+  const double rotary = c.head_dim * c.partial_rotary_factor;
+  if (std::abs(rotary - std::round(rotary)) > 1e-9 || int(std::round(rotary)) % 2 != 0 || rotary < 2)
+    fail(source, ": field 'partial_rotary_factor': head_dim * partial_rotary_factor must be an even integer, found ",
+         c.head_dim, " * ", c.partial_rotary_factor, " = ", rotary);
+  return c;
+}
+
+json config_to_json(const Config& c) {
+  json j = {{"vocab_size", c.vocab_size},
+            {"hidden_size", c.hidden_size},
+            {"num_hidden_layers", c.num_hidden_layers},
+            {"num_attention_heads", c.num_attention_heads},
+            {"num_key_value_heads", c.num_key_value_heads},
+            {"head_dim", c.head_dim},
+            {"intermediate_size", c.intermediate_size},
+            {"rope_theta", c.rope_theta},
+            {"partial_rotary_factor", c.partial_rotary_factor},
+            {"rms_norm_eps", c.rms_norm_eps},
+            {"tie_word_embeddings", c.tie_word_embeddings},
+            {"use_qk_norm", c.use_qk_norm},
+            {"max_position_embeddings", c.max_position_embeddings},
+            {"initializer_range", c.initializer_range},
+            {"sandwich_norm", c.sandwich_norm},
+            {"block_output_clip", c.block_output_clip > 0 ? json(c.block_output_clip) : json(nullptr)}};
+  const GateConfig& g = c.gate;
+  json gate = {{"position", name_of(kPositions, g.position)}};
+  if (g.enabled()) {
+    gate["kind"] = name_of(kKinds, g.kind);
+    if (g.has_scores()) {
+      gate["granularity"] = name_of(kGranularities, g.headwise);
+      gate["sharing"] = name_of(kSharings, g.head_shared);
+      if (g.kind != GateKind::ns_sigmoid) gate["activation"] = name_of(kActivations, g.activation);
+      gate["mode"] = name_of(kModes, g.additive);
+      if (g.position == GatePosition::query || g.position == GatePosition::key)
+        gate["after_qk_norm"] = g.after_qk_norm;
+    }
+  }
+  j["gate"] = gate;
+  return j;
+}
+
+std::string gate_description(const GateConfig& g) {
+  if (!g.enabled()) return "none";
+  std::string s = name_of(kPositions, g.position) + " " + name_of(kKinds, g.kind);
+  if (!g.has_scores()) return s;
+  s += " " + name_of(kGranularities, g.headwise) + " " + name_of(kSharings, g.head_shared) + " " +
+       (g.kind == GateKind::ns_sigmoid ? "ns_sigmoid" : name_of(kActivations, g.activation)) + " " +
+       name_of(kModes, g.additive);
+  if (g.after_qk_norm) s += " after_qk_norm";
+  return s;
+}
+
+int Config::rotary_dim() const { return int(std::lround(head_dim * partial_rotary_factor)); }
+
+int Config::gate_heads() const {
+  switch (gate.position) {
+    case GatePosition::sdpa:
+    case GatePosition::query: return num_attention_heads;
+    case GatePosition::value:
+    case GatePosition::key: return num_key_value_heads;
+    case GatePosition::dense: return 1;
+    case GatePosition::none: return 0;
+  }
+  return 0;
+}
+
+int Config::gate_head_dim() const {
+  return gate.position == GatePosition::dense ? hidden_size : head_dim;
+}
+
+int Config::gate_scores() const {
+  if (!gate.has_scores()) return 0;
+  return gate.headwise ? gate_heads() : gate_heads() * gate_head_dim();
+}
+
+GateShape Config::gate_shape(int rows, int ld_y, int ld_y_out, int ld_z) const {
+  return GateShape{rows,           gate_heads(),   gate_head_dim(), gate.headwise,
+                   gate.head_shared, gate.additive, gate.activation, ld_y,
+                   ld_y_out,       ld_z};
+}
+
+}  // namespace gattn

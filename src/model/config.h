@@ -1,0 +1,68 @@
+// The model's shape and gate variant, with Hugging Face field names (docs/MODEL.md), validated.
+#pragma once
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+
+#include "ops/gate.h"
+
+namespace gattn {
+
+enum class GatePosition { none, sdpa, value, key, query, dense };
+enum class GateKind { input_dependent, input_independent, ns_sigmoid, silu_only, head_rmsnorm };
+
+struct GateConfig {
+  GatePosition position = GatePosition::none;
+  GateKind kind = GateKind::input_dependent;
+  bool headwise = false;
+  bool head_shared = false;
+  GateActivation activation = GateActivation::sigmoid;  // ns_sigmoid kind: ns_sigmoid
+  bool additive = false;
+  bool after_qk_norm = false;
+
+  bool enabled() const { return position != GatePosition::none; }
+  // A gate whose scores come from X W^T, computed in the same GEMM as q, k and v.
+  bool has_weight() const {
+    return enabled() && (kind == GateKind::input_dependent || kind == GateKind::ns_sigmoid);
+  }
+  bool has_logit() const { return kind == GateKind::input_independent && enabled(); }
+  // Multiplies or adds scores (every kind but the two parameter-free ablations).
+  bool has_scores() const { return has_weight() || has_logit(); }
+};
+
+struct Config {
+  int vocab_size = 0;
+  int hidden_size = 0;
+  int num_hidden_layers = 0;
+  int num_attention_heads = 0;
+  int num_key_value_heads = 0;
+  int head_dim = 0;
+  int intermediate_size = 0;
+  double rope_theta = 10000.0;
+  double partial_rotary_factor = 1.0;
+  double rms_norm_eps = 1e-6;
+  bool tie_word_embeddings = false;
+  bool use_qk_norm = true;
+  int max_position_embeddings = 4096;
+  double initializer_range = 0.02;
+  bool sandwich_norm = false;
+  double block_output_clip = 0;  // 0: no clamp
+  GateConfig gate;
+
+  int rotary_dim() const;
+  int q_dim() const { return num_attention_heads * head_dim; }
+  int kv_dim() const { return num_key_value_heads * head_dim; }
+  // Heads and channels per head of the gated tensor (dense: one head of hidden_size).
+  int gate_heads() const;
+  int gate_head_dim() const;
+  // Gate scores per token (0 without a scoring gate).
+  int gate_scores() const;
+  GateShape gate_shape(int rows, int ld_y, int ld_y_out, int ld_z) const;
+};
+
+// Parses and validates; every error names `source` (a file name or "config") and the field.
+Config config_from_json(const nlohmann::json& j, const std::string& source);
+nlohmann::json config_to_json(const Config& c);
+// A one-line name of the gate variant, e.g. "sdpa elementwise head_specific sigmoid multiplicative".
+std::string gate_description(const GateConfig& g);
+
+}  // namespace gattn

@@ -1,0 +1,160 @@
+#include "ops/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "ops/matmul.h"
+
+namespace gattn {
+
+namespace {
+// Per-thread tile buffers, grown once and reused across calls.
+template <typename T>
+T* scratch(std::vector<T>& buffer, size_t count) {
+  if (buffer.size() < count) buffer.resize(count);
+  return buffer.data();
+}
+
+// Keys k0 + j with j < visible(i) are at or before query q0 + i.
+inline int visible_keys(int q0, int i, int k0, int nk) { return std::min(nk, q0 + i - k0 + 1); }
+}  // namespace
+
+template <typename T>
+void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s) {
+  const int d = s.head_dim, T_ = s.seq_len, group = s.q_heads / s.kv_heads;
+  const int tiles = (T_ + kAttentionTile - 1) / kAttentionTile;
+  const T scale = T(1) / std::sqrt(T(d));
+  const int64_t tasks = int64_t(s.batch) * s.q_heads * tiles;
+#pragma omp parallel
+  {
+    thread_local std::vector<T> buffer;
+    T* scores = scratch(buffer, size_t(kAttentionTile) * (kAttentionTile + d + 2));
+    T* acc = scores + kAttentionTile * kAttentionTile;
+    T* row_max = acc + kAttentionTile * d;
+    T* row_sum = row_max + kAttentionTile;
+#pragma omp for schedule(static, 1)
+    for (int64_t task = 0; task < tasks; ++task) {
+      const int qt = int(task % tiles), h = int(task / tiles % s.q_heads);
+      const int b = int(task / tiles / s.q_heads), kvh = h / group;
+      const int q0 = qt * kAttentionTile, nq = std::min(kAttentionTile, T_ - q0);
+      const int64_t row0 = int64_t(b) * T_;
+      const T* q_tile = q + (row0 + q0) * s.ld_q + h * d;
+      std::fill(acc, acc + nq * d, T(0));
+      std::fill(row_max, row_max + nq, -std::numeric_limits<T>::infinity());
+      std::fill(row_sum, row_sum + nq, T(0));
+      for (int kt = 0; kt <= qt; ++kt) {
+        const int k0 = kt * kAttentionTile, nk = std::min(kAttentionTile, T_ - k0);
+        const T* k_tile = k + (row0 + k0) * s.ld_k + kvh * d;
+        const T* v_tile = v + (row0 + k0) * s.ld_v + kvh * d;
+        matmul<T>(scores, q_tile, k_tile, nq, nk, d, false, true, scale, 0, s.ld_q, s.ld_k,
+                  kAttentionTile);
+        for (int i = 0; i < nq; ++i) {
+          T* row = scores + i * kAttentionTile;
+          const int visible = visible_keys(q0, i, k0, nk);
+          T new_max = row_max[i];
+          for (int j = 0; j < visible; ++j) new_max = std::max(new_max, row[j]);
+          T sum = 0;
+          for (int j = 0; j < visible; ++j) sum += row[j] = std::exp(row[j] - new_max);
+          for (int j = visible; j < nk; ++j) row[j] = 0;
+          const T rescale = std::exp(row_max[i] - new_max);  // 0 on the first tile
+          row_sum[i] = row_sum[i] * rescale + sum;
+          row_max[i] = new_max;
+          for (int c = 0; c < d; ++c) acc[i * d + c] *= rescale;
+        }
+        matmul<T>(acc, scores, v_tile, nq, d, nk, false, false, 1, 1, kAttentionTile, s.ld_v, d);
+      }
+      for (int i = 0; i < nq; ++i) {
+        T* o = out + (row0 + q0 + i) * s.ld_out + h * d;
+        for (int c = 0; c < d; ++c) o[c] = acc[i * d + c] / row_sum[i];
+        lse[(row0 + q0 + i) * s.q_heads + h] = row_max[i] + std::log(row_sum[i]);
+      }
+    }
+  }
+}
+
+template <typename T>
+void attention_backward(T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, const T* lse,
+                        const T* q, const T* k, const T* v, const AttentionShape& s) {
+  const int d = s.head_dim, T_ = s.seq_len, group = s.q_heads / s.kv_heads;
+  const int tiles = (T_ + kAttentionTile - 1) / kAttentionTile;
+  const T scale = T(1) / std::sqrt(T(d));
+  // One task per (batch, kv head) owns d_k, d_v of that head and d_q of its query heads,
+  // so every gradient is summed in one fixed order without atomics.
+  const int64_t tasks = int64_t(s.batch) * s.kv_heads;
+#pragma omp parallel
+  {
+    thread_local std::vector<T> buffer;
+    T* probs = scratch(buffer, size_t(2) * kAttentionTile * kAttentionTile + T_);
+    T* d_scores = probs + kAttentionTile * kAttentionTile;
+    T* out_dot = d_scores + kAttentionTile * kAttentionTile;  // D_t = sum_c dO O
+#pragma omp for schedule(static)
+    for (int64_t task = 0; task < tasks; ++task) {
+      const int kvh = int(task % s.kv_heads), b = int(task / s.kv_heads);
+      const int64_t row0 = int64_t(b) * T_;
+      for (int t = 0; t < T_; ++t) {
+        std::fill_n(d_k + (row0 + t) * s.ld_k + kvh * d, d, T(0));
+        std::fill_n(d_v + (row0 + t) * s.ld_v + kvh * d, d, T(0));
+      }
+      for (int h = kvh * group; h < (kvh + 1) * group; ++h) {
+        for (int t = 0; t < T_; ++t) {
+          const T* o = out + (row0 + t) * s.ld_out + h * d;
+          const T* dout = d_out + (row0 + t) * s.ld_out + h * d;
+          T dot = 0;
+          for (int c = 0; c < d; ++c) dot += o[c] * dout[c];
+          out_dot[t] = dot;
+          std::fill_n(d_q + (row0 + t) * s.ld_q + h * d, d, T(0));
+        }
+        for (int qt = 0; qt < tiles; ++qt) {
+          const int q0 = qt * kAttentionTile, nq = std::min(kAttentionTile, T_ - q0);
+          const T* q_tile = q + (row0 + q0) * s.ld_q + h * d;
+          const T* dout_tile = d_out + (row0 + q0) * s.ld_out + h * d;
+          T* dq_tile = d_q + (row0 + q0) * s.ld_q + h * d;
+          for (int kt = 0; kt <= qt; ++kt) {
+            const int k0 = kt * kAttentionTile, nk = std::min(kAttentionTile, T_ - k0);
+            const T* k_tile = k + (row0 + k0) * s.ld_k + kvh * d;
+            const T* v_tile = v + (row0 + k0) * s.ld_v + kvh * d;
+            matmul<T>(probs, q_tile, k_tile, nq, nk, d, false, true, scale, 0, s.ld_q, s.ld_k,
+                      kAttentionTile);
+            for (int i = 0; i < nq; ++i) {
+              T* row = probs + i * kAttentionTile;
+              const int visible = visible_keys(q0, i, k0, nk);
+              const T row_lse = lse[(row0 + q0 + i) * s.q_heads + h];
+              for (int j = 0; j < visible; ++j) row[j] = std::exp(row[j] - row_lse);
+              for (int j = visible; j < nk; ++j) row[j] = 0;
+            }
+            // d_v += P^T dO
+            matmul<T>(d_v + (row0 + k0) * s.ld_v + kvh * d, probs, dout_tile, nk, d, nq, true,
+                      false, 1, 1, kAttentionTile, s.ld_out, s.ld_v);
+            // dP = dO v^T, then dS = P (dP - D) scale
+            matmul<T>(d_scores, dout_tile, v_tile, nq, nk, d, false, true, 1, 0, s.ld_out, s.ld_v,
+                      kAttentionTile);
+            for (int i = 0; i < nq; ++i) {
+              const T* p = probs + i * kAttentionTile;
+              T* ds = d_scores + i * kAttentionTile;
+              const T di = out_dot[q0 + i];
+              for (int j = 0; j < nk; ++j) ds[j] = p[j] * (ds[j] - di) * scale;
+            }
+            // d_q += dS k;  d_k += dS^T q
+            matmul<T>(dq_tile, d_scores, k_tile, nq, d, nk, false, false, 1, 1, kAttentionTile,
+                      s.ld_k, s.ld_q);
+            matmul<T>(d_k + (row0 + k0) * s.ld_k + kvh * d, d_scores, q_tile, nk, d, nq, true,
+                      false, 1, 1, kAttentionTile, s.ld_q, s.ld_k);
+          }
+        }
+      }
+    }
+  }
+}
+
+#define GATTN_INSTANTIATE(T)                                                                   \
+  template void attention_forward<T>(T*, T*, const T*, const T*, const T*, const AttentionShape&); \
+  template void attention_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,         \
+                                      const T*, const T*, const AttentionShape&);
+GATTN_INSTANTIATE(float)
+GATTN_INSTANTIATE(double)
+#undef GATTN_INSTANTIATE
+
+}  // namespace gattn

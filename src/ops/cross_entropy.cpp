@@ -1,0 +1,59 @@
+#include "ops/cross_entropy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "ops/matmul.h"
+#include "util/error.h"
+
+namespace gattn {
+
+template <typename T>
+LossSum lm_head_cross_entropy(T* d_x, T* d_w, T* logits_scratch, const T* x, const T* w,
+                              const int32_t* targets, int64_t rows, int dim, int vocab,
+                              int chunk_rows, T grad_scale) {
+  for (int64_t n = 0; n < rows; ++n)
+    if (targets[n] < -1 || targets[n] >= vocab)
+      fail("target ", targets[n], " at position ", n, " is outside [0, ", vocab, ") and not -1");
+  LossSum total;
+  std::vector<double> row_nats(chunk_rows);
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
+    const int nc = int(std::min<int64_t>(chunk_rows, rows - r0));
+    const T* xc = x + r0 * dim;
+    linear_forward<T>(logits_scratch, xc, w, nc, dim, vocab);
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < nc; ++i) {
+      T* logit = logits_scratch + int64_t(i) * vocab;
+      const int32_t target = targets[r0 + i];
+      row_nats[i] = 0;
+      if (target < 0) {
+        if (d_x) std::fill_n(logit, vocab, T(0));
+        continue;
+      }
+      const T max = *std::max_element(logit, logit + vocab);
+      double sum = 0;
+      for (int v = 0; v < vocab; ++v) sum += std::exp(double(logit[v] - max));
+      const double lse = double(max) + std::log(sum);
+      row_nats[i] = lse - double(logit[target]);
+      if (d_x) {
+        for (int v = 0; v < vocab; ++v) logit[v] = T(std::exp(double(logit[v]) - lse)) * grad_scale;
+        logit[target] -= grad_scale;
+      }
+    }
+    for (int i = 0; i < nc; ++i) {
+      total.nats += row_nats[i];
+      total.tokens += targets[r0 + i] >= 0;
+    }
+    if (d_x) linear_backward<T>(d_x + r0 * dim, d_w, logits_scratch, xc, w, nc, dim, vocab);
+  }
+  return total;
+}
+
+template LossSum lm_head_cross_entropy<float>(float*, float*, float*, const float*, const float*,
+                                              const int32_t*, int64_t, int, int, int, float);
+template LossSum lm_head_cross_entropy<double>(double*, double*, double*, const double*,
+                                               const double*, const int32_t*, int64_t, int, int,
+                                               int, double);
+
+}  // namespace gattn

@@ -1,0 +1,21 @@
+// The LM head fused with softmax cross-entropy: logits are made a chunk of rows at a time and
+// never stored for the whole batch; the gradient is formed in the same pass.
+#pragma once
+#include <cstdint>
+
+namespace gattn {
+
+struct LossSum {
+  double nats = 0;     // summed over counted targets
+  int64_t tokens = 0;  // targets >= 0
+};
+
+// Sum over rows with target >= 0 of logsumexp(x w^T) - (x w^T)[target]; target -1 is ignored.
+// logits_scratch holds [chunk_rows, vocab]. With d_x non-null it also writes
+// d_x = grad_scale * dL/dx and adds grad_scale * dL/dw to d_w.
+template <typename T>
+LossSum lm_head_cross_entropy(T* d_x, T* d_w, T* logits_scratch, const T* x, const T* w,
+                              const int32_t* targets, int64_t rows, int dim, int vocab,
+                              int chunk_rows, T grad_scale);
+
+}  // namespace gattn

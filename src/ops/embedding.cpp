@@ -1,0 +1,42 @@
+#include "ops/embedding.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+
+namespace gattn {
+
+template <typename T>
+void embedding_forward(T* out, const int32_t* ids, const T* table, int64_t rows, int dim, int vocab) {
+  for (int64_t n = 0; n < rows; ++n)
+    if (ids[n] < 0 || ids[n] >= vocab)
+      fail("token id ", ids[n], " at position ", n, " is outside the vocabulary [0, ", vocab, ")");
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < rows; ++n)
+    std::copy_n(table + int64_t(ids[n]) * dim, dim, out + n * dim);
+}
+
+template <typename T>
+void embedding_backward(T* d_table, const T* d_out, const int32_t* ids, int64_t rows, int dim) {
+  // Each thread owns a stripe of channels and walks the tokens in order.
+  constexpr int kStripe = 64;
+  const int stripes = (dim + kStripe - 1) / kStripe;
+#pragma omp parallel for schedule(static)
+  for (int stripe = 0; stripe < stripes; ++stripe) {
+    const int c0 = stripe * kStripe, c1 = std::min(dim, c0 + kStripe);
+    for (int64_t n = 0; n < rows; ++n) {
+      T* dst = d_table + int64_t(ids[n]) * dim;
+      const T* src = d_out + n * dim;
+      for (int c = c0; c < c1; ++c) dst[c] += src[c];
+    }
+  }
+}
+
+#define GATTN_INSTANTIATE(T)                                                            \
+  template void embedding_forward<T>(T*, const int32_t*, const T*, int64_t, int, int);  \
+  template void embedding_backward<T>(T*, const T*, const int32_t*, int64_t, int);
+GATTN_INSTANTIATE(float)
+GATTN_INSTANTIATE(double)
+#undef GATTN_INSTANTIATE
+
+}  // namespace gattn

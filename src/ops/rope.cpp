@@ -1,0 +1,75 @@
+#include "ops/rope.h"
+
+#include <cmath>
+#include <cstdint>
+
+#include "util/error.h"
+
+namespace gattn {
+
+template <typename T>
+RopeTable<T> make_rope_table(int rotary_dim, double theta, int max_positions) {
+  RopeTable<T> t;
+  t.rotary_dim = rotary_dim;
+  t.max_positions = max_positions;
+  const int half = rotary_dim / 2;
+  t.cos.resize(size_t(max_positions) * half);
+  t.sin.resize(size_t(max_positions) * half);
+  for (int p = 0; p < max_positions; ++p) {
+    for (int i = 0; i < half; ++i) {
+      const double angle = p * std::pow(theta, -2.0 * i / rotary_dim);
+      t.cos[size_t(p) * half + i] = T(std::cos(angle));
+      t.sin[size_t(p) * half + i] = T(std::sin(angle));
+    }
+  }
+  return t;
+}
+
+namespace {
+// Rotates every head of every row by +angle (sign = 1) or -angle (sign = -1).
+template <typename T>
+void rotate(T* out, const T* in, const RopeTable<T>& table, const RopeShape& s, T sign) {
+  const int half = table.rotary_dim / 2;
+  if (s.pos0 + s.seq_len > table.max_positions)
+    fail("rope: position ", s.pos0 + s.seq_len - 1, " is beyond the table's ", table.max_positions);
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < s.rows; ++r) {
+    const int64_t p = s.pos0 + r % s.seq_len;
+    const T* cos = table.cos.data() + p * half;
+    const T* sin = table.sin.data() + p * half;
+    for (int h = 0; h < s.heads; ++h) {
+      const T* x = in + r * s.ld_in + h * s.head_dim;
+      T* y = out + r * s.ld_out + h * s.head_dim;
+      for (int i = 0; i < half; ++i) {
+        const T a = x[i], b = x[i + half], sn = sign * sin[i];
+        y[i] = a * cos[i] - b * sn;
+        y[i + half] = b * cos[i] + a * sn;
+      }
+      if (y != x)
+        for (int i = table.rotary_dim; i < s.head_dim; ++i) y[i] = x[i];
+    }
+  }
+}
+}  // namespace
+
+template <typename T>
+void rope_forward(T* out, const T* in, const RopeTable<T>& table, const RopeShape& s) {
+  rotate(out, in, table, s, T(1));
+}
+
+template <typename T>
+void rope_backward(T* d_in, const T* d_out, const RopeTable<T>& table, const RopeShape& s) {
+  RopeShape back = s;
+  std::swap(back.ld_in, back.ld_out);
+  rotate(d_in, d_out, table, back, T(-1));
+}
+
+#define GATTN_INSTANTIATE(T)                                                               \
+  template RopeTable<T> make_rope_table<T>(int, double, int);                              \
+  template void rope_forward<T>(T*, const T*, const RopeTable<T>&, const RopeShape&);      \
+  template void rope_backward<T>(T*, const T*, const RopeTable<T>&, const RopeShape&);
+GATTN_INSTANTIATE(float)
+GATTN_INSTANTIATE(double)
+#undef GATTN_INSTANTIATE
+
+}  // namespace gattn

@@ -1,0 +1,127 @@
+// The whole model against the independent float64 PyTorch reference (tools/reference/): logits,
+// loss and the gradient of every parameter, for every gate variant, at 1 and 2 threads.
+//
+// Tolerances (relative L2 per tensor): 1e-5 for logits and loss, 1e-4 for gradients. The
+// reference run in PyTorch fp32 on the same weights errs by <= 5e-7 (logits) and <= 1.3e-6
+// (gradients), recorded in each fixture as fp32_rel_err and printed beside ours; a wrong
+// formula errs by O(1).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "io/safetensors.h"
+#include "model/layout.h"
+#include "model/model.h"
+#include "util/threads.h"
+
+namespace gattn {
+namespace {
+namespace fs = std::filesystem;
+
+std::vector<std::string> fixture_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(GATTN_FIXTURE_DIR))
+    if (entry.path().extension() == ".safetensors") names.push_back(entry.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+double relative_l2(const float* ours, const std::vector<float>& ref) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    diff += (double(ours[i]) - ref[i]) * (double(ours[i]) - ref[i]);
+    norm += double(ref[i]) * ref[i];
+  }
+  return std::sqrt(diff / norm);
+}
+
+struct Fixture {
+  explicit Fixture(const std::string& name)
+      : file(std::string(GATTN_FIXTURE_DIR) + "/" + name + ".safetensors"),
+        config(config_from_json(nlohmann::json::parse(file.metadata_value("config")), file.path())),
+        torch_fp32_error(nlohmann::json::parse(file.metadata_value("fp32_rel_err"))) {
+    const std::vector<int64_t> ids64 = file.read_ints("input_ids"), targets64 = file.read_ints("targets");
+    ids.assign(ids64.begin(), ids64.end());
+    targets.assign(targets64.begin(), targets64.end());
+    batch = int(file.get("input_ids").shape[0]);
+    seq_len = int(file.get("input_ids").shape[1]);
+  }
+  SafetensorsReader file;
+  Config config;
+  nlohmann::json torch_fp32_error;
+  std::vector<int32_t> ids, targets;
+  int batch, seq_len;
+};
+
+class Golden : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+
+TEST_P(Golden, LogitsLossAndEveryGradientMatchTheReference) {
+  const auto& [name, threads] = GetParam();
+  set_num_threads(threads);
+  const Fixture f(name);
+  Model model(f.config);
+  for (const TensorSpec& t : model.layout().tensors()) {
+    ASSERT_EQ(f.file.get(t.name).shape, t.shape) << t.name;
+    const std::vector<float> values = f.file.read_floats(t.name);
+    std::copy(values.begin(), values.end(), model.params().begin() + t.offset);
+  }
+  const Batch batch{f.ids.data(), f.targets.data(), f.batch, f.seq_len};
+  std::vector<float> logits(f.ids.size() * f.config.vocab_size);
+  const LossSum forward = model.forward(batch, logits.data());
+  const double ref_loss = f.file.read_floats("loss")[0];
+
+  const double logits_err = relative_l2(logits.data(), f.file.read_floats("logits"));
+  const double loss_err = std::abs(forward.nats / forward.tokens - ref_loss) / std::abs(ref_loss);
+  EXPECT_LT(logits_err, 1e-5);
+  EXPECT_LT(loss_err, 1e-5);
+
+  model.zero_grads();
+  const LossSum trained = model.forward_backward(batch, 1.0f / float(count_targets(batch)));
+  EXPECT_EQ(trained.nats, forward.nats) << "forward and forward_backward compute the same loss";
+  double worst = 0, worst_torch = 0;
+  std::string worst_name;
+  for (const TensorSpec& t : model.layout().tensors()) {
+    const double err = relative_l2(model.grads().data() + t.offset, f.file.read_floats("grad." + t.name));
+    EXPECT_LT(err, 1e-4) << "gradient of " << t.name;
+    worst_torch = std::max(worst_torch, f.torch_fp32_error.at("grad." + t.name).get<double>());
+    if (err > worst) worst = err, worst_name = t.name;
+  }
+  std::printf("[ %s, %d thread%s ] rel L2 error: logits %.1e (torch fp32 %.1e), loss %.1e (%.1e), "
+              "worst gradient %.1e %s (torch fp32 worst %.1e)\n",
+              name.c_str(), threads, threads > 1 ? "s" : "", logits_err,
+              f.torch_fp32_error.at("logits").get<double>(), loss_err,
+              f.torch_fp32_error.at("loss").get<double>(), worst, worst_name.c_str(), worst_torch);
+}
+
+// Each config's parameter count against the tensors the reference built from the same config.
+class GoldenCount : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GoldenCount, ParametersMatchTheReference) {
+  const Fixture f(GetParam());
+  const ParamLayout layout(f.config);
+  int64_t reference_total = 0;
+  size_t reference_tensors = 0;
+  for (const TensorView& t : f.file.tensors()) {
+    if (t.name.rfind("model.", 0) != 0 && t.name != "lm_head.weight") continue;
+    const TensorSpec* spec = layout.find(t.name);
+    ASSERT_NE(spec, nullptr) << "the reference has " << t.name << ", gattn does not";
+    EXPECT_EQ(spec->shape, t.shape) << t.name;
+    reference_total += t.numel;
+    ++reference_tensors;
+  }
+  EXPECT_EQ(layout.tensors().size(), reference_tensors);
+  EXPECT_EQ(layout.total(), reference_total);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, Golden,
+                         ::testing::Combine(::testing::ValuesIn(fixture_names()), ::testing::Values(1, 2)),
+                         [](const auto& param_info) {
+                           return std::get<0>(param_info.param) + "_threads" + std::to_string(std::get<1>(param_info.param));
+                         });
+INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenCount, ::testing::ValuesIn(fixture_names()),
+                         [](const auto& param_info) { return param_info.param; });
+
+}  // namespace
+}  // namespace gattn

@@ -42,7 +42,15 @@ std::vector<double> naive_attention(const std::vector<double>& q, const std::vec
 }
 
 AttentionShape shape(int batch, int seq, int heads, int kv_heads, int d, int pad) {
-  return {batch, seq, heads, kv_heads, d, heads * d + pad, kv_heads * d + pad, kv_heads * d + 2 * pad, heads * d};
+  return {batch,
+          seq,
+          heads,
+          kv_heads,
+          d,
+          heads * d + pad,
+          kv_heads * d + pad,
+          kv_heads * d + 2 * pad,
+          heads * d};
 }
 
 class AttentionForward : public ::testing::TestWithParam<int> {};
@@ -82,8 +90,8 @@ TEST(AttentionBackward, MatchesFiniteDifferencesAcrossTiles) {
   loss();
   // Padding columns of the strided inputs get no gradient; seed them so a stray write shows.
   std::vector<double> dq(q.size(), 7.0), dk(k.size(), 7.0), dv(v.size(), 7.0);
-  attention_backward(dq.data(), dk.data(), dv.data(), probe.data(), out.data(), lse.data(), q.data(),
-                     k.data(), v.data(), s);
+  attention_backward(dq.data(), dk.data(), dv.data(), probe.data(), out.data(), lse.data(),
+                     q.data(), k.data(), v.data(), s);
   auto clear_padding = [&](std::vector<double>& g, int ld, int used) {
     for (int r = 0; r < seq; ++r)
       for (int c = used; c < ld; ++c) {

@@ -81,7 +81,8 @@ TEST_F(Checkpoint, RoundTripsExactly) {
   EXPECT_EQ(params, model_.params());
   EXPECT_EQ(c.gate.position, GatePosition::sdpa);
   for (const auto& entry : fs::directory_iterator(dir_))
-    EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << "no temp file left";
+    EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos)
+        << "no temp file left";
 }
 
 TEST_F(Checkpoint, AcceptsBf16Weights) {
@@ -110,8 +111,12 @@ TEST_F(Checkpoint, AcceptsBf16Weights) {
 }
 
 TEST_F(Checkpoint, RejectsAMissingTensor) {
-  rewrite([](TensorToWrite& t, std::vector<float>&) { return t.name != "model.layers.1.mlp.up_proj.weight"; });
-  EXPECT_NE(load_error().find("tensor 'model.layers.1.mlp.up_proj.weight' is missing"), std::string::npos) << load_error();
+  rewrite([](TensorToWrite& t, std::vector<float>&) {
+    return t.name != "model.layers.1.mlp.up_proj.weight";
+  });
+  EXPECT_NE(load_error().find("tensor 'model.layers.1.mlp.up_proj.weight' is missing"),
+            std::string::npos)
+      << load_error();
 }
 
 TEST_F(Checkpoint, RejectsAWrongShape) {
@@ -120,7 +125,9 @@ TEST_F(Checkpoint, RejectsAWrongShape) {
     (void)v;
     return true;
   });
-  EXPECT_NE(load_error().find("tensor 'model.norm.weight' has shape [4, 4], expected [16]"), std::string::npos) << load_error();
+  EXPECT_NE(load_error().find("tensor 'model.norm.weight' has shape [4, 4], expected [16]"),
+            std::string::npos)
+      << load_error();
 }
 
 TEST_F(Checkpoint, RejectsNonFiniteValues) {
@@ -128,14 +135,21 @@ TEST_F(Checkpoint, RejectsNonFiniteValues) {
     if (t.name == "model.layers.0.self_attn.sdpa_gate.weight") v[17] = std::nanf("");
     return true;
   });
-  EXPECT_NE(load_error().find("tensor 'model.layers.0.self_attn.sdpa_gate.weight' has a non-finite value (nan) at index 17"), std::string::npos) << load_error();
+  EXPECT_NE(load_error().find("tensor 'model.layers.0.self_attn.sdpa_gate.weight' has a non-finite "
+                              "value (nan) at index 17"),
+            std::string::npos)
+      << load_error();
 }
 
 TEST_F(Checkpoint, RejectsACheckpointOfAnotherVariant) {
   Config baseline = small();
   baseline.gate = GateConfig{};
   save_config((dir_ / "config.json").string(), baseline);
-  EXPECT_NE(load_error().find("unexpected tensor 'model.layers.0.self_attn.sdpa_gate.weight' (does the config match"), std::string::npos) << load_error();
+  EXPECT_NE(
+      load_error().find(
+          "unexpected tensor 'model.layers.0.self_attn.sdpa_gate.weight' (does the config match"),
+      std::string::npos)
+      << load_error();
 }
 
 TEST_F(Checkpoint, RejectsABadConfigFile) {

@@ -12,7 +12,7 @@ namespace {
 using json = nlohmann::json;
 
 json base() {
-  return {{"vocab_size", 64}, {"hidden_size", 32}, {"num_hidden_layers", 2},
+  return {{"vocab_size", 64},         {"hidden_size", 32},        {"num_hidden_layers", 2},
           {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"intermediate_size", 48}};
 }
 
@@ -61,11 +61,15 @@ TEST(Config, AcceptsEveryValidGateCombination) {
         for (const char* sharing : {"head_specific", "head_shared"})
           for (const char* mode : {"multiplicative", "additive"}) {
             const bool dense = std::string(position) == "dense";
-            if (dense && (std::string(granularity) == "headwise" || std::string(sharing) == "head_shared"))
+            if (dense &&
+                (std::string(granularity) == "headwise" || std::string(sharing) == "head_shared"))
               continue;
             json j = base();
-            j["gate"] = {{"position", position}, {"kind", kind}, {"granularity", granularity},
-                         {"sharing", sharing}, {"mode", mode}};
+            j["gate"] = {{"position", position},
+                         {"kind", kind},
+                         {"granularity", granularity},
+                         {"sharing", sharing},
+                         {"mode", mode}};
             EXPECT_EQ(error_of(j), "") << j["gate"].dump();
             ++accepted;
           }
@@ -96,27 +100,62 @@ TEST_P(ConfigRejects, WithAClearMessage) {
 INSTANTIATE_TEST_SUITE_P(
     BadInput, ConfigRejects,
     ::testing::Values(
-        BadCase{"kv_heads_not_dividing", {{"num_key_value_heads", 3}}, "'num_key_value_heads': expected a divisor of num_attention_heads (4), found 3"},
-        BadCase{"zero_size", {{"hidden_size", 0}}, "'hidden_size': expected a positive integer, found 0"},
+        BadCase{"kv_heads_not_dividing",
+                {{"num_key_value_heads", 3}},
+                "'num_key_value_heads': expected a divisor of num_attention_heads (4), found 3"},
+        BadCase{"zero_size",
+                {{"hidden_size", 0}},
+                "'hidden_size': expected a positive integer, found 0"},
         BadCase{"negative_size", {{"vocab_size", -5}}, "'vocab_size': expected a positive integer"},
-        BadCase{"fractional_size", {{"intermediate_size", 2.5}}, "'intermediate_size': expected a positive integer"},
-        BadCase{"string_size", {{"num_hidden_layers", "2"}}, "'num_hidden_layers': expected a positive integer"},
+        BadCase{"fractional_size",
+                {{"intermediate_size", 2.5}},
+                "'intermediate_size': expected a positive integer"},
+        BadCase{"string_size",
+                {{"num_hidden_layers", "2"}},
+                "'num_hidden_layers': expected a positive integer"},
         BadCase{"missing_required", {{"vocab_size", nullptr}}, "field 'vocab_size' is required"},
-        BadCase{"head_dim_not_derivable", {{"hidden_size", 30}}, "hidden_size (30) is not divisible by num_attention_heads (4)"},
-        BadCase{"odd_rotary", {{"head_dim", 6}, {"partial_rotary_factor", 0.5}}, "must be an even integer"},
-        BadCase{"rotary_above_one", {{"partial_rotary_factor", 1.5}}, "'partial_rotary_factor': expected a number in (0, 1]"},
-        BadCase{"non_positive_theta", {{"rope_theta", 0}}, "'rope_theta': expected a positive number"},
+        BadCase{"head_dim_not_derivable",
+                {{"hidden_size", 30}},
+                "hidden_size (30) is not divisible by num_attention_heads (4)"},
+        BadCase{"odd_rotary",
+                {{"head_dim", 6}, {"partial_rotary_factor", 0.5}},
+                "must be an even integer"},
+        BadCase{"rotary_above_one",
+                {{"partial_rotary_factor", 1.5}},
+                "'partial_rotary_factor': expected a number in (0, 1]"},
+        BadCase{
+            "non_positive_theta", {{"rope_theta", 0}}, "'rope_theta': expected a positive number"},
         BadCase{"unknown_field", {{"hiden_size", 32}}, "unknown field 'hiden_size'"},
         BadCase{"bad_bool", {{"use_qk_norm", 1}}, "'use_qk_norm': expected true or false"},
-        BadCase{"unknown_gate_field", {{"gate", {{"position", "sdpa"}, {"gain", 1}}}}, "gate: unknown field 'gain'"},
-        BadCase{"unknown_position", {{"gate", {{"position", "G1"}}}}, "'position': expected one of dense | key | none | query | sdpa | value"},
-        BadCase{"headwise_dense", {{"gate", {{"position", "dense"}, {"granularity", "headwise"}}}}, "granularity 'headwise' is not allowed at position 'dense'"},
-        BadCase{"shared_dense", {{"gate", {{"position", "dense"}, {"sharing", "head_shared"}}}}, "sharing 'head_shared' is not allowed at position 'dense'"},
-        BadCase{"options_without_position", {{"gate", {{"granularity", "headwise"}}}}, "'granularity' is not allowed with position 'none'"},
-        BadCase{"after_qk_norm_at_sdpa", {{"gate", {{"position", "sdpa"}, {"after_qk_norm", false}}}}, "'after_qk_norm' is not allowed at position 'sdpa'"},
-        BadCase{"silu_only_not_at_sdpa", {{"gate", {{"position", "value"}, {"kind", "silu_only"}}}}, "position must be 'sdpa'"},
-        BadCase{"head_rmsnorm_with_activation", {{"gate", {{"position", "sdpa"}, {"kind", "head_rmsnorm"}, {"activation", "silu"}}}}, "'activation' is not allowed with kind 'head_rmsnorm'"},
-        BadCase{"ns_sigmoid_with_activation", {{"gate", {{"position", "sdpa"}, {"kind", "ns_sigmoid"}, {"activation", "sigmoid"}}}}, "'activation' is not allowed with kind 'ns_sigmoid'"},
+        BadCase{"unknown_gate_field",
+                {{"gate", {{"position", "sdpa"}, {"gain", 1}}}},
+                "gate: unknown field 'gain'"},
+        BadCase{"unknown_position",
+                {{"gate", {{"position", "G1"}}}},
+                "'position': expected one of dense | key | none | query | sdpa | value"},
+        BadCase{"headwise_dense",
+                {{"gate", {{"position", "dense"}, {"granularity", "headwise"}}}},
+                "granularity 'headwise' is not allowed at position 'dense'"},
+        BadCase{"shared_dense",
+                {{"gate", {{"position", "dense"}, {"sharing", "head_shared"}}}},
+                "sharing 'head_shared' is not allowed at position 'dense'"},
+        BadCase{"options_without_position",
+                {{"gate", {{"granularity", "headwise"}}}},
+                "'granularity' is not allowed with position 'none'"},
+        BadCase{"after_qk_norm_at_sdpa",
+                {{"gate", {{"position", "sdpa"}, {"after_qk_norm", false}}}},
+                "'after_qk_norm' is not allowed at position 'sdpa'"},
+        BadCase{"silu_only_not_at_sdpa",
+                {{"gate", {{"position", "value"}, {"kind", "silu_only"}}}},
+                "position must be 'sdpa'"},
+        BadCase{
+            "head_rmsnorm_with_activation",
+            {{"gate", {{"position", "sdpa"}, {"kind", "head_rmsnorm"}, {"activation", "silu"}}}},
+            "'activation' is not allowed with kind 'head_rmsnorm'"},
+        BadCase{
+            "ns_sigmoid_with_activation",
+            {{"gate", {{"position", "sdpa"}, {"kind", "ns_sigmoid"}, {"activation", "sigmoid"}}}},
+            "'activation' is not allowed with kind 'ns_sigmoid'"},
         BadCase{"gate_not_object", {{"gate", "sdpa"}}, "gate: expected a JSON object"}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 

@@ -42,7 +42,8 @@ struct Fixture {
       : file(std::string(GATTN_FIXTURE_DIR) + "/" + name + ".safetensors"),
         config(config_from_json(nlohmann::json::parse(file.metadata_value("config")), file.path())),
         torch_fp32_error(nlohmann::json::parse(file.metadata_value("fp32_rel_err"))) {
-    const std::vector<int64_t> ids64 = file.read_ints("input_ids"), targets64 = file.read_ints("targets");
+    const std::vector<int64_t> ids64 = file.read_ints("input_ids"),
+                               targets64 = file.read_ints("targets");
     ids.assign(ids64.begin(), ids64.end());
     targets.assign(targets64.begin(), targets64.end());
     batch = int(file.get("input_ids").shape[0]);
@@ -83,16 +84,18 @@ TEST_P(Golden, LogitsLossAndEveryGradientMatchTheReference) {
   double worst = 0, worst_torch = 0;
   std::string worst_name;
   for (const TensorSpec& t : model.layout().tensors()) {
-    const double err = relative_l2(model.grads().data() + t.offset, f.file.read_floats("grad." + t.name));
+    const double err =
+        relative_l2(model.grads().data() + t.offset, f.file.read_floats("grad." + t.name));
     EXPECT_LT(err, 1e-4) << "gradient of " << t.name;
     worst_torch = std::max(worst_torch, f.torch_fp32_error.at("grad." + t.name).get<double>());
     if (err > worst) worst = err, worst_name = t.name;
   }
-  std::printf("[ %s, %d thread%s ] rel L2 error: logits %.1e (torch fp32 %.1e), loss %.1e (%.1e), "
-              "worst gradient %.1e %s (torch fp32 worst %.1e)\n",
-              name.c_str(), threads, threads > 1 ? "s" : "", logits_err,
-              f.torch_fp32_error.at("logits").get<double>(), loss_err,
-              f.torch_fp32_error.at("loss").get<double>(), worst, worst_name.c_str(), worst_torch);
+  std::printf(
+      "[ %s, %d thread%s ] rel L2 error: logits %.1e (torch fp32 %.1e), loss %.1e (%.1e), "
+      "worst gradient %.1e %s (torch fp32 worst %.1e)\n",
+      name.c_str(), threads, threads > 1 ? "s" : "", logits_err,
+      f.torch_fp32_error.at("logits").get<double>(), loss_err,
+      f.torch_fp32_error.at("loss").get<double>(), worst, worst_name.c_str(), worst_torch);
 }
 
 // Each config's parameter count against the tensors the reference built from the same config.
@@ -116,9 +119,11 @@ TEST_P(GoldenCount, ParametersMatchTheReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Golden,
-                         ::testing::Combine(::testing::ValuesIn(fixture_names()), ::testing::Values(1, 2)),
+                         ::testing::Combine(::testing::ValuesIn(fixture_names()),
+                                            ::testing::Values(1, 2)),
                          [](const auto& param_info) {
-                           return std::get<0>(param_info.param) + "_threads" + std::to_string(std::get<1>(param_info.param));
+                           return std::get<0>(param_info.param) + "_threads" +
+                                  std::to_string(std::get<1>(param_info.param));
                          });
 INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenCount, ::testing::ValuesIn(fixture_names()),
                          [](const auto& param_info) { return param_info.param; });

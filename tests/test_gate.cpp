@@ -14,7 +14,8 @@ using test::dot;
 using test::gradient_error;
 using test::random_vector;
 
-using GateCase = std::tuple<bool, bool, GateActivation, bool, bool>;  // headwise, shared, act, additive, per-token z
+using GateCase = std::tuple<bool, bool, GateActivation, bool,
+                            bool>;  // headwise, shared, act, additive, per-token z
 
 GateShape make_shape(const GateCase& c) {
   const auto [headwise, shared, act, additive, per_token] = c;
@@ -66,7 +67,8 @@ TEST_P(Gate, BackwardMatchesFiniteDifferences) {
   auto y = random_vector(size_t(s.rows) * s.ld_y, rng);
   auto z = random_vector(size_t(s.rows) * (s.ld_z ? s.ld_z : 1) + s.scores(), rng, 1.5);
   const auto probe = random_vector(size_t(s.rows) * s.ld_y_out, rng);
-  std::vector<double> out(probe.size()), dy(y.size(), 0.0), dz_rows(size_t(s.rows) * dz_stride, 0.0);
+  std::vector<double> out(probe.size()), dy(y.size(), 0.0),
+      dz_rows(size_t(s.rows) * dz_stride, 0.0);
   auto loss = [&] {
     gate_forward(out.data(), y.data(), z.data(), s);
     return dot(out, probe);
@@ -74,7 +76,8 @@ TEST_P(Gate, BackwardMatchesFiniteDifferences) {
   gate_backward(dy.data(), dz_rows.data(), probe.data(), y.data(), z.data(), s);
   std::vector<double> dz(z.size(), 0.0);  // per-token rows, or summed over tokens for shared z
   for (int r = 0; r < s.rows; ++r)
-    for (int j = 0; j < s.scores(); ++j) dz[size_t(r) * s.ld_z + j] += dz_rows[size_t(r) * dz_stride + j];
+    for (int j = 0; j < s.scores(); ++j)
+      dz[size_t(r) * s.ld_z + j] += dz_rows[size_t(r) * dz_stride + j];
   EXPECT_LT(gradient_error(y, dy, loss), test::kGradTolerance);
   EXPECT_LT(gradient_error(z, dz, loss), test::kGradTolerance);
 }

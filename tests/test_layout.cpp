@@ -1,59 +1,40 @@
-// Parameter counts from the config alone, against the paper's added-parameter column and the
-// dense 1.7B model.
+// Parameter counts from the config alone (configs/paper/), against the paper's added-parameter
+// column and the dense 1.7B model.
 #include <gtest/gtest.h>
 
+#include "io/checkpoint.h"
 #include "model/layout.h"
 
 namespace gattn {
 namespace {
 
-// The paper's MoE 15A2B attention shape (the experts are not modelled; only the gate's
-// additions are compared): 24 layers, hidden 2048, 32 q / 4 kv heads of 128.
-Config moe_15a2b_attention(GatePosition position, bool headwise) {
-  Config c;
-  c.vocab_size = 151936;
-  c.hidden_size = 2048;
-  c.num_hidden_layers = 24;
-  c.num_attention_heads = 32;
-  c.num_key_value_heads = 4;
-  c.head_dim = 128;
-  c.intermediate_size = 768;
-  c.gate.position = position;
-  c.gate.headwise = headwise;
-  return c;
+const std::string kPaper = std::string(GATTN_CONFIG_DIR) + "/paper/";
+
+int64_t count(const std::string& config, const std::string& gate = "") {
+  return ParamLayout(load_config(kPaper + config, gate)).total();
 }
 
-int64_t added(GatePosition position, bool headwise) {
-  return ParamLayout(moe_15a2b_attention(position, headwise)).total() -
-         ParamLayout(moe_15a2b_attention(GatePosition::none, false)).total();
+// The paper's MoE 15A2B attention shape (24 layers, hidden 2048, 32 q / 4 kv heads of 128; the
+// experts are not modelled, so only the gate's additions are compared).
+int64_t added_15a2b(const std::string& gate) {
+  return count("15a2b_attention.json", gate) - count("15a2b_attention.json");
 }
 
 TEST(ParamCount, ReproducesThePapersAddedParameters) {
-  EXPECT_EQ(added(GatePosition::sdpa, false), 201'326'592);   // 201.3M
-  EXPECT_EQ(added(GatePosition::value, false), 25'165'824);   // 25.2M
-  EXPECT_EQ(added(GatePosition::key, false), 25'165'824);     // 25.2M
-  EXPECT_EQ(added(GatePosition::query, false), 201'326'592);  // 201.3M
-  EXPECT_EQ(added(GatePosition::dense, false), 100'663'296);  // 100.7M
-  EXPECT_EQ(added(GatePosition::sdpa, true), 1'572'864);      // 1.57M
-  EXPECT_EQ(added(GatePosition::value, true), 196'608);       // 0.20M
+  EXPECT_EQ(added_15a2b(R"({"position": "sdpa"})"), 201'326'592);   // 201.3M
+  EXPECT_EQ(added_15a2b(R"({"position": "value"})"), 25'165'824);   // 25.2M
+  EXPECT_EQ(added_15a2b(R"({"position": "key"})"), 25'165'824);     // 25.2M
+  EXPECT_EQ(added_15a2b(R"({"position": "query"})"), 201'326'592);  // 201.3M
+  EXPECT_EQ(added_15a2b(R"({"position": "dense"})"), 100'663'296);  // 100.7M
+  EXPECT_EQ(added_15a2b(R"({"position": "sdpa", "granularity": "headwise"})"), 1'572'864);  // 1.57M
+  EXPECT_EQ(added_15a2b(R"({"position": "value", "granularity": "headwise"})"), 196'608);   // 0.20M
 }
 
 TEST(ParamCount, Dense1p7B) {
-  Config c;
-  c.vocab_size = 151936;
-  c.hidden_size = 2048;
-  c.num_hidden_layers = 28;
-  c.num_attention_heads = 16;
-  c.num_key_value_heads = 8;
-  c.head_dim = 128;
-  c.intermediate_size = 6144;
-  c.tie_word_embeddings = true;
-  c.use_qk_norm = true;
-  EXPECT_EQ(ParamLayout(c).total(), 1'720'574'976);
-  c.gate.position = GatePosition::sdpa;
-  EXPECT_EQ(ParamLayout(c).total(), 1'720'574'976 + 117'440'512);
-  c.gate.headwise = true;
-  EXPECT_EQ(ParamLayout(c).total(), 1'720'574'976 + 917'504);
+  EXPECT_EQ(count("dense_1.7b.json"), 1'720'574'976);
+  EXPECT_EQ(count("dense_1.7b.json", R"({"position": "sdpa"})"), 1'720'574'976 + 117'440'512);
+  EXPECT_EQ(count("dense_1.7b.json", R"({"position": "sdpa", "granularity": "headwise"})"),
+            1'720'574'976 + 917'504);
 }
 
 TEST(ParamLayout, FusedProjectionsAreContiguous) {

@@ -51,7 +51,8 @@ TEST(Model, StepIsBitwiseReproducible) {
     } else {
       EXPECT_EQ(std::memcmp(&loss.nats, &first_loss, sizeof(double)), 0);
       ASSERT_EQ(m.grads().size(), first_grads.size());
-      EXPECT_EQ(std::memcmp(m.grads().data(), first_grads.data(), first_grads.size() * sizeof(float)), 0);
+      EXPECT_EQ(
+          std::memcmp(m.grads().data(), first_grads.data(), first_grads.size() * sizeof(float)), 0);
     }
   }
 }

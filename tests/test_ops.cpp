@@ -72,12 +72,11 @@ TEST_P(RmsNorm, BackwardMatchesFiniteDifferences) {
       EXPECT_NEAR(dx2[r * s.ld_in + c], dx[r * s.ld_in + c] + 1.0, 1e-12);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, RmsNorm,
-    ::testing::Values(NormCase{"layer", {6, 1, 13, 13, 13, 0}},
-                      NormCase{"qk_norm_strided", {5, 3, 6, 25, 18, 0}},
-                      NormCase{"per_head_weight", {4, 3, 5, 15, 15, 5}}),
-    [](const auto& param_info) { return std::string(param_info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Shapes, RmsNorm,
+                         ::testing::Values(NormCase{"layer", {6, 1, 13, 13, 13, 0}},
+                                           NormCase{"qk_norm_strided", {5, 3, 6, 25, 18, 0}},
+                                           NormCase{"per_head_weight", {4, 3, 5, 15, 15, 5}}),
+                         [](const auto& param_info) { return std::string(param_info.param.name); });
 
 TEST(Rope, BackwardMatchesFiniteDifferencesAndPreservesNorms) {
   for (int rotary_dim : {8, 4}) {
@@ -197,12 +196,13 @@ TEST(CrossEntropy, FusedLmHeadMatchesFiniteDifferencesAcrossChunks) {
   const double scale = 0.37;
   auto loss = [&] {
     return scale * lm_head_cross_entropy<double>(nullptr, nullptr, scratch.data(), x.data(),
-                                                 w.data(), targets.data(), rows, dim, vocab,
-                                                 chunk, 0.0).nats;
+                                                 w.data(), targets.data(), rows, dim, vocab, chunk,
+                                                 0.0)
+                       .nats;
   };
-  const LossSum sum = lm_head_cross_entropy<double>(dx.data(), dw.data(), scratch.data(), x.data(),
-                                                    w.data(), targets.data(), rows, dim, vocab,
-                                                    chunk, scale);
+  const LossSum sum =
+      lm_head_cross_entropy<double>(dx.data(), dw.data(), scratch.data(), x.data(), w.data(),
+                                    targets.data(), rows, dim, vocab, chunk, scale);
   EXPECT_EQ(sum.tokens, 5);
   // The loss itself, from the definition.
   double expected = 0;

@@ -78,7 +78,11 @@ TEST_F(Safetensors, RejectsTruncatedFile) {
   const std::vector<float> a(100, 1.0f);
   write_safetensors(path("t.safetensors"), {{"a", Dtype::F32, {100}, a.data()}});
   fs::resize_file(path("t.safetensors"), fs::file_size(path("t.safetensors")) - 7);
-  EXPECT_NE(error_of(path("t.safetensors")).find("tensor 'a': data_offsets [0, 400] lie outside the 393 data bytes (truncated file?)"), std::string::npos)
+  EXPECT_NE(
+      error_of(path("t.safetensors"))
+          .find(
+              "tensor 'a': data_offsets [0, 400] lie outside the 393 data bytes (truncated file?)"),
+      std::string::npos)
       << error_of(path("t.safetensors"));
 }
 
@@ -94,20 +98,29 @@ TEST_F(Safetensors, RejectsEveryLieInTheHeader) {
       {"{" + ok_entry + "}", 8, 1u << 30, "header length 1073741824 does not fit"},
       {"{\"a\":", 8, 0, "header is not valid JSON"},
       {"[1,2]", 8, 0, "header is not a JSON object"},
-      {R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 12, 0, "data_offsets span 8 bytes but F32 [3] needs 12"},
+      {R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 12, 0,
+       "data_offsets span 8 bytes but F32 [3] needs 12"},
       {R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8, 0, "lie outside"},
-      {R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,16]}})", 8, 0, "lie outside the 8 data bytes"},
-      {R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[-8,0]}})", 8, 0, "data_offsets must be two non-negative integers"},
-      {R"({"a":{"dtype":"Q4","shape":[2],"data_offsets":[0,8]}})", 8, 0, "unsupported dtype \"Q4\""},
-      {R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8, 0, "has an invalid dimension"},
-      {R"({"a":{"dtype":"F32","shape":[2]}})", 8, 0, "expected an object with dtype, shape and data_offsets"},
-      {R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12, 0, "tensors overlap"},
+      {R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,16]}})", 8, 0,
+       "lie outside the 8 data bytes"},
+      {R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[-8,0]}})", 8, 0,
+       "data_offsets must be two non-negative integers"},
+      {R"({"a":{"dtype":"Q4","shape":[2],"data_offsets":[0,8]}})", 8, 0,
+       "unsupported dtype \"Q4\""},
+      {R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8, 0,
+       "has an invalid dimension"},
+      {R"({"a":{"dtype":"F32","shape":[2]}})", 8, 0,
+       "expected an object with dtype, shape and data_offsets"},
+      {R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+       12, 0, "tensors overlap"},
       {R"({"__metadata__":{"k":1}})", 0, 0, "__metadata__ value 'k' is not a string"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
-    const std::string file = raw("case" + std::to_string(i), cases[i].header, cases[i].data, cases[i].claimed);
+    const std::string file =
+        raw("case" + std::to_string(i), cases[i].header, cases[i].data, cases[i].claimed);
     const std::string message = error_of(file);
-    EXPECT_NE(message.find(cases[i].message), std::string::npos) << cases[i].header << " -> " << message;
+    EXPECT_NE(message.find(cases[i].message), std::string::npos)
+        << cases[i].header << " -> " << message;
     EXPECT_EQ(message.rfind(file, 0), 0u) << "names the file: " << message;
   }
   std::ofstream(path("tiny")) << "abc";
@@ -118,7 +131,8 @@ TEST_F(Safetensors, RejectsEveryLieInTheHeader) {
 TEST_F(Safetensors, ReadersCheckTheDtype) {
   const std::vector<int32_t> ids = {1, 2};
   const std::vector<float> f = {1, 2};
-  write_safetensors(path("d.safetensors"), {{"ids", Dtype::I32, {2}, ids.data()}, {"f", Dtype::F32, {2}, f.data()}});
+  write_safetensors(path("d.safetensors"),
+                    {{"ids", Dtype::I32, {2}, ids.data()}, {"f", Dtype::F32, {2}, f.data()}});
   const SafetensorsReader r(path("d.safetensors"));
   EXPECT_EQ(r.read_ints("ids"), (std::vector<int64_t>{1, 2}));
   EXPECT_THROW(r.read_floats("ids"), Error);

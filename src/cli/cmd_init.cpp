@@ -8,12 +8,14 @@
 namespace gattn {
 
 void add_init_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("init", "Initialise a model and save it (config.json + model.safetensors)");
+  auto* cmd = app.add_subcommand(
+      "init", "Initialise a model and save it (config.json + model.safetensors)");
   static std::string config_path, out;
   static uint64_t seed = 0;
   static std::string gate;
   cmd->add_option("--config", config_path, "model config JSON")->required();
-  cmd->add_option("--gate", gate, "gate object replacing the config's, e.g. '{\"position\": \"value\"}'");
+  cmd->add_option("--gate", gate,
+                  "gate object replacing the config's, e.g. '{\"position\": \"value\"}'");
   cmd->add_option("--out", out, "output folder")->required();
   cmd->add_option("--seed", seed, "initialisation seed");
   cmd->callback([] {

@@ -16,13 +16,15 @@
 namespace gattn {
 
 void add_step_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("step", "Time forward+backward steps of a config on random tokens");
+  auto* cmd =
+      app.add_subcommand("step", "Time forward+backward steps of a config on random tokens");
   static std::string config_path;
   static int batch = 4, seq = 256, steps = 5, threads = 0;
   static uint64_t seed = 0;
   static std::string gate;
   cmd->add_option("--config", config_path, "model config JSON")->required();
-  cmd->add_option("--gate", gate, "gate object replacing the config's, e.g. '{\"position\": \"value\"}'");
+  cmd->add_option("--gate", gate,
+                  "gate object replacing the config's, e.g. '{\"position\": \"value\"}'");
   cmd->add_option("--batch", batch, "sequences per step")->check(CLI::PositiveNumber);
   cmd->add_option("--seq", seq, "tokens per sequence")->check(CLI::PositiveNumber);
   cmd->add_option("--steps", steps, "timed steps")->check(CLI::PositiveNumber);
@@ -60,9 +62,11 @@ void add_step_command(CLI::App& app) {
     }
     if (steps > 1) std::sort(ms.begin() + 1, ms.end());  // the first step plans the arenas
     const double median = steps > 1 ? ms[1 + (steps - 1) / 2] : ms[0];
-    std::printf("median step %.1f ms (first excluded), %.0f tokens/s\n", median, tokens / median * 1e3);
-    std::printf("activations kept for backward: %.1f KiB per token; backward scratch: %.1f KiB per token\n",
-                model.activations().bytes() / 1024.0 / tokens, model.scratch().bytes() / 1024.0 / tokens);
+    std::printf("median step %.1f ms (first excluded), %.0f tokens/s\n", median,
+                tokens / median * 1e3);
+    std::printf(
+        "activations kept for backward: %.1f KiB per token; backward scratch: %.1f KiB per token\n",
+        model.activations().bytes() / 1024.0 / tokens, model.scratch().bytes() / 1024.0 / tokens);
   });
 }
 

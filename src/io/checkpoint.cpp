@@ -32,7 +32,8 @@ void save_config(const std::string& path, const Config& config) {
   write_file_atomically(path, [&](const WriteChunk& write) { write(text.data(), text.size()); });
 }
 
-void save_params(const std::string& path, const ParamLayout& layout, const std::vector<float>& params,
+void save_params(const std::string& path, const ParamLayout& layout,
+                 const std::vector<float>& params,
                  const std::map<std::string, std::string>& metadata) {
   std::vector<TensorToWrite> tensors;
   for (const TensorSpec& t : layout.tensors())
@@ -48,7 +49,8 @@ void load_params(const std::string& path, const ParamLayout& layout, std::vector
   params.assign(layout.total(), 0.0f);
   for (const TensorSpec& spec : layout.tensors()) {
     const TensorView* t = file.find(spec.name);
-    if (!t) fail(path, ": tensor '", spec.name, "' is missing (does the config match this checkpoint?)");
+    if (!t)
+      fail(path, ": tensor '", spec.name, "' is missing (does the config match this checkpoint?)");
     if (t->shape != spec.shape)
       fail(path, ": tensor '", spec.name, "' has shape ", shape_string(t->shape), ", expected ",
            shape_string(spec.shape));
@@ -58,7 +60,8 @@ void load_params(const std::string& path, const ParamLayout& layout, std::vector
     const std::vector<float> values = file.read_floats(spec.name);
     for (int64_t i = 0; i < spec.numel; ++i)
       if (!std::isfinite(values[i]))
-        fail(path, ": tensor '", spec.name, "' has a non-finite value (", values[i], ") at index ", i);
+        fail(path, ": tensor '", spec.name, "' has a non-finite value (", values[i], ") at index ",
+             i);
     std::copy(values.begin(), values.end(), params.begin() + spec.offset);
   }
 }

@@ -15,7 +15,8 @@ Config load_config(const std::string& path, const std::string& gate_json = "");
 void save_config(const std::string& path, const Config& config);
 
 // Writes params (in layout order) as F32.
-void save_params(const std::string& path, const ParamLayout& layout, const std::vector<float>& params,
+void save_params(const std::string& path, const ParamLayout& layout,
+                 const std::vector<float>& params,
                  const std::map<std::string, std::string>& metadata = {});
 // Fills params from a safetensors file: every tensor of the layout must be present with its shape
 // and a float dtype (F32, BF16, F16 converted), all values finite, and no other tensor present.

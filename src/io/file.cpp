@@ -26,8 +26,8 @@ void write_file_atomically(const std::string& path,
   namespace fs = std::filesystem;
   const fs::path target(path);
   const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  const std::string temp = (folder / ("." + target.filename().string() + ".tmp." +
-                                      std::to_string(::getpid()))).string();
+  const std::string temp =
+      (folder / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()))).string();
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail(temp, ": cannot create (", std::strerror(errno), ")");
   try {

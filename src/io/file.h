@@ -12,6 +12,7 @@ std::string read_text_file(const std::string& path);
 
 // Streams the file's content through write(chunk, bytes) calls made by `produce`.
 using WriteChunk = std::function<void(const void* data, size_t bytes)>;
-void write_file_atomically(const std::string& path, const std::function<void(const WriteChunk&)>& produce);
+void write_file_atomically(const std::string& path,
+                           const std::function<void(const WriteChunk&)>& produce);
 
 }  // namespace gattn

@@ -21,8 +21,8 @@ using json = nlohmann::json;
 constexpr uint64_t kMaxHeaderBytes = uint64_t(100) << 20;
 
 const std::pair<const char*, Dtype> kDtypes[] = {
-    {"F64", Dtype::F64}, {"F32", Dtype::F32}, {"F16", Dtype::F16}, {"BF16", Dtype::BF16},
-    {"I64", Dtype::I64}, {"I32", Dtype::I32}, {"I16", Dtype::I16}, {"I8", Dtype::I8},
+    {"F64", Dtype::F64}, {"F32", Dtype::F32},  {"F16", Dtype::F16}, {"BF16", Dtype::BF16},
+    {"I64", Dtype::I64}, {"I32", Dtype::I32},  {"I16", Dtype::I16}, {"I8", Dtype::I8},
     {"U8", Dtype::U8},   {"BOOL", Dtype::BOOL}};
 
 float half_to_float(uint16_t h) {
@@ -59,10 +59,20 @@ From load(const uint8_t* p) {
 
 size_t dtype_bytes(Dtype dtype) {
   switch (dtype) {
-    case Dtype::F64: case Dtype::I64: return 8;
-    case Dtype::F32: case Dtype::I32: return 4;
-    case Dtype::F16: case Dtype::BF16: case Dtype::I16: return 2;
-    case Dtype::I8: case Dtype::U8: case Dtype::BOOL: return 1;
+    case Dtype::F64:
+    case Dtype::I64:
+      return 8;
+    case Dtype::F32:
+    case Dtype::I32:
+      return 4;
+    case Dtype::F16:
+    case Dtype::BF16:
+    case Dtype::I16:
+      return 2;
+    case Dtype::I8:
+    case Dtype::U8:
+    case Dtype::BOOL:
+      return 1;
   }
   return 0;
 }
@@ -102,10 +112,13 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
   ::close(fd);
   try {
     const auto* bytes = static_cast<const uint8_t*>(map_);
-    if (size_ < 8) fail(path, ": not a safetensors file (", size_, " bytes, shorter than the 8-byte header length)");
+    if (size_ < 8)
+      fail(path, ": not a safetensors file (", size_,
+           " bytes, shorter than the 8-byte header length)");
     const uint64_t header_bytes = load<uint64_t>(bytes);
     if (header_bytes > kMaxHeaderBytes || header_bytes > size_ - 8)
-      fail(path, ": header length ", header_bytes, " does not fit in the file of ", size_, " bytes");
+      fail(path, ": header length ", header_bytes, " does not fit in the file of ", size_,
+           " bytes");
     json header;
     try {
       header = json::parse(bytes + 8, bytes + 8 + header_bytes);
@@ -200,9 +213,15 @@ std::vector<float> SafetensorsReader::read_floats(const std::string& name) const
   for (int64_t i = 0; i < t.numel; ++i) {
     const uint8_t* p = t.data + i * step;
     switch (t.dtype) {
-      case Dtype::F64: out[i] = float(load<double>(p)); break;
-      case Dtype::F32: out[i] = load<float>(p); break;
-      case Dtype::F16: out[i] = half_to_float(load<uint16_t>(p)); break;
+      case Dtype::F64:
+        out[i] = float(load<double>(p));
+        break;
+      case Dtype::F32:
+        out[i] = load<float>(p);
+        break;
+      case Dtype::F16:
+        out[i] = half_to_float(load<uint16_t>(p));
+        break;
       case Dtype::BF16: {
         const uint32_t bits = uint32_t(load<uint16_t>(p)) << 16;
         std::memcpy(&out[i], &bits, 4);
@@ -233,7 +252,9 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   for (const TensorToWrite& t : tensors) {
     uint64_t bytes = dtype_bytes(t.dtype);
     for (int64_t d : t.shape) bytes *= uint64_t(d);
-    header[t.name] = {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    header[t.name] = {{"dtype", dtype_name(t.dtype)},
+                      {"shape", t.shape},
+                      {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   if (!metadata.empty()) header["__metadata__"] = metadata;

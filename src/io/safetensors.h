@@ -35,7 +35,7 @@ class SafetensorsReader {
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   const std::vector<TensorView>& tensors() const { return tensors_; }
   const TensorView* find(const std::string& name) const;
-  const TensorView& get(const std::string& name) const;  // Error naming the file if absent
+  const TensorView& get(const std::string& name) const;      // Error naming the file if absent
   std::string metadata_value(const std::string& key) const;  // Error if absent
 
   // F64, F32, F16 and BF16 tensors converted to float; Error for other dtypes.

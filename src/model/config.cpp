@@ -72,18 +72,16 @@ class Fields {
 const std::map<std::string, GatePosition> kPositions = {
     {"none", GatePosition::none}, {"sdpa", GatePosition::sdpa},   {"value", GatePosition::value},
     {"key", GatePosition::key},   {"query", GatePosition::query}, {"dense", GatePosition::dense}};
-const std::map<std::string, GateKind> kKinds = {
-    {"input_dependent", GateKind::input_dependent},
-    {"input_independent", GateKind::input_independent},
-    {"ns_sigmoid", GateKind::ns_sigmoid},
-    {"silu_only", GateKind::silu_only},
-    {"head_rmsnorm", GateKind::head_rmsnorm}};
+const std::map<std::string, GateKind> kKinds = {{"input_dependent", GateKind::input_dependent},
+                                                {"input_independent", GateKind::input_independent},
+                                                {"ns_sigmoid", GateKind::ns_sigmoid},
+                                                {"silu_only", GateKind::silu_only},
+                                                {"head_rmsnorm", GateKind::head_rmsnorm}};
 const std::map<std::string, bool> kGranularities = {{"elementwise", false}, {"headwise", true}};
 const std::map<std::string, bool> kSharings = {{"head_specific", false}, {"head_shared", true}};
-const std::map<std::string, GateActivation> kActivations = {
-    {"sigmoid", GateActivation::sigmoid},
-    {"silu", GateActivation::silu},
-    {"identity", GateActivation::identity}};
+const std::map<std::string, GateActivation> kActivations = {{"sigmoid", GateActivation::sigmoid},
+                                                            {"silu", GateActivation::silu},
+                                                            {"identity", GateActivation::identity}};
 const std::map<std::string, bool> kModes = {{"multiplicative", false}, {"additive", true}};
 
 template <typename Enum>
@@ -117,7 +115,8 @@ GateConfig gate_from_json(const json& j, const std::string& source) {
   if (g.kind == GateKind::silu_only || g.kind == GateKind::head_rmsnorm) {
     const std::string kind = "with kind '" + name_of(kKinds, g.kind) + "'";
     if (g.position != GatePosition::sdpa)
-      fail(f.where(), ": kind '", name_of(kKinds, g.kind), "' is a G1 ablation: position must be 'sdpa', found ", position);
+      fail(f.where(), ": kind '", name_of(kKinds, g.kind),
+           "' is a G1 ablation: position must be 'sdpa', found ", position);
     for (const char* field : options)
       if (std::string(field) != "kind") must_be_absent(field, kind + " (it has no scores)");
     return g;
@@ -127,8 +126,14 @@ GateConfig gate_from_json(const json& j, const std::string& source) {
     g.activation = GateActivation::ns_sigmoid;
   }
   if (g.position == GatePosition::dense) {
-    if (g.headwise) fail(f.where(), ": granularity 'headwise' is not allowed at position 'dense' (the o_proj output has no heads)");
-    if (g.head_shared) fail(f.where(), ": sharing 'head_shared' is not allowed at position 'dense' (the o_proj output has no heads)");
+    if (g.headwise)
+      fail(f.where(),
+           ": granularity 'headwise' is not allowed at position 'dense' (the o_proj output has no "
+           "heads)");
+    if (g.head_shared)
+      fail(f.where(),
+           ": sharing 'head_shared' is not allowed at position 'dense' (the o_proj output has no "
+           "heads)");
   }
   if (g.position != GatePosition::query && g.position != GatePosition::key)
     must_be_absent("after_qk_norm", "at position " + position + " (only 'query' and 'key')");
@@ -162,46 +167,49 @@ Config config_from_json(const json& j, const std::string& source) {
   f.reject_unknown();
   if (j.contains("gate")) c.gate = gate_from_json(j.at("gate"), source);
 
-  for (const char* required :
-       {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"})
+  for (const char* required : {"vocab_size", "hidden_size", "num_hidden_layers",
+                               "num_attention_heads", "intermediate_size"})
     if (!f.has(required)) fail(source, ": field '", required, "' is required");
   const int heads = c.num_attention_heads;
   if (!f.has("num_key_value_heads")) c.num_key_value_heads = heads;
   if (heads % c.num_key_value_heads != 0)
-    fail(source, ": field 'num_key_value_heads': expected a divisor of num_attention_heads (", heads,
-         "), found ", c.num_key_value_heads);
+    fail(source, ": field 'num_key_value_heads': expected a divisor of num_attention_heads (",
+         heads, "), found ", c.num_key_value_heads);
   if (!f.has("head_dim")) {
     if (c.hidden_size % heads != 0)
       fail(source, ": field 'head_dim' is missing and hidden_size (", c.hidden_size,
            ") is not divisible by num_attention_heads (", heads, ")");
     c.head_dim = c.hidden_size / heads;
   }
-  if (c.partial_rotary_factor > 1)
-    f.bad("partial_rotary_factor", "a number in (0, 1]");
+  if (c.partial_rotary_factor > 1) f.bad("partial_rotary_factor", "a number in (0, 1]");
   const double rotary = c.head_dim * c.partial_rotary_factor;
-  if (std::abs(rotary - std::round(rotary)) > 1e-9 || int(std::round(rotary)) % 2 != 0 || rotary < 2)
-    fail(source, ": field 'partial_rotary_factor': head_dim * partial_rotary_factor must be an even integer, found ",
+  if (std::abs(rotary - std::round(rotary)) > 1e-9 || int(std::round(rotary)) % 2 != 0 ||
+      rotary < 2)
+    fail(source,
+         ": field 'partial_rotary_factor': head_dim * partial_rotary_factor must be an even "
+         "integer, found ",
          c.head_dim, " * ", c.partial_rotary_factor, " = ", rotary);
   return c;
 }
 
 json config_to_json(const Config& c) {
-  json j = {{"vocab_size", c.vocab_size},
-            {"hidden_size", c.hidden_size},
-            {"num_hidden_layers", c.num_hidden_layers},
-            {"num_attention_heads", c.num_attention_heads},
-            {"num_key_value_heads", c.num_key_value_heads},
-            {"head_dim", c.head_dim},
-            {"intermediate_size", c.intermediate_size},
-            {"rope_theta", c.rope_theta},
-            {"partial_rotary_factor", c.partial_rotary_factor},
-            {"rms_norm_eps", c.rms_norm_eps},
-            {"tie_word_embeddings", c.tie_word_embeddings},
-            {"use_qk_norm", c.use_qk_norm},
-            {"max_position_embeddings", c.max_position_embeddings},
-            {"initializer_range", c.initializer_range},
-            {"sandwich_norm", c.sandwich_norm},
-            {"block_output_clip", c.block_output_clip > 0 ? json(c.block_output_clip) : json(nullptr)}};
+  json j = {
+      {"vocab_size", c.vocab_size},
+      {"hidden_size", c.hidden_size},
+      {"num_hidden_layers", c.num_hidden_layers},
+      {"num_attention_heads", c.num_attention_heads},
+      {"num_key_value_heads", c.num_key_value_heads},
+      {"head_dim", c.head_dim},
+      {"intermediate_size", c.intermediate_size},
+      {"rope_theta", c.rope_theta},
+      {"partial_rotary_factor", c.partial_rotary_factor},
+      {"rms_norm_eps", c.rms_norm_eps},
+      {"tie_word_embeddings", c.tie_word_embeddings},
+      {"use_qk_norm", c.use_qk_norm},
+      {"max_position_embeddings", c.max_position_embeddings},
+      {"initializer_range", c.initializer_range},
+      {"sandwich_norm", c.sandwich_norm},
+      {"block_output_clip", c.block_output_clip > 0 ? json(c.block_output_clip) : json(nullptr)}};
   const GateConfig& g = c.gate;
   json gate = {{"position", name_of(kPositions, g.position)}};
   if (g.enabled()) {
@@ -235,11 +243,15 @@ int Config::rotary_dim() const { return int(std::lround(head_dim * partial_rotar
 int Config::gate_heads() const {
   switch (gate.position) {
     case GatePosition::sdpa:
-    case GatePosition::query: return num_attention_heads;
+    case GatePosition::query:
+      return num_attention_heads;
     case GatePosition::value:
-    case GatePosition::key: return num_key_value_heads;
-    case GatePosition::dense: return 1;
-    case GatePosition::none: return 0;
+    case GatePosition::key:
+      return num_key_value_heads;
+    case GatePosition::dense:
+      return 1;
+    case GatePosition::none:
+      return 0;
   }
   return 0;
 }
@@ -254,9 +266,16 @@ int Config::gate_scores() const {
 }
 
 GateShape Config::gate_shape(int rows, int ld_y, int ld_y_out, int ld_z) const {
-  return GateShape{rows,           gate_heads(),   gate_head_dim(), gate.headwise,
-                   gate.head_shared, gate.additive, gate.activation, ld_y,
-                   ld_y_out,       ld_z};
+  return GateShape{rows,
+                   gate_heads(),
+                   gate_head_dim(),
+                   gate.headwise,
+                   gate.head_shared,
+                   gate.additive,
+                   gate.activation,
+                   ld_y,
+                   ld_y_out,
+                   ld_z};
 }
 
 }  // namespace gattn

@@ -62,7 +62,8 @@ struct Config {
 // Parses and validates; every error names `source` (a file name or "config") and the field.
 Config config_from_json(const nlohmann::json& j, const std::string& source);
 nlohmann::json config_to_json(const Config& c);
-// A one-line name of the gate variant, e.g. "sdpa elementwise head_specific sigmoid multiplicative".
+// A one-line name of the gate variant, e.g. "sdpa elementwise head_specific sigmoid
+// multiplicative".
 std::string gate_description(const GateConfig& g);
 
 }  // namespace gattn

@@ -39,8 +39,12 @@ void init_params(float* params, const ParamLayout& layout, uint64_t seed, double
   for (const TensorSpec& t : layout.tensors()) {
     float* x = params + t.offset;
     switch (t.init) {
-      case Init::ones: std::fill_n(x, t.numel, 1.0f); break;
-      case Init::zeros: std::fill_n(x, t.numel, 0.0f); break;
+      case Init::ones:
+        std::fill_n(x, t.numel, 1.0f);
+        break;
+      case Init::zeros:
+        std::fill_n(x, t.numel, 0.0f);
+        break;
       case Init::normal: {
         const uint64_t key = stream_key(seed, t.name);
 #pragma omp parallel for schedule(static)

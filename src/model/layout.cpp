@@ -4,12 +4,18 @@ namespace gattn {
 
 std::string gate_tensor_prefix(GatePosition position) {
   switch (position) {
-    case GatePosition::sdpa: return "sdpa_gate";
-    case GatePosition::value: return "value_gate";
-    case GatePosition::key: return "key_gate";
-    case GatePosition::query: return "query_gate";
-    case GatePosition::dense: return "dense_gate";
-    case GatePosition::none: break;
+    case GatePosition::sdpa:
+      return "sdpa_gate";
+    case GatePosition::value:
+      return "value_gate";
+    case GatePosition::key:
+      return "key_gate";
+    case GatePosition::query:
+      return "query_gate";
+    case GatePosition::dense:
+      return "dense_gate";
+    case GatePosition::none:
+      break;
   }
   return "";
 }
@@ -72,8 +78,10 @@ std::vector<std::pair<std::string, int64_t>> ParamLayout::component_counts() con
   for (const TensorSpec& t : tensors_) {
     auto it = counts.begin();
     while (it != counts.end() && it->first != t.component) ++it;
-    if (it == counts.end()) counts.emplace_back(t.component, t.numel);
-    else it->second += t.numel;
+    if (it == counts.end())
+      counts.emplace_back(t.component, t.numel);
+    else
+      it->second += t.numel;
   }
   return counts;
 }

@@ -41,7 +41,7 @@ class ParamLayout {
   // Parameter count per component, in first-seen order.
   std::vector<std::pair<std::string, int64_t>> component_counts() const;
 
-  int attn_proj_rows = 0;  // q + k + v + gate-weight rows
+  int attn_proj_rows = 0;                          // q + k + v + gate-weight rows
   int64_t embed = 0, final_norm = 0, lm_head = 0;  // lm_head == embed when tied
   std::vector<LayerOffsets> layers;
 

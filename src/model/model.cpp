@@ -41,16 +41,15 @@ void Model::init(uint64_t seed) {
   init_params(params_.data(), layout_, seed, config_.initializer_range);
 }
 
-void Model::zero_grads() {
-  grads_.assign(layout_.total(), 0.0f);
-}
+void Model::zero_grads() { grads_.assign(layout_.total(), 0.0f); }
 
 void Model::plan(int batch, int seq_len, bool backward) {
   if (batch < 1 || seq_len < 1) fail("batch shape must be positive, got ", batch, " x ", seq_len);
   if (seq_len > config_.max_position_embeddings)
     fail("sequence length ", seq_len, " exceeds max_position_embeddings (",
          config_.max_position_embeddings, ")");
-  if (batch == planned_batch_ && seq_len == planned_seq_ && (planned_backward_ || !backward)) return;
+  if (batch == planned_batch_ && seq_len == planned_seq_ && (planned_backward_ || !backward))
+    return;
   planned_batch_ = batch;
   planned_seq_ = seq_len;
   planned_backward_ = backward;
@@ -59,11 +58,12 @@ void Model::plan(int batch, int seq_len, bool backward) {
 
   const Config& c = config_;
   const GateConfig& gate = c.gate;
-  const int64_t N = int64_t(batch) * seq_len, C = c.hidden_size, qd = c.q_dim(),
-                kvd = c.kv_dim(), H = c.num_attention_heads, K = c.num_key_value_heads,
-                I = c.intermediate_size, P = layout_.attn_proj_rows;
+  const int64_t N = int64_t(batch) * seq_len, C = c.hidden_size, qd = c.q_dim(), kvd = c.kv_dim(),
+                H = c.num_attention_heads, K = c.num_key_value_heads, I = c.intermediate_size,
+                P = layout_.attn_proj_rows;
   rows_ = int(N);
-  const bool gate_q = gate.position == GatePosition::query, gate_k = gate.position == GatePosition::key;
+  const bool gate_q = gate.position == GatePosition::query,
+             gate_k = gate.position == GatePosition::key;
 
   resid_.assign(c.num_hidden_layers + 1, nullptr);
   for (int l = 0; l <= c.num_hidden_layers; ++l) acts_.plan(&resid_[l], N * C, "residual");
@@ -87,7 +87,8 @@ void Model::plan(int batch, int seq_len, bool backward) {
     keep(&a.attn_out, N * qd, "attention output");
     keep(&a.attn_lse, N * H, "attention log-sum-exp");
     keep(&a.attn_gated, N * qd, "attention output gated", gate.position == GatePosition::sdpa);
-    keep(&a.sdpa_rstd, N * H, "head rmsnorm rstd", gate.kind == GateKind::head_rmsnorm && gate.enabled());
+    keep(&a.sdpa_rstd, N * H, "head rmsnorm rstd",
+         gate.kind == GateKind::head_rmsnorm && gate.enabled());
     keep(&a.o_out, N * C, "o_proj output");
     keep(&a.dense_gated, N * C, "o_proj output gated", gate.position == GatePosition::dense);
     keep(&a.attn_norm_rstd, N, "attn_output_norm rstd", c.sandwich_norm);
@@ -173,7 +174,7 @@ Model::HeadPath Model::head_path(int l, bool is_query) {
 }
 
 void Model::block_output_forward(float* resid_out, const float* resid_in, const float* raw,
-                                         int64_t norm_weight, float* rstd, float* normed) {
+                                 int64_t norm_weight, float* rstd, float* normed) {
   const int C = config_.hidden_size;
   const float* out = raw;
   if (config_.sandwich_norm) {
@@ -249,8 +250,15 @@ void Model::forward_layer(int l) {
     v = a.v_gated;
     ld_v = kvd;
   }
-  const AttentionShape as{planned_batch_, planned_seq_, c.num_attention_heads,
-                          c.num_key_value_heads, d, qd, kvd, ld_v, qd};
+  const AttentionShape as{planned_batch_,
+                          planned_seq_,
+                          c.num_attention_heads,
+                          c.num_key_value_heads,
+                          d,
+                          qd,
+                          kvd,
+                          ld_v,
+                          qd};
   attention_forward(a.attn_out, a.attn_lse, q, k, v, as);
 
   const float* o_in = a.attn_out;
@@ -293,16 +301,19 @@ void Model::backward_layer(int l) {
   const int ld_z = gate.has_weight() ? P : 0;
 
   // MLP block: s_.d_resid holds dL/d(layer output).
-  const float* d_down = block_output_backward(a.down_out, a.mlp_normed, o.mlp_output_norm, a.mlp_norm_rstd);
+  const float* d_down =
+      block_output_backward(a.down_out, a.mlp_normed, o.mlp_output_norm, a.mlp_norm_rstd);
   linear_backward(s_.d_mlp_act, g(o.mlp_down), d_down, a.mlp_act, p(o.mlp_down), N, I, C);
   swiglu_backward(s_.d_gate_up, s_.d_mlp_act, a.gate_up, N, I);
-  linear_backward(s_.d_ln, g(o.mlp_gate_up), s_.d_gate_up, a.ln2_out, p(o.mlp_gate_up), N, C, 2 * I);
+  linear_backward(s_.d_ln, g(o.mlp_gate_up), s_.d_gate_up, a.ln2_out, p(o.mlp_gate_up), N, C,
+                  2 * I);
   rmsnorm_backward(s_.d_resid, g(o.post_attn_norm), s_.d_ln, a.resid_mid, p(o.post_attn_norm),
                    a.ln2_rstd, {N, 1, C, C, C, 0}, true);
 
   // Attention block: s_.d_resid now holds dL/d(resid_mid).
   const float* attn_raw = gate.position == GatePosition::dense ? a.dense_gated : a.o_out;
-  const float* d_o = block_output_backward(attn_raw, a.attn_normed, o.attn_output_norm, a.attn_norm_rstd);
+  const float* d_o =
+      block_output_backward(attn_raw, a.attn_normed, o.attn_output_norm, a.attn_norm_rstd);
   if (gate.position == GatePosition::dense) {
     gate_backward(s_.d_dense, dz, d_o, a.o_out, z, c.gate_shape(N, C, C, ld_z));
     d_o = s_.d_dense;
@@ -312,7 +323,8 @@ void Model::backward_layer(int l) {
   const float* d_attn = s_.d_attn_gated;
   if (gate.position == GatePosition::sdpa) {
     if (gate.has_scores())
-      gate_backward(s_.d_attn_out, dz, s_.d_attn_gated, a.attn_out, z, c.gate_shape(N, qd, qd, ld_z));
+      gate_backward(s_.d_attn_out, dz, s_.d_attn_gated, a.attn_out, z,
+                    c.gate_shape(N, qd, qd, ld_z));
     else if (gate.kind == GateKind::silu_only)
       silu_backward(s_.d_attn_out, s_.d_attn_gated, a.attn_out, int64_t(N) * qd);
     else
@@ -326,11 +338,19 @@ void Model::backward_layer(int l) {
   const float* k = a.k_final ? a.k_final : a.k_rot;
   const float* v = gate_v ? a.v_gated : a.proj + qd + kvd;
   float* d_v = gate_v ? s_.d_v : s_.d_proj + qd + kvd;
-  const AttentionShape as{planned_batch_, planned_seq_, c.num_attention_heads,
-                          c.num_key_value_heads, d, qd, kvd, gate_v ? kvd : P, qd};
+  const AttentionShape as{planned_batch_,
+                          planned_seq_,
+                          c.num_attention_heads,
+                          c.num_key_value_heads,
+                          d,
+                          qd,
+                          kvd,
+                          gate_v ? kvd : P,
+                          qd};
   attention_backward(s_.d_q, s_.d_k, d_v, d_attn, a.attn_out, a.attn_lse, q, k, v, as);
   if (gate_v)
-    gate_backward(s_.d_proj + qd + kvd, dz, s_.d_v, a.proj + qd + kvd, z, c.gate_shape(N, P, kvd, ld_z));
+    gate_backward(s_.d_proj + qd + kvd, dz, s_.d_v, a.proj + qd + kvd, z,
+                  c.gate_shape(N, P, kvd, ld_z));
 
   for (bool is_query : {true, false}) {
     const HeadPath hp = head_path(l, is_query);
@@ -345,13 +365,15 @@ void Model::backward_layer(int l) {
     RopeShape rs{N, planned_seq_, 0, hp.heads, d, hp.dim, hp.dim};
     if (hp.norm_w) {
       rope_backward(cur, cur, rope_, rs);
-      rmsnorm_backward(dst, hp.d_norm_w, cur, src, hp.norm_w, hp.rstd, {N, hp.heads, d, ld, hp.dim, 0}, false);
+      rmsnorm_backward(dst, hp.d_norm_w, cur, src, hp.norm_w, hp.rstd,
+                       {N, hp.heads, d, ld, hp.dim, 0}, false);
     } else {
       rs.ld_in = ld;
       rope_backward(dst, cur, rope_, rs);
     }
     if (hp.gate_before)
-      gate_backward(s_.d_proj + hp.col, dz, hp.d_pre, a.proj + hp.col, z, c.gate_shape(N, P, hp.dim, ld_z));
+      gate_backward(s_.d_proj + hp.col, dz, hp.d_pre, a.proj + hp.col, z,
+                    c.gate_shape(N, P, hp.dim, ld_z));
   }
   finish_gate_grad(l);
 
@@ -373,11 +395,12 @@ LossSum Model::forward(const Batch& batch, float* logits) {
   plan(batch.batch, batch.seq_len, false);
   forward_layers(batch);
   const Config& c = config_;
-  if (logits) linear_forward(logits, final_out_, p(layout_.lm_head), rows_, c.hidden_size, c.vocab_size);
+  if (logits)
+    linear_forward(logits, final_out_, p(layout_.lm_head), rows_, c.hidden_size, c.vocab_size);
   if (!batch.targets) return {};
-  return lm_head_cross_entropy<float>(nullptr, nullptr, logits_chunk_, final_out_, p(layout_.lm_head),
-                                      batch.targets, rows_, c.hidden_size, c.vocab_size,
-                                      chunk_rows_, 0.0f);
+  return lm_head_cross_entropy<float>(nullptr, nullptr, logits_chunk_, final_out_,
+                                      p(layout_.lm_head), batch.targets, rows_, c.hidden_size,
+                                      c.vocab_size, chunk_rows_, 0.0f);
 }
 
 LossSum Model::forward_backward(const Batch& batch, float grad_scale) {

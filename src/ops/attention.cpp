@@ -23,7 +23,8 @@ inline int visible_keys(int q0, int i, int k0, int nk) { return std::min(nk, q0 
 }  // namespace
 
 template <typename T>
-void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s) {
+void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
+                       const AttentionShape& s) {
   const int d = s.head_dim, T_ = s.seq_len, group = s.q_heads / s.kv_heads;
   const int tiles = (T_ + kAttentionTile - 1) / kAttentionTile;
   const T scale = T(1) / std::sqrt(T(d));
@@ -149,9 +150,9 @@ void attention_backward(T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, co
   }
 }
 
-#define GATTN_INSTANTIATE(T)                                                                   \
+#define GATTN_INSTANTIATE(T)                                                                       \
   template void attention_forward<T>(T*, T*, const T*, const T*, const T*, const AttentionShape&); \
-  template void attention_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,         \
+  template void attention_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,          \
                                       const T*, const T*, const AttentionShape&);
 GATTN_INSTANTIATE(float)
 GATTN_INSTANTIATE(double)

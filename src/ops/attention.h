@@ -9,9 +9,9 @@ inline constexpr int kAttentionTile = 64;  // query and key rows per tile
 
 struct AttentionShape {
   int batch;
-  int seq_len;      // row r = b * seq_len + t
-  int q_heads;      // H
-  int kv_heads;     // K; query head h reads kv head h / (H / K)
+  int seq_len;   // row r = b * seq_len + t
+  int q_heads;   // H
+  int kv_heads;  // K; query head h reads kv head h / (H / K)
   int head_dim;
   int ld_q, ld_k, ld_v, ld_out;  // row strides of q, k, v, out (and of their gradients)
 };

@@ -31,9 +31,9 @@ void column_sum(T* dst, const T* src, int64_t rows, int cols) {
   });
 }
 
-#define GATTN_INSTANTIATE(T)                                                \
-  template void residual_add<T>(T*, const T*, const T*, int64_t, T);        \
-  template void clip_backward<T>(T*, const T*, const T*, int64_t, T);       \
+#define GATTN_INSTANTIATE(T)                                          \
+  template void residual_add<T>(T*, const T*, const T*, int64_t, T);  \
+  template void clip_backward<T>(T*, const T*, const T*, int64_t, T); \
   template void column_sum<T>(T*, const T*, int64_t, int);
 GATTN_INSTANTIATE(float)
 GATTN_INSTANTIATE(double)

@@ -7,13 +7,13 @@
 namespace gattn {
 
 template <typename T>
-void embedding_forward(T* out, const int32_t* ids, const T* table, int64_t rows, int dim, int vocab) {
+void embedding_forward(T* out, const int32_t* ids, const T* table, int64_t rows, int dim,
+                       int vocab) {
   for (int64_t n = 0; n < rows; ++n)
     if (ids[n] < 0 || ids[n] >= vocab)
       fail("token id ", ids[n], " at position ", n, " is outside the vocabulary [0, ", vocab, ")");
 #pragma omp parallel for schedule(static)
-  for (int64_t n = 0; n < rows; ++n)
-    std::copy_n(table + int64_t(ids[n]) * dim, dim, out + n * dim);
+  for (int64_t n = 0; n < rows; ++n) std::copy_n(table + int64_t(ids[n]) * dim, dim, out + n * dim);
 }
 
 template <typename T>
@@ -32,8 +32,8 @@ void embedding_backward(T* d_table, const T* d_out, const int32_t* ids, int64_t 
   }
 }
 
-#define GATTN_INSTANTIATE(T)                                                            \
-  template void embedding_forward<T>(T*, const int32_t*, const T*, int64_t, int, int);  \
+#define GATTN_INSTANTIATE(T)                                                           \
+  template void embedding_forward<T>(T*, const int32_t*, const T*, int64_t, int, int); \
   template void embedding_backward<T>(T*, const T*, const int32_t*, int64_t, int);
 GATTN_INSTANTIATE(float)
 GATTN_INSTANTIATE(double)

@@ -6,7 +6,8 @@ namespace gattn {
 
 // out[n] = table[ids[n]]; every id must be in [0, vocab) (checked, Error naming the position).
 template <typename T>
-void embedding_forward(T* out, const int32_t* ids, const T* table, int64_t rows, int dim, int vocab);
+void embedding_forward(T* out, const int32_t* ids, const T* table, int64_t rows, int dim,
+                       int vocab);
 
 // d_table[ids[n]] += d_out[n], summed in token order (no atomics).
 template <typename T>

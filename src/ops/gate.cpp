@@ -15,10 +15,20 @@ T sigmoid(T z) {
 template <typename T>
 T activation_derivative(GateActivation act, T z) {
   switch (act) {
-    case GateActivation::sigmoid: { const T s = sigmoid(z); return s * (1 - s); }
-    case GateActivation::silu: { const T s = sigmoid(z); return s * (1 + z * (1 - s)); }
-    case GateActivation::identity: return 1;
-    case GateActivation::ns_sigmoid: { const T s = sigmoid(z); return T(0.5) * s * (1 - s); }
+    case GateActivation::sigmoid: {
+      const T s = sigmoid(z);
+      return s * (1 - s);
+    }
+    case GateActivation::silu: {
+      const T s = sigmoid(z);
+      return s * (1 + z * (1 - s));
+    }
+    case GateActivation::identity:
+      return 1;
+    case GateActivation::ns_sigmoid: {
+      const T s = sigmoid(z);
+      return T(0.5) * s * (1 - s);
+    }
   }
   return 0;
 }
@@ -46,10 +56,14 @@ void activate_row(T* a, const T* z, const GateShape& s) {
 template <typename T>
 T gate_activation(GateActivation act, T z) {
   switch (act) {
-    case GateActivation::sigmoid: return sigmoid(z);
-    case GateActivation::silu: return z * sigmoid(z);
-    case GateActivation::identity: return z;
-    case GateActivation::ns_sigmoid: return T(0.5) + T(0.5) * sigmoid(z);
+    case GateActivation::sigmoid:
+      return sigmoid(z);
+    case GateActivation::silu:
+      return z * sigmoid(z);
+    case GateActivation::identity:
+      return z;
+    case GateActivation::ns_sigmoid:
+      return T(0.5) + T(0.5) * sigmoid(z);
   }
   return 0;
 }
@@ -115,9 +129,9 @@ void gate_backward(T* d_y_in, T* d_z, const T* d_y_out, const T* y_in, const T* 
   }
 }
 
-#define GATTN_INSTANTIATE(T)                                                                  \
-  template T gate_activation<T>(GateActivation, T);                                           \
-  template void gate_forward<T>(T*, const T*, const T*, const GateShape&);                    \
+#define GATTN_INSTANTIATE(T)                                               \
+  template T gate_activation<T>(GateActivation, T);                        \
+  template void gate_forward<T>(T*, const T*, const T*, const GateShape&); \
   template void gate_backward<T>(T*, T*, const T*, const T*, const T*, const GateShape&);
 GATTN_INSTANTIATE(float)
 GATTN_INSTANTIATE(double)

@@ -17,9 +17,9 @@ struct GateShape {
   bool head_shared;  // scores averaged over heads after the activation
   bool additive;     // Y + s instead of Y * s
   GateActivation activation;
-  int ld_y;          // row stride of y_in and d_y_in
-  int ld_y_out;      // row stride of y_out and d_y_out
-  int ld_z;          // row stride of z and d_z; 0: one row of z shared by every token
+  int ld_y;      // row stride of y_in and d_y_in
+  int ld_y_out;  // row stride of y_out and d_y_out
+  int ld_z;      // row stride of z and d_z; 0: one row of z shared by every token
   int scores() const { return headwise ? heads : heads * head_dim; }
 };
 

@@ -33,15 +33,16 @@ void linear_forward(T* out, const T* in, const T* w, int rows, int in_dim, int o
 }
 
 template <typename T>
-void linear_backward(T* d_in, T* d_w, const T* d_out, const T* in, const T* w, int rows,
-                     int in_dim, int out_dim, bool accumulate_d_in) {
+void linear_backward(T* d_in, T* d_w, const T* d_out, const T* in, const T* w, int rows, int in_dim,
+                     int out_dim, bool accumulate_d_in) {
   if (d_w) matmul<T>(d_w, d_out, in, out_dim, in_dim, rows, true, false, 1, 1);
-  if (d_in) matmul<T>(d_in, d_out, w, rows, in_dim, out_dim, false, false, 1, accumulate_d_in ? 1 : 0);
+  if (d_in)
+    matmul<T>(d_in, d_out, w, rows, in_dim, out_dim, false, false, 1, accumulate_d_in ? 1 : 0);
 }
 
-#define GATTN_INSTANTIATE(T)                                                                    \
+#define GATTN_INSTANTIATE(T)                                                                       \
   template void matmul<T>(T*, const T*, const T*, int, int, int, bool, bool, T, T, int, int, int); \
-  template void linear_forward<T>(T*, const T*, const T*, int, int, int, bool);                   \
+  template void linear_forward<T>(T*, const T*, const T*, int, int, int, bool);                    \
   template void linear_backward<T>(T*, T*, const T*, const T*, const T*, int, int, int, bool);
 GATTN_INSTANTIATE(float)
 GATTN_INSTANTIATE(double)

@@ -16,7 +16,7 @@ void linear_forward(T* out, const T* in, const T* w, int rows, int in_dim, int o
 
 // d_w += d_out^T in; d_in = d_out w (+ d_in if accumulate_d_in). Either output may be null.
 template <typename T>
-void linear_backward(T* d_in, T* d_w, const T* d_out, const T* in, const T* w, int rows,
-                     int in_dim, int out_dim, bool accumulate_d_in = false);
+void linear_backward(T* d_in, T* d_w, const T* d_out, const T* in, const T* w, int rows, int in_dim,
+                     int out_dim, bool accumulate_d_in = false);
 
 }  // namespace gattn

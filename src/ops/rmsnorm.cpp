@@ -65,9 +65,13 @@ void rmsnorm_backward(T* d_in, T* d_weight, const T* d_out, const T* in, const T
   }
 }
 
-template void rmsnorm_forward<float>(float*, float*, const float*, const float*, const RmsNormShape&, float);
-template void rmsnorm_forward<double>(double*, double*, const double*, const double*, const RmsNormShape&, double);
-template void rmsnorm_backward<float>(float*, float*, const float*, const float*, const float*, const float*, const RmsNormShape&, bool);
-template void rmsnorm_backward<double>(double*, double*, const double*, const double*, const double*, const double*, const RmsNormShape&, bool);
+template void rmsnorm_forward<float>(float*, float*, const float*, const float*,
+                                     const RmsNormShape&, float);
+template void rmsnorm_forward<double>(double*, double*, const double*, const double*,
+                                      const RmsNormShape&, double);
+template void rmsnorm_backward<float>(float*, float*, const float*, const float*, const float*,
+                                      const float*, const RmsNormShape&, bool);
+template void rmsnorm_backward<double>(double*, double*, const double*, const double*,
+                                       const double*, const double*, const RmsNormShape&, bool);
 
 }  // namespace gattn

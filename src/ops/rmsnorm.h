@@ -6,7 +6,7 @@ namespace gattn {
 
 struct RmsNormShape {
   int rows;
-  int groups;               // groups of `dim` channels per row
+  int groups;  // groups of `dim` channels per row
   int dim;
   int ld_in;                // row stride of in and d_in
   int ld_out;               // row stride of out and d_out

@@ -64,9 +64,9 @@ void rope_backward(T* d_in, const T* d_out, const RopeTable<T>& table, const Rop
   rotate(d_in, d_out, table, back, T(-1));
 }
 
-#define GATTN_INSTANTIATE(T)                                                               \
-  template RopeTable<T> make_rope_table<T>(int, double, int);                              \
-  template void rope_forward<T>(T*, const T*, const RopeTable<T>&, const RopeShape&);      \
+#define GATTN_INSTANTIATE(T)                                                          \
+  template RopeTable<T> make_rope_table<T>(int, double, int);                         \
+  template void rope_forward<T>(T*, const T*, const RopeTable<T>&, const RopeShape&); \
   template void rope_backward<T>(T*, const T*, const RopeTable<T>&, const RopeShape&);
 GATTN_INSTANTIATE(float)
 GATTN_INSTANTIATE(double)

@@ -18,13 +18,13 @@ template <typename T>
 RopeTable<T> make_rope_table(int rotary_dim, double theta, int max_positions);
 
 struct RopeShape {
-  int rows;        // tokens; row r sits at position pos0 + r % seq_len
+  int rows;  // tokens; row r sits at position pos0 + r % seq_len
   int seq_len;
   int pos0;
   int heads;
   int head_dim;
-  int ld_in;       // row stride of in and d_in
-  int ld_out;      // row stride of out and d_out
+  int ld_in;   // row stride of in and d_in
+  int ld_out;  // row stride of out and d_out
 };
 
 // out may equal in (same stride).

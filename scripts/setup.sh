@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(g++ cmake make libopenblas-openmp-dev nlohmann-json3-dev libcli11-dev libgtest-dev)
+# Every scripts/packages/*.txt lists packages one per line ('#' starts a comment).
+mapfile -t packages < <(sed 's/#.*//' scripts/packages/*.txt | tr -s ' \t' '\n' | grep -v '^$' | sort -u)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

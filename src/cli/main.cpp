@@ -11,6 +11,8 @@ int main(int argc, char** argv) {
   gattn::add_params_command(app);
   gattn::add_step_command(app);
   gattn::add_init_command(app);
+  gattn::add_tokenizer_command(app);
+  gattn::add_corpus_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -9,5 +9,6 @@ void add_step_command(CLI::App& app);
 void add_init_command(CLI::App& app);
 void add_tokenizer_command(CLI::App& app);
 void add_corpus_command(CLI::App& app);
+void add_train_command(CLI::App& app);
 
 }  // namespace gattn

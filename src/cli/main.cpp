@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   gattn::add_init_command(app);
   gattn::add_tokenizer_command(app);
   gattn::add_corpus_command(app);
+  gattn::add_train_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -3,71 +3,14 @@
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "util/error.h"
+#include "util/json_fields.h"
 
 namespace gattn {
 
 namespace {
 using json = nlohmann::json;
-
-// Reads typed fields of one JSON object, remembering which were given.
-class Fields {
- public:
-  Fields(const json& object, std::string where) : object_(object), where_(std::move(where)) {
-    if (!object.is_object()) fail(where_, ": expected a JSON object, found ", object.type_name());
-  }
-  bool has(const char* name) const { return object_.contains(name); }
-  [[noreturn]] void bad(const std::string& name, const std::string& expected) const {
-    fail(where_, ": field '", name, "': expected ", expected, ", found ",
-         object_.contains(name) ? object_.at(name).dump() : "nothing");
-  }
-  void read(const char* name, int& out) {
-    if (!mark(name)) return;
-    const json& v = object_.at(name);
-    if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > (1 << 30))
-      bad(name, "a positive integer");
-    out = v.get<int>();
-  }
-  void read(const char* name, double& out) {
-    if (!mark(name)) return;
-    const json& v = object_.at(name);
-    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= 0)
-      bad(name, "a positive number");
-    out = v.get<double>();
-  }
-  void read(const char* name, bool& out) {
-    if (!mark(name)) return;
-    if (!object_.at(name).is_boolean()) bad(name, "true or false");
-    out = object_.at(name).get<bool>();
-  }
-  template <typename Enum>
-  void read(const char* name, Enum& out, const std::map<std::string, Enum>& values) {
-    if (!mark(name)) return;
-    const json& v = object_.at(name);
-    std::string choices;
-    for (const auto& [key, value] : values) choices += (choices.empty() ? "" : " | ") + key;
-    if (!v.is_string() || !values.count(v.get<std::string>())) bad(name, "one of " + choices);
-    out = values.at(v.get<std::string>());
-  }
-  void ignore(const char* name) { mark(name); }
-  // Every field not read is unknown.
-  void reject_unknown() const {
-    for (const auto& [key, value] : object_.items())
-      if (!seen_.count(key)) fail(where_, ": unknown field '", key, "'");
-  }
-  const std::string& where() const { return where_; }
-
- private:
-  bool mark(const char* name) {
-    seen_.insert(name);
-    return object_.contains(name) && !(object_.at(name).is_null());
-  }
-  const json& object_;
-  std::string where_;
-  std::set<std::string> seen_;
-};
 
 const std::map<std::string, GatePosition> kPositions = {
     {"none", GatePosition::none}, {"sdpa", GatePosition::sdpa},   {"value", GatePosition::value},
@@ -84,15 +27,8 @@ const std::map<std::string, GateActivation> kActivations = {{"sigmoid", GateActi
                                                             {"identity", GateActivation::identity}};
 const std::map<std::string, bool> kModes = {{"multiplicative", false}, {"additive", true}};
 
-template <typename Enum>
-std::string name_of(const std::map<std::string, Enum>& values, Enum value) {
-  for (const auto& [key, v] : values)
-    if (v == value) return key;
-  return "?";
-}
-
 GateConfig gate_from_json(const json& j, const std::string& source) {
-  Fields f(j, source + ": gate");
+  JsonFields f(j, source + ": gate");
   GateConfig g;
   f.read("position", g.position, kPositions);
   f.read("kind", g.kind, kKinds);
@@ -142,7 +78,7 @@ GateConfig gate_from_json(const json& j, const std::string& source) {
 }  // namespace
 
 Config config_from_json(const json& j, const std::string& source) {
-  Fields f(j, source);
+  JsonFields f(j, source);
   Config c;
   f.read("vocab_size", c.vocab_size);
   f.read("hidden_size", c.hidden_size);

@@ -1,6 +1,7 @@
 #include "model/model.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "model/init.h"
 #include "ops/attention.h"
@@ -48,10 +49,13 @@ void Model::plan(int batch, int seq_len, bool backward) {
   if (seq_len > config_.max_position_embeddings)
     fail("sequence length ", seq_len, " exceeds max_position_embeddings (",
          config_.max_position_embeddings, ")");
-  if (batch == planned_batch_ && seq_len == planned_seq_ && (planned_backward_ || !backward))
-    return;
   planned_batch_ = batch;
   planned_seq_ = seq_len;
+  // Buffers are addressed by row, so a plan for more rows serves fewer without reallocating.
+  if (int64_t(batch) * seq_len <= capacity_rows_ && (planned_backward_ || !backward)) {
+    rows_ = batch * seq_len;
+    return;
+  }
   planned_backward_ = backward;
   acts_.clear();
   scratch_.clear();
@@ -62,6 +66,7 @@ void Model::plan(int batch, int seq_len, bool backward) {
                 H = c.num_attention_heads, K = c.num_key_value_heads, I = c.intermediate_size,
                 P = layout_.attn_proj_rows;
   rows_ = int(N);
+  capacity_rows_ = N;
   const bool gate_q = gate.position == GatePosition::query,
              gate_k = gate.position == GatePosition::key;
 
@@ -389,6 +394,14 @@ void Model::forward_layers(const Batch& batch) {
   for (int l = 0; l < c.num_hidden_layers; ++l) forward_layer(l);
   rmsnorm_forward(final_out_, final_rstd_, resid_[c.num_hidden_layers], p(layout_.final_norm),
                   {rows_, 1, C, C, C, 0}, float(c.rms_norm_eps));
+}
+
+float Model::max_abs_hidden() const {
+  float max = 0;
+  const int64_t count = int64_t(rows_) * config_.hidden_size;
+  for (int l = 1; l <= config_.num_hidden_layers; ++l)
+    for (int64_t i = 0; i < count; ++i) max = std::max(max, std::abs(resid_[l][i]));
+  return max;
 }
 
 LossSum Model::forward(const Batch& batch, float* logits) {

@@ -37,6 +37,8 @@ class Model {
   // For the mean loss of one batch, grad_scale = 1 / (number of targets).
   LossSum forward_backward(const Batch& batch, float grad_scale);
   void zero_grads();
+  // max |hidden state| over every layer's output in the last forward pass (massive activations).
+  float max_abs_hidden() const;
 
   // The activation arena of the last (batch, seq_len): what the backward pass keeps, and the
   // scratch it works in.
@@ -82,6 +84,7 @@ class Model {
   std::vector<float> params_, grads_;
 
   int planned_batch_ = 0, planned_seq_ = 0, rows_ = 0;
+  int64_t capacity_rows_ = 0;
   bool planned_backward_ = false;
   Arena acts_, scratch_;
   std::vector<float*> resid_;  // [L + 1] each [rows, hidden]

@@ -1,0 +1,29 @@
+// gattn train: train a model from a run config (docs/TRAINING.md).
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "train/run_config.h"
+#include "train/trainer.h"
+
+namespace gattn {
+
+void add_train_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("train", "Train a model from a run config");
+  static std::string config_path, gate, out;
+  static bool resume = false;
+  static int64_t stop_at = 0;
+  cmd->add_option("--config", config_path, "run config JSON")->required();
+  cmd->add_option("--gate", gate, "gate object replacing the model's");
+  cmd->add_option("--out", out, "run folder replacing the config's 'out'");
+  cmd->add_flag("--resume", resume, "continue from the run's newest checkpoint");
+  cmd->add_option("--stop-at-step", stop_at, "end this session after that step (with a checkpoint)");
+  cmd->callback([] {
+    RunConfig run = load_run_config(config_path, gate);
+    if (!out.empty()) run.out = out;
+    const TrainOutcome outcome = train(run, resume, {}, stop_at);
+    if (!outcome.stopped_by_signal && outcome.steps_done == run.steps)
+      std::printf("%s\n", outcome.summary.dump(2).c_str());
+  });
+}
+
+}  // namespace gattn

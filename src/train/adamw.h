@@ -1,0 +1,47 @@
+// AdamW (Loshchilov & Hutter) with decoupled weight decay, in the same order of operations as
+// torch.optim.AdamW, and global-norm gradient clipping.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/layout.h"
+
+namespace gattn {
+
+struct AdamWOptions {
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.1;
+  // Tensors whose name contains one of these are not decayed (norm weights, gate logits).
+  std::vector<std::string> no_decay = {"norm", ".logit"};
+};
+
+class AdamW {
+ public:
+  AdamW(const ParamLayout& layout, const AdamWOptions& options);
+
+  // One update with learning rate lr; increments steps().
+  void step(float* params, const float* grads, double lr);
+
+  int64_t steps() const { return steps_; }
+  void set_steps(int64_t steps) { steps_ = steps; }
+  std::vector<float>& first_moment() { return m_; }
+  std::vector<float>& second_moment() { return v_; }
+  bool decays(const TensorSpec& t) const;
+
+ private:
+  const ParamLayout& layout_;
+  AdamWOptions options_;
+  std::vector<float> m_, v_;
+  int64_t steps_ = 0;
+};
+
+// The L2 norm of all gradients (accumulated in double, in a fixed order).
+double global_norm(const std::vector<float>& grads);
+// Scales the gradients to norm max_norm when above it (as torch.nn.utils.clip_grad_norm_:
+// coefficient max_norm / (norm + 1e-6), capped at 1). Returns the coefficient.
+double clip_gradients(std::vector<float>& grads, double norm, double max_norm);
+
+}  // namespace gattn

@@ -1,0 +1,34 @@
+#include "train/evaluate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+namespace gattn {
+
+EvalResult evaluate(Model& model, const TokenShard& shard, int seq_len, WindowKind window,
+                    int64_t max_windows, int batch, const std::vector<uint32_t>* token_bytes) {
+  DataLoader loader(shard, {batch, seq_len, window, 0, false});
+  const int64_t windows =
+      max_windows > 0 ? std::min(max_windows, loader.windows_per_epoch()) : loader.windows_per_epoch();
+  std::vector<int32_t> ids(int64_t(batch) * seq_len), targets(ids.size());
+  EvalResult r;
+  double nats = 0;
+  for (int64_t first = 0; first < windows; first += batch) {
+    const int rows = int(std::min<int64_t>(batch, windows - first));
+    loader.fill(first, rows, ids.data(), targets.data());
+    const LossSum loss = model.forward({ids.data(), targets.data(), rows, seq_len});
+    nats += loss.nats;
+    r.tokens += loss.tokens;
+    if (token_bytes)
+      for (int64_t i = 0; i < int64_t(rows) * seq_len; ++i)
+        r.bytes += targets[i] >= 0 ? (*token_bytes)[targets[i]] : 0;
+  }
+  r.windows = windows;
+  r.loss = nats / double(r.tokens);
+  r.perplexity = std::exp(r.loss);
+  r.bits_per_byte = r.bytes > 0 ? nats / std::numbers::ln2 / double(r.bytes) : 0;
+  return r;
+}
+
+}  // namespace gattn

@@ -1,0 +1,34 @@
+// Training checkpoints, taken at optimizer-step boundaries: the model, the optimizer state and the
+// step (the data position and every random stream are functions of the seed and the step).
+// A checkpoint is a folder <run>/checkpoints/step_NNNNNNNN/ holding config.json,
+// model.safetensors, optimizer.safetensors and state.json. It is written under a temporary name
+// and renamed when complete, so a crash (even kill -9) mid-write leaves the previous one intact.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "model/model.h"
+#include "train/adamw.h"
+
+namespace gattn {
+
+struct TrainingState {
+  int64_t step = 0;  // optimizer steps done
+  int64_t tokens_seen = 0;
+  int64_t skipped_steps = 0;  // non-finite loss or gradient
+};
+
+// Writes the checkpoint of `state.step`, then removes all but the newest `keep`. Returns its folder.
+std::string save_training_checkpoint(const std::string& run_dir, const Model& model,
+                                     AdamW& optimizer, const TrainingState& state,
+                                     const nlohmann::json& run_config, int keep);
+
+// The newest complete checkpoint folder of a run, or "" if there is none.
+std::string latest_checkpoint(const std::string& run_dir);
+
+// Restores model parameters and optimizer state; the checkpoint's model config must equal the
+// model's.
+TrainingState load_training_checkpoint(const std::string& folder, Model& model, AdamW& optimizer);
+
+}  // namespace gattn

@@ -1,0 +1,189 @@
+// The training loop: it learns, it resumes bitwise, it handles non-finite steps, and run configs
+// are validated.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "io/checkpoint.h"
+#include "io/token_shard.h"
+#include "train/run_config.h"
+#include "train/train_checkpoint.h"
+#include "train/trainer.h"
+#include "util/error.h"
+#include "util/threads.h"
+
+namespace gattn {
+namespace {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+class Trainer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    set_num_threads(2);
+    dir_ = fs::temp_directory_path() /
+           ("gattn_train_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    // A learnable stream: documents of a short repeating pattern with some variation.
+    std::vector<uint32_t> tokens;
+    std::vector<uint64_t> starts;
+    for (int doc = 0; doc < 60; ++doc) {
+      starts.push_back(tokens.size());
+      tokens.push_back(0);
+      for (int i = 0; i < 40; ++i) tokens.push_back(1 + (doc * 7 + i * (1 + doc % 3)) % 31);
+    }
+    write_token_shard(path("train.bin"), tokens, starts, 32, 0, tokens.size());
+    write_token_shard(path("val.bin"), std::vector<uint32_t>(tokens.begin(), tokens.begin() + 400),
+                      std::vector<uint64_t>(starts.begin(), starts.begin() + 10), 32, 0, 400);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  RunConfig run(const std::string& out) const {
+    RunConfig r;
+    r.model = config_from_json({{"vocab_size", 32}, {"hidden_size", 32}, {"num_hidden_layers", 2},
+                                {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+                                {"intermediate_size", 64}, {"max_position_embeddings", 64},
+                                {"gate", {{"position", "sdpa"}}}},
+                               "test");
+    r.train_data = path("train.bin");
+    r.val_data = path("val.bin");
+    r.seq_len = 32;
+    r.batch_size = 4;
+    r.grad_accum = 2;
+    r.steps = 8;
+    r.schedule = {ScheduleKind::cosine, 1e-2, 1e-3, 2, 0, r.steps};
+    r.eval_every = 4;
+    r.eval_windows = 8;
+    r.checkpoint_every = 4;
+    r.seed = 3;
+    r.out = path(out);
+    return r;
+  }
+
+  static std::vector<json> metrics(const std::string& run_dir) {
+    std::ifstream in(run_dir + "/metrics.jsonl");
+    std::vector<json> records;
+    for (std::string line; std::getline(in, line);) {
+      json j = json::parse(line);
+      j.erase("tokens_per_s");  // a timing
+      records.push_back(j);
+    }
+    return records;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(Trainer, OverfitsOneBatch) {
+  RunConfig r = run("overfit");
+  std::vector<uint32_t> one(32);
+  for (int i = 0; i < 32; ++i) one[i] = i == 0 ? 0 : 1 + (i * 5) % 31;
+  write_token_shard(path("one.bin"), one, {0}, 32, 0, 32);
+  r.train_data = r.val_data = path("one.bin");
+  r.batch_size = 1;
+  r.grad_accum = 1;
+  r.steps = 150;
+  r.schedule = {ScheduleKind::cosine, 1e-2, 1e-2, 5, 0, r.steps};
+  r.eval_every = 0;
+  r.checkpoint_every = 0;
+  const TrainOutcome outcome = train(r, false, {});
+  const std::vector<json> m = metrics(r.out);
+  ASSERT_EQ(m.size(), 150u);
+  EXPECT_NEAR(m.front()["loss"].get<double>(), std::log(32.0), 0.3);
+  EXPECT_LT(m.back()["loss"].get<double>(), 0.05);
+  EXPECT_LT(outcome.summary["val_loss"].get<double>(), 0.05);
+}
+
+TEST_F(Trainer, ResumeContinuesBitwise) {
+  const RunConfig whole = run("whole");
+  train(whole, false, {});
+  const RunConfig parts = run("parts");
+  const TrainOutcome first = train(parts, false, {}, 3);  // stops after step 3
+  EXPECT_EQ(first.steps_done, 3);
+  train(parts, true, {});
+  const std::vector<json> a = metrics(whole.out), b = metrics(parts.out);
+  ASSERT_EQ(a.size(), 8u);
+  EXPECT_EQ(a, b) << "losses, grad norms, lrs and validation are bitwise equal";
+  std::vector<float> pa, pb;
+  load_model(latest_checkpoint(whole.out), pa);
+  load_model(latest_checkpoint(parts.out), pb);
+  EXPECT_EQ(pa, pb);
+  EXPECT_EQ(latest_checkpoint(whole.out), whole.out + "/checkpoints/step_00000008");
+}
+
+TEST_F(Trainer, KeepsTheNewestCheckpoints) {
+  RunConfig r = run("keep");
+  r.checkpoint_every = 2;
+  r.keep_checkpoints = 2;
+  train(r, false, {});
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(r.out + "/checkpoints")) names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"step_00000006", "step_00000008"}));
+}
+
+TEST_F(Trainer, RefusesToOverwriteARunOrResumeNothing) {
+  const RunConfig r = run("twice");
+  EXPECT_THROW(train(r, true, {}), Error);
+  train(r, false, {}, 2);
+  EXPECT_THROW(train(r, false, {}), Error);
+  RunConfig other = r;
+  other.model.gate = GateConfig{};
+  EXPECT_THROW(train(other, true, {}), Error) << "a checkpoint of another variant";
+}
+
+TEST_F(Trainer, SkipsOrAbortsOnNonFiniteSteps) {
+  RunConfig r = run("nan");
+  r.schedule = {ScheduleKind::cosine, 1e30, 1e30, 0, 0, r.steps};  // blows the weights up
+  r.grad_clip = 0;
+  r.eval_every = 0;
+  r.val_data = "";
+  train(r, false, {});
+  int skipped = 0;
+  for (const json& m : metrics(r.out)) skipped += m.contains("skipped");
+  EXPECT_GT(skipped, 0);
+  r.on_nonfinite = NonFinitePolicy::abort;
+  r.out = path("nan_abort");
+  EXPECT_THROW(train(r, false, {}), Error);
+}
+
+TEST(RunConfigFile, RejectsBadFields) {
+  const fs::path dir = fs::temp_directory_path() / ("gattn_runcfg_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const json model = {{"vocab_size", 32}, {"hidden_size", 32}, {"num_hidden_layers", 1},
+                      {"num_attention_heads", 4}, {"intermediate_size", 64}};
+  const json good = {{"model", model}, {"data", {{"train", "t.bin"}, {"seq_len", 16}}}, {"out", "runs/x"}};
+  auto error_of = [&](const json& patch) {
+    json j = good;
+    j.merge_patch(patch);
+    std::ofstream(dir / "run.json") << j.dump();
+    try {
+      load_run_config((dir / "run.json").string());
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error_of(json::object()), "");
+  EXPECT_NE(error_of({{"optimzer", 1}}).find("unknown field 'optimzer'"), std::string::npos);
+  EXPECT_NE(error_of({{"optimizer", {{"beta2", 1.0}}}}).find("'beta2': expected a number in [0, 1)"), std::string::npos);
+  EXPECT_NE(error_of({{"schedule", {{"kind", "linear"}}}}).find("'kind': expected one of cosine | wsd"), std::string::npos);
+  EXPECT_NE(error_of({{"schedule", {{"warmup_steps", 2000}}}}).find("exceed steps (1000)"), std::string::npos);
+  EXPECT_NE(error_of({{"data", {{"seq_len", 8192}}}}).find("seq_len 8192 exceeds the model's max_position_embeddings"), std::string::npos);
+  EXPECT_NE(error_of({{"data", {{"train", nullptr}}}}).find("'train' is required"), std::string::npos);
+  EXPECT_NE(error_of({{"model", {{"hidden_size", 30}}}}).find("not divisible by num_attention_heads"), std::string::npos);
+  EXPECT_NE(error_of({{"out", nullptr}}).find("'out' is required"), std::string::npos);
+  EXPECT_NE(error_of({{"batch_size", 0}}).find("'batch_size': expected a positive integer"), std::string::npos);
+  error_of(json::object());
+  const RunConfig r = load_run_config((dir / "run.json").string(), R"({"position": "value"})");
+  EXPECT_EQ(r.model.gate.position, GatePosition::value);
+  EXPECT_EQ(r.train_data, (dir / "t.bin").string()) << "paths are relative to the config file";
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gattn

@@ -67,11 +67,15 @@ TEST_F(Shards, RejectsBadFiles) {
   fs::resize_file(path("short.bin"), fs::file_size(path("short.bin")) - 3);
   EXPECT_NE(error_of(path("short.bin")).find("(truncated or not a shard)"), std::string::npos);
   corrupt("magic.bin", 0, "GPT2TOKS");
-  EXPECT_NE(error_of(path("magic.bin")).find("not a token shard (wrong magic bytes)"), std::string::npos);
+  EXPECT_NE(error_of(path("magic.bin")).find("not a token shard (wrong magic bytes)"),
+            std::string::npos);
   corrupt("version.bin", 8, std::string("\x07\x00\x00\x00", 4));
-  EXPECT_NE(error_of(path("version.bin")).find("format version 7, this build reads 1"), std::string::npos);
+  EXPECT_NE(error_of(path("version.bin")).find("format version 7, this build reads 1"),
+            std::string::npos);
   corrupt("token.bin", 64 + 2 * 5, std::string("\x20\x00", 2));
-  EXPECT_NE(error_of(path("token.bin")).find("token 32 at position 5 is not below the vocabulary size 17"), std::string::npos);
+  EXPECT_NE(error_of(path("token.bin"))
+                .find("token 32 at position 5 is not below the vocabulary size 17"),
+            std::string::npos);
   corrupt("starts.bin", 64 + 2 * tokens_.size() + 8, std::string("\x05\0\0\0\0\0\0\0", 8));
   EXPECT_NE(error_of(path("starts.bin")).find("document 1 starts at 5"), std::string::npos);
   std::ofstream(path("text.bin")) << "hello";
@@ -114,8 +118,8 @@ TEST_F(Shards, OrderIsAFunctionOfSeedAndRow) {
   for (size_t i = 0; i < many.size(); i += 97) starts.push_back(i);
   write_token_shard(path("many.bin"), many, starts, 51, 0, 1);
   const TokenShard shard(path("many.bin"));
-  DataLoader a(shard, {4, 16, WindowKind::bos, 7, true}), b(shard, {4, 16, WindowKind::bos, 7, true}),
-      c(shard, {4, 16, WindowKind::bos, 8, true});
+  DataLoader a(shard, {4, 16, WindowKind::bos, 7, true}),
+      b(shard, {4, 16, WindowKind::bos, 7, true}), c(shard, {4, 16, WindowKind::bos, 8, true});
   std::vector<int32_t> ia(64), ta(64), ib(64), tb(64), ic(64), tc(64);
   a.fill(1000, 4, ia.data(), ta.data());  // a later epoch, reached directly
   b.fill(0, 4, ib.data(), tb.data());

@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "gradcheck.h"
 #include "ops/cross_entropy.h"
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
+#include "ops/fast_exp.h"
 #include "ops/matmul.h"
 #include "ops/mlp.h"
 #include "ops/rmsnorm.h"
@@ -229,6 +231,28 @@ TEST(ColumnSum, SumsRowsInOrder) {
   for (size_t i = 0; i < src.size(); ++i) src[i] = double(i);
   column_sum(dst.data(), src.data(), 5, 20);
   for (int j = 0; j < 20; ++j) EXPECT_EQ(dst[j], 1.0 + j * 5 + 20 * (0 + 1 + 2 + 3 + 4));
+}
+
+}  // namespace
+}  // namespace gattn
+
+namespace gattn {
+namespace {
+
+TEST(FastExp, IsAccurateOverTheWholeRangeAndKeepsSpecialValues) {
+  double worst = 0;
+  for (float x = -87.3f; x < 88.7f; x += 0.001953125f) {  // 2^-9 steps: ~90,000 points
+    const double exact = std::exp(double(x));
+    worst = std::max(worst, std::abs(double(fast_exp(x)) - exact) / exact);
+  }
+  EXPECT_LT(worst, 3e-7);
+  EXPECT_EQ(fast_exp(-100.0f), 0.0f);
+  EXPECT_EQ(fast_exp(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_EQ(fast_exp(100.0f), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(fast_exp(std::numeric_limits<float>::infinity()),
+            std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(fast_exp(std::nanf(""))));
+  EXPECT_EQ(fast_exp(0.0f), 1.0f);
 }
 
 }  // namespace

@@ -15,7 +15,8 @@ namespace {
 using json = nlohmann::json;
 
 TEST(AdamW, MatchesTorchWithScheduleAndClipping) {
-  const SafetensorsReader f(std::string(GATTN_FIXTURE_DIR) + "/optimizer/adamw_cosine_clip.safetensors");
+  const SafetensorsReader f(std::string(GATTN_FIXTURE_DIR) +
+                            "/optimizer/adamw_cosine_clip.safetensors");
   const json options = json::parse(f.metadata_value("options"));
   const json lrs = json::parse(f.metadata_value("lrs"));
   const ParamLayout layout(config_from_json(json::parse(f.metadata_value("config")), f.path()));
@@ -25,8 +26,9 @@ TEST(AdamW, MatchesTorchWithScheduleAndClipping) {
   o.eps = options["eps"];
   o.weight_decay = options["weight_decay"];
   o.no_decay = options["no_decay"].get<std::vector<std::string>>();
-  Schedule schedule{ScheduleKind::cosine, options["lr"], options["min_lr"], options["warmup_steps"],
-                    0, options["steps"]};
+  Schedule schedule{
+      ScheduleKind::cosine, options["lr"], options["min_lr"], options["warmup_steps"], 0,
+      options["steps"]};
   AdamW adamw(layout, o);
   std::vector<float> params(layout.total()), grads(layout.total());
   auto load = [&](const std::string& prefix, std::vector<float>& into) {

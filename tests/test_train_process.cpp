@@ -1,8 +1,8 @@
 // `gattn train` as a process: a SIGTERM writes a checkpoint and exits cleanly, a kill -9 in the
 // middle of writing a checkpoint leaves the previous one intact, and either way --resume ends with
 // exactly the parameters of an uninterrupted run.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -40,19 +40,22 @@ class TrainProcess : public ::testing::Test {
       for (int i = 0; i < 60; ++i) tokens.push_back(1 + (doc * 5 + i * 3) % 47);
     }
     write_token_shard((dir_ / "train.bin").string(), tokens, starts, 48, 0, tokens.size());
-    const json run = {
-        {"model",
-         {{"vocab_size", 48}, {"hidden_size", 32}, {"num_hidden_layers", 2},
-          {"num_attention_heads", 4}, {"intermediate_size", 64}, {"max_position_embeddings", 64},
-          {"gate", {{"position", "sdpa"}}}}},
-        {"data", {{"train", "train.bin"}, {"seq_len", 32}}},
-        {"batch_size", 4},
-        {"steps", 300},
-        {"optimizer", {{"lr", 0.01}}},
-        {"schedule", {{"warmup_steps", 4}}},
-        {"checkpoint", {{"every", 0}, {"keep", 5}}},
-        {"threads", 2},
-        {"out", "runs/run"}};
+    const json run = {{"model",
+                       {{"vocab_size", 48},
+                        {"hidden_size", 32},
+                        {"num_hidden_layers", 2},
+                        {"num_attention_heads", 4},
+                        {"intermediate_size", 64},
+                        {"max_position_embeddings", 64},
+                        {"gate", {{"position", "sdpa"}}}}},
+                      {"data", {{"train", "train.bin"}, {"seq_len", 32}}},
+                      {"batch_size", 4},
+                      {"steps", 300},
+                      {"optimizer", {{"lr", 0.01}}},
+                      {"schedule", {{"warmup_steps", 4}}},
+                      {"checkpoint", {{"every", 0}, {"keep", 5}}},
+                      {"threads", 2},
+                      {"out", "runs/run"}};
     std::ofstream(dir_ / "run.json") << run.dump(2);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -60,8 +63,9 @@ class TrainProcess : public ::testing::Test {
   // Starts `gattn train --config run.json --out OUT ARGS...` with extra environment entries.
   pid_t start(const std::string& out, std::vector<std::string> args,
               const std::vector<std::string>& env = {}) {
-    std::vector<std::string> argv = {GATTN_BINARY, "train", "--config", (dir_ / "run.json").string(),
-                                     "--out", (dir_ / out).string()};
+    std::vector<std::string> argv = {GATTN_BINARY, "train",
+                                     "--config",   (dir_ / "run.json").string(),
+                                     "--out",      (dir_ / out).string()};
     argv.insert(argv.end(), args.begin(), args.end());
     std::vector<char*> cargv, cenv;
     for (std::string& a : argv) cargv.push_back(a.data());
@@ -121,8 +125,8 @@ TEST_F(TrainProcess, KillDuringACheckpointWriteLeavesThePreviousOne) {
   ASSERT_TRUE(WIFEXITED(whole) && WEXITSTATUS(whole) == 0) << text("whole.stderr");
   const int first = wait_for(start("crash", {"--stop-at-step", "10"}));
   ASSERT_TRUE(WIFEXITED(first) && WEXITSTATUS(first) == 0) << text("crash.stderr");
-  const int killed = wait_for(start("crash", {"--resume", "--stop-at-step", "20"},
-                                    {"GATTN_TEST_KILL_IN_CHECKPOINT=1"}));
+  const int killed = wait_for(
+      start("crash", {"--resume", "--stop-at-step", "20"}, {"GATTN_TEST_KILL_IN_CHECKPOINT=1"}));
   ASSERT_TRUE(WIFSIGNALED(killed) && WTERMSIG(killed) == SIGKILL);
   EXPECT_TRUE(fs::exists(dir_ / "crash" / "checkpoints" / ".step_00000020.partial"));
   EXPECT_EQ(latest_checkpoint((dir_ / "crash").string()),

@@ -44,9 +44,13 @@ class Trainer : public ::testing::Test {
 
   RunConfig run(const std::string& out) const {
     RunConfig r;
-    r.model = config_from_json({{"vocab_size", 32}, {"hidden_size", 32}, {"num_hidden_layers", 2},
-                                {"num_attention_heads", 4}, {"num_key_value_heads", 2},
-                                {"intermediate_size", 64}, {"max_position_embeddings", 64},
+    r.model = config_from_json({{"vocab_size", 32},
+                                {"hidden_size", 32},
+                                {"num_hidden_layers", 2},
+                                {"num_attention_heads", 4},
+                                {"num_key_value_heads", 2},
+                                {"intermediate_size", 64},
+                                {"max_position_embeddings", 64},
                                 {"gate", {{"position", "sdpa"}}}},
                                "test");
     r.train_data = path("train.bin");
@@ -121,7 +125,8 @@ TEST_F(Trainer, KeepsTheNewestCheckpoints) {
   r.keep_checkpoints = 2;
   train(r, false, {});
   std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(r.out + "/checkpoints")) names.push_back(e.path().filename());
+  for (const auto& e : fs::directory_iterator(r.out + "/checkpoints"))
+    names.push_back(e.path().filename());
   std::sort(names.begin(), names.end());
   EXPECT_EQ(names, (std::vector<std::string>{"step_00000006", "step_00000008"}));
 }
@@ -154,9 +159,13 @@ TEST_F(Trainer, SkipsOrAbortsOnNonFiniteSteps) {
 TEST(RunConfigFile, RejectsBadFields) {
   const fs::path dir = fs::temp_directory_path() / ("gattn_runcfg_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  const json model = {{"vocab_size", 32}, {"hidden_size", 32}, {"num_hidden_layers", 1},
-                      {"num_attention_heads", 4}, {"intermediate_size", 64}};
-  const json good = {{"model", model}, {"data", {{"train", "t.bin"}, {"seq_len", 16}}}, {"out", "runs/x"}};
+  const json model = {{"vocab_size", 32},
+                      {"hidden_size", 32},
+                      {"num_hidden_layers", 1},
+                      {"num_attention_heads", 4},
+                      {"intermediate_size", 64}};
+  const json good = {
+      {"model", model}, {"data", {{"train", "t.bin"}, {"seq_len", 16}}}, {"out", "runs/x"}};
   auto error_of = [&](const json& patch) {
     json j = good;
     j.merge_patch(patch);
@@ -170,14 +179,25 @@ TEST(RunConfigFile, RejectsBadFields) {
   };
   EXPECT_EQ(error_of(json::object()), "");
   EXPECT_NE(error_of({{"optimzer", 1}}).find("unknown field 'optimzer'"), std::string::npos);
-  EXPECT_NE(error_of({{"optimizer", {{"beta2", 1.0}}}}).find("'beta2': expected a number in [0, 1)"), std::string::npos);
-  EXPECT_NE(error_of({{"schedule", {{"kind", "linear"}}}}).find("'kind': expected one of cosine | wsd"), std::string::npos);
-  EXPECT_NE(error_of({{"schedule", {{"warmup_steps", 2000}}}}).find("exceed steps (1000)"), std::string::npos);
-  EXPECT_NE(error_of({{"data", {{"seq_len", 8192}}}}).find("seq_len 8192 exceeds the model's max_position_embeddings"), std::string::npos);
-  EXPECT_NE(error_of({{"data", {{"train", nullptr}}}}).find("'train' is required"), std::string::npos);
-  EXPECT_NE(error_of({{"model", {{"hidden_size", 30}}}}).find("not divisible by num_attention_heads"), std::string::npos);
+  EXPECT_NE(
+      error_of({{"optimizer", {{"beta2", 1.0}}}}).find("'beta2': expected a number in [0, 1)"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of({{"schedule", {{"kind", "linear"}}}}).find("'kind': expected one of cosine | wsd"),
+      std::string::npos);
+  EXPECT_NE(error_of({{"schedule", {{"warmup_steps", 2000}}}}).find("exceed steps (1000)"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"data", {{"seq_len", 8192}}}})
+                .find("seq_len 8192 exceeds the model's max_position_embeddings"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"data", {{"train", nullptr}}}}).find("'train' is required"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of({{"model", {{"hidden_size", 30}}}}).find("not divisible by num_attention_heads"),
+      std::string::npos);
   EXPECT_NE(error_of({{"out", nullptr}}).find("'out' is required"), std::string::npos);
-  EXPECT_NE(error_of({{"batch_size", 0}}).find("'batch_size': expected a positive integer"), std::string::npos);
+  EXPECT_NE(error_of({{"batch_size", 0}}).find("'batch_size': expected a positive integer"),
+            std::string::npos);
   error_of(json::object());
   const RunConfig r = load_run_config((dir / "run.json").string(), R"({"position": "value"})");
   EXPECT_EQ(r.model.gate.position, GatePosition::value);

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "train/prepare_data.h"
 #include "train/run_config.h"
 #include "train/trainer.h"
 
@@ -16,11 +17,15 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--gate", gate, "gate object replacing the model's");
   cmd->add_option("--out", out, "run folder replacing the config's 'out'");
   cmd->add_flag("--resume", resume, "continue from the run's newest checkpoint");
-  cmd->add_option("--stop-at-step", stop_at, "end this session after that step (with a checkpoint)");
+  cmd->add_option("--stop-at-step", stop_at,
+                  "end this session after that step (with a checkpoint)");
   cmd->callback([] {
     RunConfig run = load_run_config(config_path, gate);
     if (!out.empty()) run.out = out;
-    const TrainOutcome outcome = train(run, resume, {}, stop_at);
+    const std::vector<uint32_t> token_bytes =
+        run.tokenizer.empty() ? std::vector<uint32_t>{}
+                              : token_byte_lengths(Tokenizer::load(run.tokenizer));
+    const TrainOutcome outcome = train(run, resume, token_bytes, stop_at);
     if (!outcome.stopped_by_signal && outcome.steps_done == run.steps)
       std::printf("%s\n", outcome.summary.dump(2).c_str());
   });

@@ -10,5 +10,8 @@ void add_init_command(CLI::App& app);
 void add_tokenizer_command(CLI::App& app);
 void add_corpus_command(CLI::App& app);
 void add_train_command(CLI::App& app);
+void add_data_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
+void add_compare_command(CLI::App& app);
 
 }  // namespace gattn

@@ -13,7 +13,10 @@ int main(int argc, char** argv) {
   gattn::add_init_command(app);
   gattn::add_tokenizer_command(app);
   gattn::add_corpus_command(app);
+  gattn::add_data_command(app);
   gattn::add_train_command(app);
+  gattn::add_eval_command(app);
+  gattn::add_compare_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

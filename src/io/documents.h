@@ -10,7 +10,8 @@ namespace gattn {
 
 // Calls visit(text, where) for every document, in a deterministic order; `where` names the file
 // (and line, for JSONL) for error messages. A path ending in .jsonl is read as JSONL.
-void for_each_document(const std::vector<std::string>& inputs,
-                       const std::function<void(std::string_view text, const std::string& where)>& visit);
+void for_each_document(
+    const std::vector<std::string>& inputs,
+    const std::function<void(std::string_view text, const std::string& where)>& visit);
 
 }  // namespace gattn

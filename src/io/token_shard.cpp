@@ -92,10 +92,10 @@ TokenShard::TokenShard(const std::string& path) : path_(path) {
     if (info_.bos_id >= info_.vocab_size)
       fail(path, ": BOS id ", info_.bos_id, " is not below the vocabulary size ", info_.vocab_size);
     const uint64_t limit = uint64_t(1) << 40;
-    const uint64_t expected = info_.tokens < limit && info_.documents < limit
-                                  ? kHeaderBytes + info_.tokens * info_.token_bytes +
-                                        info_.documents * 8
-                                  : 0;
+    const uint64_t expected =
+        info_.tokens < limit && info_.documents < limit
+            ? kHeaderBytes + info_.tokens * info_.token_bytes + info_.documents * 8
+            : 0;
     if (expected != size_)
       fail(path, ": header promises ", info_.tokens, " tokens and ", info_.documents,
            " documents (", expected, " bytes) but the file has ", size_,

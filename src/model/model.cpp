@@ -404,7 +404,7 @@ float Model::max_abs_hidden() const {
   return max;
 }
 
-LossSum Model::forward(const Batch& batch, float* logits) {
+LossSum Model::forward(const Batch& batch, float* logits, double* token_nats) {
   plan(batch.batch, batch.seq_len, false);
   forward_layers(batch);
   const Config& c = config_;
@@ -413,7 +413,7 @@ LossSum Model::forward(const Batch& batch, float* logits) {
   if (!batch.targets) return {};
   return lm_head_cross_entropy<float>(nullptr, nullptr, logits_chunk_, final_out_,
                                       p(layout_.lm_head), batch.targets, rows_, c.hidden_size,
-                                      c.vocab_size, chunk_rows_, 0.0f);
+                                      c.vocab_size, chunk_rows_, 0.0f, token_nats);
 }
 
 LossSum Model::forward_backward(const Batch& batch, float grad_scale) {

@@ -31,8 +31,8 @@ class Model {
   void init(uint64_t seed);
 
   // Forward only. Returns the summed loss over targets (when given); writes logits
-  // [batch * seq_len, vocab] when asked.
-  LossSum forward(const Batch& batch, float* logits = nullptr);
+  // [batch * seq_len, vocab] and each position's loss (0 where no target) when asked.
+  LossSum forward(const Batch& batch, float* logits = nullptr, double* token_nats = nullptr);
   // Forward and backward: adds the gradient of grad_scale * (summed loss) to grads().
   // For the mean loss of one batch, grad_scale = 1 / (number of targets).
   LossSum forward_backward(const Batch& batch, float grad_scale);

@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "ops/fast_exp.h"
 #include "ops/matmul.h"
 
 namespace gattn {
@@ -58,9 +59,9 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
           T new_max = row_max[i];
           for (int j = 0; j < visible; ++j) new_max = std::max(new_max, row[j]);
           T sum = 0;
-          for (int j = 0; j < visible; ++j) sum += row[j] = std::exp(row[j] - new_max);
+          for (int j = 0; j < visible; ++j) sum += row[j] = fast_exp(row[j] - new_max);
           for (int j = visible; j < nk; ++j) row[j] = 0;
-          const T rescale = std::exp(row_max[i] - new_max);  // 0 on the first tile
+          const T rescale = fast_exp(row_max[i] - new_max);  // 0 on the first tile
           row_sum[i] = row_sum[i] * rescale + sum;
           row_max[i] = new_max;
           for (int c = 0; c < d; ++c) acc[i * d + c] *= rescale;
@@ -123,7 +124,7 @@ void attention_backward(T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, co
               T* row = probs + i * kAttentionTile;
               const int visible = visible_keys(q0, i, k0, nk);
               const T row_lse = lse[(row0 + q0 + i) * s.q_heads + h];
-              for (int j = 0; j < visible; ++j) row[j] = std::exp(row[j] - row_lse);
+              for (int j = 0; j < visible; ++j) row[j] = fast_exp(row[j] - row_lse);
               for (int j = visible; j < nk; ++j) row[j] = 0;
             }
             // d_v += P^T dO

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/fast_exp.h"
 #include "ops/matmul.h"
 #include "util/error.h"
 
@@ -12,7 +13,7 @@ namespace gattn {
 template <typename T>
 LossSum lm_head_cross_entropy(T* d_x, T* d_w, T* logits_scratch, const T* x, const T* w,
                               const int32_t* targets, int64_t rows, int dim, int vocab,
-                              int chunk_rows, T grad_scale) {
+                              int chunk_rows, T grad_scale, double* row_nats_out) {
   for (int64_t n = 0; n < rows; ++n)
     if (targets[n] < -1 || targets[n] >= vocab)
       fail("target ", targets[n], " at position ", n, " is outside [0, ", vocab, ") and not -1");
@@ -32,16 +33,18 @@ LossSum lm_head_cross_entropy(T* d_x, T* d_w, T* logits_scratch, const T* x, con
         continue;
       }
       const T max = *std::max_element(logit, logit + vocab);
-      double sum = 0;
-      for (int v = 0; v < vocab; ++v) sum += std::exp(double(logit[v] - max));
-      const double lse = double(max) + std::log(sum);
-      row_nats[i] = lse - double(logit[target]);
-      if (d_x) {
-        for (int v = 0; v < vocab; ++v) logit[v] = T(std::exp(double(logit[v]) - lse)) * grad_scale;
+      const T target_logit = logit[target];
+      double sum = 0;  // the exponentials stay in the row for the gradient
+      for (int v = 0; v < vocab; ++v) sum += double(logit[v] = fast_exp(logit[v] - max));
+      row_nats[i] = double(max) + std::log(sum) - double(target_logit);
+      if (d_x) {  // softmax - one_hot, times grad_scale
+        const T scale = T(double(grad_scale) / sum);
+        for (int v = 0; v < vocab; ++v) logit[v] *= scale;
         logit[target] -= grad_scale;
       }
     }
     for (int i = 0; i < nc; ++i) {
+      if (row_nats_out) row_nats_out[r0 + i] = row_nats[i];
       total.nats += row_nats[i];
       total.tokens += targets[r0 + i] >= 0;
     }
@@ -51,9 +54,10 @@ LossSum lm_head_cross_entropy(T* d_x, T* d_w, T* logits_scratch, const T* x, con
 }
 
 template LossSum lm_head_cross_entropy<float>(float*, float*, float*, const float*, const float*,
-                                              const int32_t*, int64_t, int, int, int, float);
+                                              const int32_t*, int64_t, int, int, int, float,
+                                              double*);
 template LossSum lm_head_cross_entropy<double>(double*, double*, double*, const double*,
                                                const double*, const int32_t*, int64_t, int, int,
-                                               int, double);
+                                               int, double, double*);
 
 }  // namespace gattn

@@ -12,10 +12,11 @@ struct LossSum {
 
 // Sum over rows with target >= 0 of logsumexp(x w^T) - (x w^T)[target]; target -1 is ignored.
 // logits_scratch holds [chunk_rows, vocab]. With d_x non-null it also writes
-// d_x = grad_scale * dL/dx and adds grad_scale * dL/dw to d_w.
+// d_x = grad_scale * dL/dx and adds grad_scale * dL/dw to d_w. row_nats, when given, receives
+// each row's loss (0 for ignored rows).
 template <typename T>
 LossSum lm_head_cross_entropy(T* d_x, T* d_w, T* logits_scratch, const T* x, const T* w,
                               const int32_t* targets, int64_t rows, int dim, int vocab,
-                              int chunk_rows, T grad_scale);
+                              int chunk_rows, T grad_scale, double* row_nats = nullptr);
 
 }  // namespace gattn

@@ -4,12 +4,14 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/fast_exp.h"
+
 namespace gattn {
 
 namespace {
 template <typename T>
 T sigmoid(T z) {
-  return T(1) / (T(1) + std::exp(-z));
+  return fast_sigmoid(z);
 }
 
 template <typename T>

@@ -2,12 +2,14 @@
 
 #include <cmath>
 
+#include "ops/fast_exp.h"
+
 namespace gattn {
 
 namespace {
 template <typename T>
 T sigmoid(T x) {
-  return T(1) / (T(1) + std::exp(-x));
+  return fast_sigmoid(x);
 }
 }  // namespace
 

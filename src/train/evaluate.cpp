@@ -9,16 +9,27 @@ namespace gattn {
 EvalResult evaluate(Model& model, const TokenShard& shard, int seq_len, WindowKind window,
                     int64_t max_windows, int batch, const std::vector<uint32_t>* token_bytes) {
   DataLoader loader(shard, {batch, seq_len, window, 0, false});
-  const int64_t windows =
-      max_windows > 0 ? std::min(max_windows, loader.windows_per_epoch()) : loader.windows_per_epoch();
+  const int64_t windows = max_windows > 0 ? std::min(max_windows, loader.windows_per_epoch())
+                                          : loader.windows_per_epoch();
   std::vector<int32_t> ids(int64_t(batch) * seq_len), targets(ids.size());
+  std::vector<double> token_nats(ids.size());
   EvalResult r;
   double nats = 0;
   for (int64_t first = 0; first < windows; first += batch) {
     const int rows = int(std::min<int64_t>(batch, windows - first));
     loader.fill(first, rows, ids.data(), targets.data());
-    const LossSum loss = model.forward({ids.data(), targets.data(), rows, seq_len});
+    const LossSum loss =
+        model.forward({ids.data(), targets.data(), rows, seq_len}, nullptr, token_nats.data());
     nats += loss.nats;
+    for (int row = 0; row < rows; ++row) {
+      double sum = 0;
+      int counted = 0;
+      for (int t = 0; t < seq_len; ++t) {
+        sum += token_nats[int64_t(row) * seq_len + t];
+        counted += targets[int64_t(row) * seq_len + t] >= 0;
+      }
+      r.window_loss.push_back(sum / std::max(1, counted));
+    }
     r.tokens += loss.tokens;
     if (token_bytes)
       for (int64_t i = 0; i < int64_t(rows) * seq_len; ++i)

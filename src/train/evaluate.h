@@ -10,12 +10,13 @@
 namespace gattn {
 
 struct EvalResult {
-  double loss = 0;        // mean nats per target token
-  double perplexity = 0;  // exp(loss)
+  double loss = 0;           // mean nats per target token
+  double perplexity = 0;     // exp(loss)
   double bits_per_byte = 0;  // total nats / ln 2 / UTF-8 bytes of the target tokens; 0 if unknown
   int64_t windows = 0;
-  int64_t tokens = 0;  // target tokens
-  int64_t bytes = 0;   // UTF-8 bytes those tokens decode to (BOS counts 0)
+  int64_t tokens = 0;               // target tokens
+  int64_t bytes = 0;                // UTF-8 bytes those tokens decode to (BOS counts 0)
+  std::vector<double> window_loss;  // mean nats per target token of each window, in order
 };
 
 // Evaluates the first `max_windows` windows (0: all) of the shard in stream order, `batch` rows

@@ -20,8 +20,8 @@ DataLoader::DataLoader(const TokenShard& shard, const LoaderOptions& options)
   if (options.seq_len < 2) fail("sequence length must be at least 2, got ", options.seq_len);
   const int64_t tokens = int64_t(shard.info().tokens);
   // bos windows use seq_len stream tokens each; plain windows seq_len + 1 (sharing one).
-  windows_ = options.window == WindowKind::bos ? tokens / options.seq_len
-                                               : (tokens - 1) / options.seq_len;
+  windows_ =
+      options.window == WindowKind::bos ? tokens / options.seq_len : (tokens - 1) / options.seq_len;
   if (windows_ < 1)
     fail(shard.path(), ": ", tokens, " tokens are too few for one window of ", options.seq_len);
 }

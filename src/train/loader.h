@@ -17,7 +17,7 @@ enum class WindowKind {
 };
 
 struct LoaderOptions {
-  int batch = 1;      // rows per micro-batch
+  int batch = 1;  // rows per micro-batch
   int seq_len = 0;
   WindowKind window = WindowKind::bos;
   uint64_t seed = 0;

@@ -23,10 +23,10 @@ struct RunConfig {
   int grad_accum = 1;   // micro-batches per optimizer step
   int64_t steps = 1000;
   AdamWOptions adamw;
-  double grad_clip = 1.0;  // 0: off
-  Schedule schedule;       // total_steps = steps
-  int eval_every = 0;      // steps; 0: only at the end
-  int eval_windows = 64;   // validation windows per evaluation (0: all)
+  double grad_clip = 1.0;    // 0: off
+  Schedule schedule;         // total_steps = steps
+  int eval_every = 0;        // steps; 0: only at the end
+  int eval_windows = 64;     // validation windows per evaluation (0: all)
   int checkpoint_every = 0;  // steps; 0: only at the end
   int keep_checkpoints = 2;
   uint64_t seed = 0;

@@ -51,7 +51,8 @@ void sync_folder(const fs::path& folder) {
 
 void save_json(const fs::path& path, const nlohmann::json& j) {
   const std::string text = j.dump(2) + "\n";
-  write_file_atomically(path.string(), [&](const WriteChunk& write) { write(text.data(), text.size()); });
+  write_file_atomically(path.string(),
+                        [&](const WriteChunk& write) { write(text.data(), text.size()); });
 }
 }  // namespace
 
@@ -68,8 +69,10 @@ std::string save_training_checkpoint(const std::string& run_dir, const Model& mo
   if (std::getenv("GATTN_TEST_KILL_IN_CHECKPOINT")) std::raise(SIGKILL);
   std::vector<TensorToWrite> moments;
   for (const TensorSpec& t : model.layout().tensors()) {
-    moments.push_back({"exp_avg." + t.name, Dtype::F32, t.shape, optimizer.first_moment().data() + t.offset});
-    moments.push_back({"exp_avg_sq." + t.name, Dtype::F32, t.shape, optimizer.second_moment().data() + t.offset});
+    moments.push_back(
+        {"exp_avg." + t.name, Dtype::F32, t.shape, optimizer.first_moment().data() + t.offset});
+    moments.push_back(
+        {"exp_avg_sq." + t.name, Dtype::F32, t.shape, optimizer.second_moment().data() + t.offset});
   }
   write_safetensors((partial / "optimizer.safetensors").string(), moments,
                     {{"adamw_steps", std::to_string(optimizer.steps())}});
@@ -107,8 +110,8 @@ TrainingState load_training_checkpoint(const std::string& folder, Model& model, 
                                   std::pair{"exp_avg_sq.", &optimizer.second_moment()}}) {
       const std::string name = prefix + t.name;
       if (moments.get(name).shape != t.shape)
-        fail(moments.path(), ": tensor '", name, "' has shape ", shape_string(moments.get(name).shape),
-             ", expected ", shape_string(t.shape));
+        fail(moments.path(), ": tensor '", name, "' has shape ",
+             shape_string(moments.get(name).shape), ", expected ", shape_string(t.shape));
       const std::vector<float> values = moments.read_floats(name);
       std::copy(values.begin(), values.end(), target->begin() + t.offset);
     }

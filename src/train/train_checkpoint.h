@@ -19,7 +19,8 @@ struct TrainingState {
   int64_t skipped_steps = 0;  // non-finite loss or gradient
 };
 
-// Writes the checkpoint of `state.step`, then removes all but the newest `keep`. Returns its folder.
+// Writes the checkpoint of `state.step`, then removes all but the newest `keep`. Returns its
+// folder.
 std::string save_training_checkpoint(const std::string& run_dir, const Model& model,
                                      AdamW& optimizer, const TrainingState& state,
                                      const nlohmann::json& run_config, int keep);

@@ -51,13 +51,17 @@ class StopSignals {
 std::string duration_text(double seconds) {
   char text[32];
   const int s = int(seconds + 0.5);
-  if (s >= 3600) std::snprintf(text, sizeof text, "%dh%02dm", s / 3600, s / 60 % 60);
-  else std::snprintf(text, sizeof text, "%dm%02ds", s / 60, s % 60);
+  if (s >= 3600)
+    std::snprintf(text, sizeof text, "%dh%02dm", s / 3600, s / 60 % 60);
+  else
+    std::snprintf(text, sizeof text, "%dm%02ds", s / 60, s % 60);
   return text;
 }
 
 json eval_json(const EvalResult& r) {
-  json j = {{"val_loss", r.loss}, {"val_perplexity", r.perplexity}, {"val_windows", r.windows},
+  json j = {{"val_loss", r.loss},
+            {"val_perplexity", r.perplexity},
+            {"val_windows", r.windows},
             {"val_tokens", r.tokens}};
   if (r.bytes > 0) j["val_bits_per_byte"] = r.bits_per_byte;
   return j;
@@ -75,7 +79,8 @@ void truncate_metrics(const fs::path& path, int64_t step) {
       break;  // a torn last line from a crash
     }
   }
-  write_file_atomically(path.string(), [&](const WriteChunk& write) { write(kept.data(), kept.size()); });
+  write_file_atomically(path.string(),
+                        [&](const WriteChunk& write) { write(kept.data(), kept.size()); });
 }
 }  // namespace
 
@@ -101,11 +106,15 @@ TrainOutcome train(const RunConfig& run, bool resume, const std::vector<uint32_t
     state = load_training_checkpoint(latest, model, optimizer);
     std::fprintf(stderr, "resumed from %s (step %lld)\n", latest.c_str(), (long long)state.step);
   } else if (!latest_checkpoint(run.out).empty()) {
-    fail(run.out, ": holds checkpoints of an earlier run; pass --resume to continue it or choose another 'out'");
+    fail(run.out,
+         ": holds checkpoints of an earlier run; pass --resume to continue it or choose another "
+         "'out'");
   }
   const fs::path metrics_path = fs::path(run.out) / "metrics.jsonl";
-  if (resume) truncate_metrics(metrics_path, state.step);
-  else fs::remove(metrics_path);
+  if (resume)
+    truncate_metrics(metrics_path, state.step);
+  else
+    fs::remove(metrics_path);
   std::ofstream metrics(metrics_path, std::ios::app);
 
   DataLoader loader(train_shard, {run.batch_size, run.seq_len, run.window, run.seed, true});
@@ -125,20 +134,23 @@ TrainOutcome train(const RunConfig& run, bool resume, const std::vector<uint32_t
   const auto run_start = Clock::now();
   const int64_t first_step = state.step;
   double tokens_per_second = 0, last_loss = 0;
-  for (; state.step < run.steps; ) {
+  for (; state.step < run.steps;) {
     const bool stop_here = stop_at_step > 0 && state.step >= stop_at_step;
     if (signals.received() || stop_here) {
       checkpoint_now();
       if (signals.received())
-        std::fprintf(stderr, "%sstopped by signal %d at step %lld; checkpoint written, continue with --resume\n",
-                     live ? "\n" : "", signals.received(), (long long)state.step);
+        std::fprintf(
+            stderr,
+            "%sstopped by signal %d at step %lld; checkpoint written, continue with --resume\n",
+            live ? "\n" : "", signals.received(), (long long)state.step);
       outcome.stopped_by_signal = signals.received() != 0;
       outcome.steps_done = state.step;
       return outcome;
     }
     const auto t0 = Clock::now();
     loader.fill(state.step * rows_per_step, int(rows_per_step), ids.data(), targets.data());
-    const int64_t step_targets = count_targets({ids.data(), targets.data(), int(rows_per_step), run.seq_len});
+    const int64_t step_targets =
+        count_targets({ids.data(), targets.data(), int(rows_per_step), run.seq_len});
     model.zero_grads();
     LossSum loss;
     for (int micro = 0; micro < run.grad_accum; ++micro) {
@@ -169,9 +181,12 @@ TrainOutcome train(const RunConfig& run, bool resume, const std::vector<uint32_t
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     tokens_per_second = double(rows_per_step * run.seq_len) / seconds;
 
-    json record = {{"step", state.step},          {"loss", mean_loss},
-                   {"lr", lr},                    {"grad_norm", grad_norm},
-                   {"tokens_per_s", tokens_per_second}, {"max_abs_hidden", max_hidden},
+    json record = {{"step", state.step},
+                   {"loss", mean_loss},
+                   {"lr", lr},
+                   {"grad_norm", grad_norm},
+                   {"tokens_per_s", tokens_per_second},
+                   {"max_abs_hidden", max_hidden},
                    {"tokens_seen", state.tokens_seen}};
     if (!finite) record["skipped"] = "non-finite loss or gradient";
     const bool last = state.step == run.steps;
@@ -196,18 +211,20 @@ TrainOutcome train(const RunConfig& run, bool resume, const std::vector<uint32_t
     } else if (state.step % 50 == 0 || state.step == first_step + 1) {
       std::fprintf(stderr, "%s\n", line);
     }
-    if (last || (run.checkpoint_every > 0 && state.step % run.checkpoint_every == 0)) checkpoint_now();
+    if (last || (run.checkpoint_every > 0 && state.step % run.checkpoint_every == 0))
+      checkpoint_now();
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - run_start).count();
   outcome.steps_done = state.step;
-  outcome.summary.update({{"steps", state.step},
-                          {"tokens_seen", state.tokens_seen},
-                          {"skipped_steps", state.skipped_steps},
-                          {"parameters", model.layout().total()},
-                          {"train_seconds", seconds},
-                          {"tokens_per_s", double((state.step - first_step) * rows_per_step * run.seq_len) / seconds},
-                          {"gate", gate_description(run.model.gate)},
-                          {"final_train_loss", last_loss}});
+  outcome.summary.update(
+      {{"steps", state.step},
+       {"tokens_seen", state.tokens_seen},
+       {"skipped_steps", state.skipped_steps},
+       {"parameters", model.layout().total()},
+       {"train_seconds", seconds},
+       {"tokens_per_s", double((state.step - first_step) * rows_per_step * run.seq_len) / seconds},
+       {"gate", gate_description(run.model.gate)},
+       {"final_train_loss", last_loss}});
   const std::string text = outcome.summary.dump(2) + "\n";
   write_file_atomically((fs::path(run.out) / "summary.json").string(),
                         [&](const WriteChunk& write) { write(text.data(), text.size()); });

@@ -89,9 +89,7 @@ void JsonFields::read(const char* name, std::vector<std::string>& out) {
   }
 }
 
-const json* JsonFields::value(const char* name) {
-  return mark(name) ? &object_.at(name) : nullptr;
-}
+const json* JsonFields::value(const char* name) { return mark(name) ? &object_.at(name) : nullptr; }
 
 void JsonFields::reject_unknown() const {
   for (const auto& [key, value] : object_.items())

@@ -1,7 +1,10 @@
-// gattn compare: finished runs side by side, scored again on the same validation windows so the
-// difference between each run and the first comes with its paired standard error.
+// gattn compare: a baseline and a candidate model (one run per seed each, paired by seed) side by
+// side, every run scored again on the same validation windows, with the differences judged
+// against the validation-sample noise and the seed-to-seed noise measured in these runs.
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "analysis/paired.h"
@@ -13,7 +16,6 @@
 #include "model/model.h"
 #include "train/evaluate.h"
 #include "train/prepare_data.h"
-#include "train/run_config.h"
 #include "train/train_checkpoint.h"
 #include "util/error.h"
 #include "util/threads.h"
@@ -38,97 +40,103 @@ json read_json(const std::string& path) {
   }
 }
 
+// Scores a finished run's final checkpoint on its validation shard.
 RunResult score(const std::string& run_dir, int64_t windows) {
   RunResult r;
   r.name = fs::path(run_dir).filename().string();
-  const std::string summary_path = run_dir + "/summary.json";
-  if (!fs::exists(summary_path)) fail(run_dir, ": no summary.json (has the run finished?)");
-  r.summary = read_json(summary_path);
+  if (!fs::exists(run_dir + "/summary.json"))
+    fail(run_dir, ": no summary.json (has the run finished?)");
+  r.summary = read_json(run_dir + "/summary.json");
   const std::string checkpoint = latest_checkpoint(run_dir);
   if (checkpoint.empty()) fail(run_dir, ": no checkpoint");
   r.run_config = read_json(checkpoint + "/state.json").at("run_config");
   const json& data = r.run_config.at("data");
-  const std::string val = data.at("val").get<std::string>();
-  if (val.empty()) fail(run_dir, ": the run has no validation data");
+  if (data.at("val").get<std::string>().empty()) fail(run_dir, ": the run has no validation data");
   std::vector<float> params;
   Model model(load_model(checkpoint, params));
   model.params() = params;
   std::vector<uint32_t> token_bytes;
-  const std::string tokenizer = data.at("tokenizer").get<std::string>();
-  if (!tokenizer.empty()) token_bytes = token_byte_lengths(Tokenizer::load(tokenizer));
-  const TokenShard shard(val);
-  r.eval = evaluate(
-      model, shard, data.at("seq_len").get<int>(),
-      data.at("window").get<std::string>() == "bos" ? WindowKind::bos : WindowKind::plain, windows,
-      r.run_config.at("batch_size").get<int>(), token_bytes.empty() ? nullptr : &token_bytes);
+  if (!data.at("tokenizer").get<std::string>().empty())
+    token_bytes = token_byte_lengths(Tokenizer::load(data.at("tokenizer").get<std::string>()));
+  const TokenShard shard(data.at("val").get<std::string>());
+  const WindowKind window = data.at("window") == "bos" ? WindowKind::bos : WindowKind::plain;
+  r.eval = evaluate(model, shard, data.at("seq_len").get<int>(), window, windows,
+                    r.run_config.at("batch_size").get<int>(),
+                    token_bytes.empty() ? nullptr : &token_bytes);
   return r;
 }
 
-void row(const char* label, const std::vector<RunResult>& runs,
-         const std::function<std::string(const RunResult&)>& cell) {
-  std::printf("  %-26s", label);
-  for (const RunResult& r : runs) std::printf(" %16s", cell(r).c_str());
-  std::printf("\n");
-}
-
+// "%.0f" numbers get thousands separators.
 std::string number(double x, const char* format = "%.4f") {
+  if (std::string(format) == "%.0f") return with_commas(std::llround(x));
   char text[64];
   std::snprintf(text, sizeof text, format, x);
   return text;
 }
+
+using Metric = std::function<double(const RunResult&)>;
+
+std::vector<double> values(const std::vector<RunResult>& runs, const Metric& metric) {
+  std::vector<double> v;
+  for (const RunResult& r : runs) v.push_back(metric(r));
+  return v;
+}
 }  // namespace
 
 void add_compare_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("compare", "Finished runs side by side, with paired differences");
-  static std::vector<std::string> runs_dirs;
+  auto* cmd = app.add_subcommand("compare", "Compare a baseline and a candidate, paired by seed");
+  static std::vector<std::string> baseline_dirs, candidate_dirs;
   static int64_t windows = 0;
   static int threads = 0;
-  cmd->add_option("runs", runs_dirs, "run folders; the first is the reference")
-      ->required()
-      ->expected(2, 64);
+  cmd->add_option("--baseline", baseline_dirs, "run folders of the baseline, one per seed")->required();
+  cmd->add_option("--candidate", candidate_dirs, "run folders of the candidate, same seeds, same order")->required();
   cmd->add_option("--windows", windows, "validation windows to score (0: all)");
   cmd->add_option("--threads", threads, "threads (default: all cores)");
   cmd->callback([] {
+    if (baseline_dirs.size() != candidate_dirs.size())
+      fail("--baseline has ", baseline_dirs.size(), " runs and --candidate ", candidate_dirs.size(),
+           ": pass one run per seed for each, in the same seed order");
     if (threads > 0) set_num_threads(threads);
-    std::vector<RunResult> runs;
-    for (const std::string& dir : runs_dirs) runs.push_back(score(dir, windows));
-    std::printf("\n");
-    row("", runs, [](const RunResult& r) { return r.name; });
-    row("gate", runs, [](const RunResult& r) {
-      const std::string g = r.summary.at("gate").get<std::string>();
-      return g.substr(0, g.find(' ', g.find(' ') + 1));
-    });
-    row("parameters", runs,
-        [](const RunResult& r) { return with_commas(r.summary.at("parameters").get<int64_t>()); });
-    row("training tokens", runs,
-        [](const RunResult& r) { return with_commas(r.summary.at("tokens_seen").get<int64_t>()); });
-    row("training time (s)", runs, [](const RunResult& r) {
-      return number(r.summary.at("train_seconds").get<double>(), "%.0f");
-    });
-    row("training tokens/s", runs, [](const RunResult& r) {
-      return number(r.summary.at("tokens_per_s").get<double>(), "%.0f");
-    });
-    row("final train loss", runs,
-        [](const RunResult& r) { return number(r.summary.at("final_train_loss").get<double>()); });
-    row("val loss (nats/token)", runs, [](const RunResult& r) { return number(r.eval.loss); });
-    row("val perplexity", runs,
-        [](const RunResult& r) { return number(r.eval.perplexity, "%.3f"); });
-    if (runs[0].eval.bytes > 0)
-      row("val bits per byte", runs,
-          [](const RunResult& r) { return number(r.eval.bits_per_byte); });
-    std::printf(
-        "\n  validation: %lld windows of %d tokens, %lld target tokens, the same for every run\n",
-        (long long)runs[0].eval.windows, runs[0].run_config.at("data").at("seq_len").get<int>(),
-        (long long)runs[0].eval.tokens);
-    for (size_t i = 1; i < runs.size(); ++i) {
-      const PairedDifference d =
-          paired_difference(runs[0].eval.window_loss, runs[i].eval.window_loss);
-      std::printf("  %s - %s val loss: %+.4f +- %.4f (paired standard error over %d windows): %s\n",
-                  runs[i].name.c_str(), runs[0].name.c_str(), d.mean, d.standard_error, d.n,
-                  d.within_noise() ? "within the noise of the validation sample"
-                                   : (d.mean < 0 ? "lower, beyond 2 standard errors"
-                                                 : "higher, beyond 2 standard errors"));
+    std::vector<RunResult> base, cand;
+    for (const std::string& dir : baseline_dirs) base.push_back(score(dir, windows));
+    for (const std::string& dir : candidate_dirs) cand.push_back(score(dir, windows));
+    for (size_t i = 0; i < base.size(); ++i)
+      if (base[i].run_config.at("seed") != cand[i].run_config.at("seed"))
+        fail(base[i].name, " and ", cand[i].name, " have different seeds: runs are paired by seed");
+
+    const std::string a = base[0].summary.at("gate").get<std::string>() == "none" ? "baseline" : base[0].name;
+    const std::string b = cand[0].name.substr(0, cand[0].name.rfind("-s"));
+    std::printf("\n  %-28s %14s %14s %14s\n", "mean over seeds", a.c_str(), b.c_str(), "difference");
+    auto row = [&](const char* label, const Metric& metric, const char* format) {
+      const double x = mean(values(base, metric)), y = mean(values(cand, metric));
+      std::printf("  %-28s %14s %14s %14s\n", label, number(x, format).c_str(),
+                  number(y, format).c_str(), ((y >= x ? "+" : "") + number(y - x, format)).c_str());
+    };
+    row("parameters", [](const RunResult& r) { return r.summary.at("parameters").get<double>(); }, "%.0f");
+    row("val loss (nats/token)", [](const RunResult& r) { return r.eval.loss; }, "%.4f");
+    row("val perplexity", [](const RunResult& r) { return r.eval.perplexity; }, "%.2f");
+    if (base[0].eval.bytes > 0)
+      row("val bits per byte", [](const RunResult& r) { return r.eval.bits_per_byte; }, "%.4f");
+    row("training tokens/s", [](const RunResult& r) { return r.summary.at("tokens_per_s").get<double>(); }, "%.0f");
+    row("training time (s)", [](const RunResult& r) { return r.summary.at("train_seconds").get<double>(); }, "%.1f");
+    row("final train loss", [](const RunResult& r) { return r.summary.at("final_train_loss").get<double>(); }, "%.4f");
+
+    std::printf("\n  %-10s %-30s %12s %12s %24s\n", "seed", "runs", "val loss", "val loss", "difference (window SE)");
+    for (size_t i = 0; i < base.size(); ++i) {
+      const PairedDifference d = paired_difference(base[i].eval.window_loss, cand[i].eval.window_loss);
+      std::printf("  %-10s %-30s %12.4f %12.4f %14s +- %.4f%s\n",
+                  base[i].run_config.at("seed").dump().c_str(), (base[i].name + " / " + cand[i].name).c_str(),
+                  base[i].eval.loss, cand[i].eval.loss, number(d.mean, "%+.4f").c_str(),
+                  d.standard_error, d.within_noise() ? " (within validation noise)" : "");
     }
+    const SeedVerdict v = seed_verdict(values(base, [](const RunResult& r) { return r.eval.loss; }),
+                                       values(cand, [](const RunResult& r) { return r.eval.loss; }));
+    std::printf("\n  %s - %s val loss: %+.4f nats/token, %s\n", b.c_str(), a.c_str(),
+                v.mean_difference, v.text().c_str());
+    std::printf("  validation: %lld windows of %d tokens (%lld target tokens), the same for every run; "
+                "window SE = standard error of the per-window paired difference\n",
+                (long long)base[0].eval.windows, base[0].run_config.at("data").at("seq_len").get<int>(),
+                (long long)base[0].eval.tokens);
   });
 }
 

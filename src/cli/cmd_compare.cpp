@@ -88,8 +88,11 @@ void add_compare_command(CLI::App& app) {
   static std::vector<std::string> baseline_dirs, candidate_dirs;
   static int64_t windows = 0;
   static int threads = 0;
-  cmd->add_option("--baseline", baseline_dirs, "run folders of the baseline, one per seed")->required();
-  cmd->add_option("--candidate", candidate_dirs, "run folders of the candidate, same seeds, same order")->required();
+  cmd->add_option("--baseline", baseline_dirs, "run folders of the baseline, one per seed")
+      ->required();
+  cmd->add_option("--candidate", candidate_dirs,
+                  "run folders of the candidate, same seeds, same order")
+      ->required();
   cmd->add_option("--windows", windows, "validation windows to score (0: all)");
   cmd->add_option("--threads", threads, "threads (default: all cores)");
   cmd->callback([] {
@@ -104,39 +107,57 @@ void add_compare_command(CLI::App& app) {
       if (base[i].run_config.at("seed") != cand[i].run_config.at("seed"))
         fail(base[i].name, " and ", cand[i].name, " have different seeds: runs are paired by seed");
 
-    const std::string a = base[0].summary.at("gate").get<std::string>() == "none" ? "baseline" : base[0].name;
+    const std::string a =
+        base[0].summary.at("gate").get<std::string>() == "none" ? "baseline" : base[0].name;
     const std::string b = cand[0].name.substr(0, cand[0].name.rfind("-s"));
-    std::printf("\n  %-28s %14s %14s %14s\n", "mean over seeds", a.c_str(), b.c_str(), "difference");
+    std::printf("\n  %-28s %14s %14s %14s\n", "mean over seeds", a.c_str(), b.c_str(),
+                "difference");
     auto row = [&](const char* label, const Metric& metric, const char* format) {
       const double x = mean(values(base, metric)), y = mean(values(cand, metric));
       std::printf("  %-28s %14s %14s %14s\n", label, number(x, format).c_str(),
                   number(y, format).c_str(), ((y >= x ? "+" : "") + number(y - x, format)).c_str());
     };
-    row("parameters", [](const RunResult& r) { return r.summary.at("parameters").get<double>(); }, "%.0f");
-    row("val loss (nats/token)", [](const RunResult& r) { return r.eval.loss; }, "%.4f");
-    row("val perplexity", [](const RunResult& r) { return r.eval.perplexity; }, "%.2f");
+    row(
+        "parameters", [](const RunResult& r) { return r.summary.at("parameters").get<double>(); },
+        "%.0f");
+    row(
+        "val loss (nats/token)", [](const RunResult& r) { return r.eval.loss; }, "%.4f");
+    row(
+        "val perplexity", [](const RunResult& r) { return r.eval.perplexity; }, "%.2f");
     if (base[0].eval.bytes > 0)
-      row("val bits per byte", [](const RunResult& r) { return r.eval.bits_per_byte; }, "%.4f");
-    row("training tokens/s", [](const RunResult& r) { return r.summary.at("tokens_per_s").get<double>(); }, "%.0f");
-    row("training time (s)", [](const RunResult& r) { return r.summary.at("train_seconds").get<double>(); }, "%.1f");
-    row("final train loss", [](const RunResult& r) { return r.summary.at("final_train_loss").get<double>(); }, "%.4f");
+      row(
+          "val bits per byte", [](const RunResult& r) { return r.eval.bits_per_byte; }, "%.4f");
+    row(
+        "training tokens/s",
+        [](const RunResult& r) { return r.summary.at("tokens_per_s").get<double>(); }, "%.0f");
+    row(
+        "training time (s)",
+        [](const RunResult& r) { return r.summary.at("train_seconds").get<double>(); }, "%.1f");
+    row(
+        "final train loss",
+        [](const RunResult& r) { return r.summary.at("final_train_loss").get<double>(); }, "%.4f");
 
-    std::printf("\n  %-10s %-30s %12s %12s %24s\n", "seed", "runs", "val loss", "val loss", "difference (window SE)");
+    std::printf("\n  %-10s %-30s %12s %12s %24s\n", "seed", "runs", "val loss", "val loss",
+                "difference (window SE)");
     for (size_t i = 0; i < base.size(); ++i) {
-      const PairedDifference d = paired_difference(base[i].eval.window_loss, cand[i].eval.window_loss);
+      const PairedDifference d =
+          paired_difference(base[i].eval.window_loss, cand[i].eval.window_loss);
       std::printf("  %-10s %-30s %12.4f %12.4f %14s +- %.4f%s\n",
-                  base[i].run_config.at("seed").dump().c_str(), (base[i].name + " / " + cand[i].name).c_str(),
-                  base[i].eval.loss, cand[i].eval.loss, number(d.mean, "%+.4f").c_str(),
-                  d.standard_error, d.within_noise() ? " (within validation noise)" : "");
+                  base[i].run_config.at("seed").dump().c_str(),
+                  (base[i].name + " / " + cand[i].name).c_str(), base[i].eval.loss,
+                  cand[i].eval.loss, number(d.mean, "%+.4f").c_str(), d.standard_error,
+                  d.within_noise() ? " (within validation noise)" : "");
     }
-    const SeedVerdict v = seed_verdict(values(base, [](const RunResult& r) { return r.eval.loss; }),
-                                       values(cand, [](const RunResult& r) { return r.eval.loss; }));
+    const SeedVerdict v =
+        seed_verdict(values(base, [](const RunResult& r) { return r.eval.loss; }),
+                     values(cand, [](const RunResult& r) { return r.eval.loss; }));
     std::printf("\n  %s - %s val loss: %+.4f nats/token, %s\n", b.c_str(), a.c_str(),
                 v.mean_difference, v.text().c_str());
-    std::printf("  validation: %lld windows of %d tokens (%lld target tokens), the same for every run; "
-                "window SE = standard error of the per-window paired difference\n",
-                (long long)base[0].eval.windows, base[0].run_config.at("data").at("seq_len").get<int>(),
-                (long long)base[0].eval.tokens);
+    std::printf(
+        "  validation: %lld windows of %d tokens (%lld target tokens), the same for every run; "
+        "window SE = standard error of the per-window paired difference\n",
+        (long long)base[0].eval.windows, base[0].run_config.at("data").at("seq_len").get<int>(),
+        (long long)base[0].eval.tokens);
   });
 }
 

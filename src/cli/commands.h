@@ -5,7 +5,7 @@
 namespace gattn {
 
 void add_params_command(CLI::App& app);
-void add_step_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 void add_init_command(CLI::App& app);
 void add_tokenizer_command(CLI::App& app);
 void add_corpus_command(CLI::App& app);

@@ -9,7 +9,7 @@ int main(int argc, char** argv) {
   CLI::App app{"gattn: decoder-only transformers with gated attention (Qiu et al. 2025)"};
   app.require_subcommand(1);
   gattn::add_params_command(app);
-  gattn::add_step_command(app);
+  gattn::add_bench_command(app);
   gattn::add_init_command(app);
   gattn::add_tokenizer_command(app);
   gattn::add_corpus_command(app);

@@ -36,7 +36,9 @@ Model::Model(const Config& config)
       layout_(config),
       rope_(make_rope_table<float>(config.rotary_dim(), config.rope_theta,
                                    config.max_position_embeddings)),
-      params_(layout_.total(), 0.0f) {}
+      params_(layout_.total(), 0.0f),
+      // rows of the fused projection start on 64-byte boundaries: GEMM packing is faster
+      proj_ld_((layout_.attn_proj_rows + 15) / 16 * 16) {}
 
 void Model::init(uint64_t seed) {
   init_params(params_.data(), layout_, seed, config_.initializer_range);
@@ -64,7 +66,7 @@ void Model::plan(int batch, int seq_len, bool backward) {
   const GateConfig& gate = c.gate;
   const int64_t N = int64_t(batch) * seq_len, C = c.hidden_size, qd = c.q_dim(), kvd = c.kv_dim(),
                 H = c.num_attention_heads, K = c.num_key_value_heads, I = c.intermediate_size,
-                P = layout_.attn_proj_rows;
+                P = proj_ld_;
   rows_ = int(N);
   capacity_rows_ = N;
   const bool gate_q = gate.position == GatePosition::query,
@@ -214,13 +216,13 @@ void Model::forward_layer(int l) {
   LayerActs& a = layer_acts_[l];
   const LayerOffsets& o = layout_.layers[l];
   const int N = rows_, C = c.hidden_size, qd = c.q_dim(), kvd = c.kv_dim(), d = c.head_dim;
-  const int P = layout_.attn_proj_rows, I = c.intermediate_size;
+  const int P = proj_ld_, I = c.intermediate_size;  // P: row stride of the fused projection
   const float eps = float(c.rms_norm_eps);
   const float* z = gate_z(l, a);
   const int ld_z = gate.has_weight() ? P : 0;
 
   rmsnorm_forward(a.ln1_out, a.ln1_rstd, resid_[l], p(o.input_norm), {N, 1, C, C, C, 0}, eps);
-  linear_forward(a.proj, a.ln1_out, p(o.attn_proj), N, C, P);
+  linear_forward(a.proj, a.ln1_out, p(o.attn_proj), N, C, layout_.attn_proj_rows, false, P);
 
   const float* q = nullptr;
   const float* k = nullptr;
@@ -300,7 +302,7 @@ void Model::backward_layer(int l) {
   LayerActs& a = layer_acts_[l];
   const LayerOffsets& o = layout_.layers[l];
   const int N = rows_, C = c.hidden_size, qd = c.q_dim(), kvd = c.kv_dim(), d = c.head_dim;
-  const int P = layout_.attn_proj_rows, I = c.intermediate_size;
+  const int P = proj_ld_, I = c.intermediate_size;  // P: row stride of the fused projection
   const float* z = gate_z(l, a);
   float* dz = gate_dz();
   const int ld_z = gate.has_weight() ? P : 0;
@@ -382,7 +384,8 @@ void Model::backward_layer(int l) {
   }
   finish_gate_grad(l);
 
-  linear_backward(s_.d_ln, g(o.attn_proj), s_.d_proj, a.ln1_out, p(o.attn_proj), N, C, P);
+  linear_backward(s_.d_ln, g(o.attn_proj), s_.d_proj, a.ln1_out, p(o.attn_proj), N, C,
+                  layout_.attn_proj_rows, false, P);
   rmsnorm_backward(s_.d_resid, g(o.input_norm), s_.d_ln, resid_[l], p(o.input_norm), a.ln1_rstd,
                    {N, 1, C, C, C, 0}, true);
 }

@@ -82,6 +82,7 @@ class Model {
   ParamLayout layout_;
   RopeTable<float> rope_;
   std::vector<float> params_, grads_;
+  int proj_ld_;  // row stride of the fused q/k/v/gate projection (padded)
 
   int planned_batch_ = 0, planned_seq_ = 0, rows_ = 0;
   int64_t capacity_rows_ = 0;

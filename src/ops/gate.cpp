@@ -14,79 +14,109 @@ T sigmoid(T z) {
   return fast_sigmoid(z);
 }
 
+// a = act(z) over n scores; the switch stays outside the loops so they vectorise.
 template <typename T>
-T activation_derivative(GateActivation act, T z) {
+void activate(T* a, const T* z, int n, GateActivation act) {
   switch (act) {
-    case GateActivation::sigmoid: {
-      const T s = sigmoid(z);
-      return s * (1 - s);
-    }
-    case GateActivation::silu: {
-      const T s = sigmoid(z);
-      return s * (1 + z * (1 - s));
-    }
+    case GateActivation::sigmoid:
+      for (int j = 0; j < n; ++j) a[j] = sigmoid(z[j]);
+      break;
+    case GateActivation::silu:
+      for (int j = 0; j < n; ++j) a[j] = z[j] * sigmoid(z[j]);
+      break;
     case GateActivation::identity:
-      return 1;
-    case GateActivation::ns_sigmoid: {
-      const T s = sigmoid(z);
-      return T(0.5) * s * (1 - s);
-    }
+      for (int j = 0; j < n; ++j) a[j] = z[j];
+      break;
+    case GateActivation::ns_sigmoid:
+      for (int j = 0; j < n; ++j) a[j] = T(0.5) + T(0.5) * sigmoid(z[j]);
+      break;
   }
-  return 0;
 }
 
-// Where the score for channel c of head h lives in a row of scores (head-shared scores, after
-// averaging, live in the first head's slots).
-inline int score_index(const GateShape& s, int h, int c) {
-  if (s.headwise) return s.head_shared ? 0 : h;
-  return s.head_shared ? c : h * s.head_dim + c;
-}
-
-// Activates one row of scores; head-shared ones are then averaged over the heads.
+// d *= act'(z) over n scores.
 template <typename T>
-void activate_row(T* a, const T* z, const GateShape& s) {
-  const int scores = s.scores();
-  for (int j = 0; j < scores; ++j) a[j] = gate_activation(s.activation, z[j]);
-  if (!s.head_shared) return;
-  const int per_head = scores / s.heads;
-  for (int g = 1; g < s.heads; ++g)
-    for (int j = 0; j < per_head; ++j) a[j] += a[g * per_head + j];
-  for (int j = 0; j < per_head; ++j) a[j] /= s.heads;
+void times_activation_derivative(T* d, const T* z, int n, GateActivation act) {
+  switch (act) {
+    case GateActivation::sigmoid:
+      for (int j = 0; j < n; ++j) {
+        const T s = sigmoid(z[j]);
+        d[j] *= s * (1 - s);
+      }
+      break;
+    case GateActivation::silu:
+      for (int j = 0; j < n; ++j) {
+        const T s = sigmoid(z[j]);
+        d[j] *= s * (1 + z[j] * (1 - s));
+      }
+      break;
+    case GateActivation::identity:
+      break;
+    case GateActivation::ns_sigmoid:
+      for (int j = 0; j < n; ++j) {
+        const T s = sigmoid(z[j]);
+        d[j] *= T(0.5) * s * (1 - s);
+      }
+      break;
+  }
 }
+
+// The score each channel of a row gets, heads * head_dim of them: the activated scores broadcast
+// over a head's channels (headwise) and averaged over the heads (head-shared).
+template <typename T>
+void effective_scores(T* score, T* activated, const T* z, const GateShape& s) {
+  const int n = s.heads * s.head_dim, per_head = s.headwise ? 1 : s.head_dim;
+  if (!s.headwise && !s.head_shared) return activate(score, z, n, s.activation);
+  activate(activated, z, s.scores(), s.activation);
+  if (s.head_shared) {  // the mean over heads, in the first head's slots
+    for (int g = 1; g < s.heads; ++g)
+      for (int j = 0; j < per_head; ++j) activated[j] += activated[g * per_head + j];
+    for (int j = 0; j < per_head; ++j) activated[j] /= s.heads;
+  }
+  for (int h = 0; h < s.heads; ++h) {
+    const T* source = activated + (s.head_shared ? 0 : h * per_head);
+    T* target = score + h * s.head_dim;
+    if (s.headwise)
+      std::fill_n(target, s.head_dim, source[0]);
+    else
+      std::copy_n(source, s.head_dim, target);
+  }
+}
+
+// Per-row buffers of heads * head_dim values, grown once per thread.
+template <typename T>
+struct RowBuffers {
+  std::vector<T> score, activated;
+  void fit(const GateShape& s) {
+    score.resize(size_t(s.heads) * s.head_dim);
+    activated.resize(size_t(s.heads) * s.head_dim);
+  }
+};
 }  // namespace
 
 template <typename T>
 T gate_activation(GateActivation act, T z) {
-  switch (act) {
-    case GateActivation::sigmoid:
-      return sigmoid(z);
-    case GateActivation::silu:
-      return z * sigmoid(z);
-    case GateActivation::identity:
-      return z;
-    case GateActivation::ns_sigmoid:
-      return T(0.5) + T(0.5) * sigmoid(z);
-  }
-  return 0;
+  T a{};
+  activate(&a, &z, 1, act);
+  return a;
 }
 
 template <typename T>
 void gate_forward(T* y_out, const T* y_in, const T* z, const GateShape& s) {
+  const int n = s.heads * s.head_dim;
 #pragma omp parallel
   {
-    thread_local std::vector<T> score;
-    score.resize(s.scores());
+    thread_local RowBuffers<T> buffers;
+    buffers.fit(s);
+    T* score = buffers.score.data();
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < s.rows; ++r) {
-      activate_row(score.data(), z + r * s.ld_z, s);
-      for (int h = 0; h < s.heads; ++h) {
-        const T* y = y_in + r * s.ld_y + h * s.head_dim;
-        T* out = y_out + r * s.ld_y_out + h * s.head_dim;
-        for (int c = 0; c < s.head_dim; ++c) {
-          const T sc = score[score_index(s, h, c)];
-          out[c] = s.additive ? y[c] + sc : y[c] * sc;
-        }
-      }
+      effective_scores(score, buffers.activated.data(), z + r * s.ld_z, s);
+      const T* y = y_in + r * s.ld_y;
+      T* out = y_out + r * s.ld_y_out;
+      if (s.additive)
+        for (int j = 0; j < n; ++j) out[j] = y[j] + score[j];
+      else
+        for (int j = 0; j < n; ++j) out[j] = y[j] * score[j];
     }
   }
 }
@@ -94,39 +124,52 @@ void gate_forward(T* y_out, const T* y_in, const T* z, const GateShape& s) {
 template <typename T>
 void gate_backward(T* d_y_in, T* d_z, const T* d_y_out, const T* y_in, const T* z,
                    const GateShape& s) {
-  const int scores = s.scores();
+  const int n = s.heads * s.head_dim, scores = s.scores();
   const int ld_dz = s.ld_z == 0 ? scores : s.ld_z;
 #pragma omp parallel
   {
-    thread_local std::vector<T> score;
-    score.resize(scores);
+    thread_local RowBuffers<T> buffers;
+    buffers.fit(s);
+    T* score = buffers.score.data();
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < s.rows; ++r) {
       const T* zr = z + r * s.ld_z;
+      const T* y = y_in + r * s.ld_y;
+      const T* dy_out = d_y_out + r * s.ld_y_out;
+      T* dy = d_y_in + r * s.ld_y;
       T* dz = d_z + r * ld_dz;
-      activate_row(score.data(), zr, s);
-      std::fill(dz, dz + scores, T(0));
-      // dz first gathers dL/d(score) at the score each channel used ...
-      for (int h = 0; h < s.heads; ++h) {
-        const T* y = y_in + r * s.ld_y + h * s.head_dim;
-        const T* dy_out = d_y_out + r * s.ld_y_out + h * s.head_dim;
-        T* dy = d_y_in + r * s.ld_y + h * s.head_dim;
-        for (int c = 0; c < s.head_dim; ++c) {
-          const int at = score_index(s, h, c);
-          const T g = dy_out[c];
-          dz[at] += s.additive ? g : g * y[c];
-          dy[c] = s.additive ? g : g * score[at];
+      effective_scores(score, buffers.activated.data(), zr, s);
+      // dL/d(score of each channel) into `score`'s buffer after using it for dy
+      T* d_score = score;
+      if (s.additive) {
+        for (int j = 0; j < n; ++j) d_score[j] = dy[j] = dy_out[j];
+      } else {
+        for (int j = 0; j < n; ++j) {
+          dy[j] = dy_out[j] * score[j];
+          d_score[j] = dy_out[j] * y[j];
         }
       }
-      // ... a head-shared score spreads it evenly back over the heads it averaged ...
-      if (s.head_shared) {
-        const int per_head = scores / s.heads;
-        for (int j = 0; j < per_head; ++j) dz[j] /= s.heads;
-        for (int g = 1; g < s.heads; ++g)
-          for (int j = 0; j < per_head; ++j) dz[g * per_head + j] = dz[j];
+      // gathered back to the scores they came from: summed over a head's channels (headwise),
+      // spread evenly over the heads they were averaged from (head-shared)
+      if (!s.headwise && !s.head_shared) {
+        std::copy_n(d_score, n, dz);
+      } else if (!s.head_shared) {
+        for (int h = 0; h < s.heads; ++h) {
+          T sum = 0;
+          for (int c = 0; c < s.head_dim; ++c) sum += d_score[h * s.head_dim + c];
+          dz[h] = sum;
+        }
+      } else {
+        const int per_head = s.headwise ? 1 : s.head_dim;
+        T* shared = buffers.activated.data();
+        std::fill_n(shared, per_head, T(0));
+        for (int h = 0; h < s.heads; ++h)
+          for (int c = 0; c < s.head_dim; ++c)
+            shared[s.headwise ? 0 : c] += d_score[h * s.head_dim + c];
+        for (int g = 0; g < s.heads; ++g)
+          for (int j = 0; j < per_head; ++j) dz[g * per_head + j] = shared[j] / s.heads;
       }
-      // ... and then it goes through the activation.
-      for (int j = 0; j < scores; ++j) dz[j] *= activation_derivative(s.activation, zr[j]);
+      times_activation_derivative(dz, zr, scores, s.activation);
     }
   }
 }

@@ -15,6 +15,7 @@
 #include "train/adamw.h"
 #include "train/evaluate.h"
 #include "train/loader.h"
+#include "train/step.h"
 #include "train/train_checkpoint.h"
 #include "util/error.h"
 #include "util/threads.h"
@@ -149,31 +150,18 @@ TrainOutcome train(const RunConfig& run, bool resume, const std::vector<uint32_t
     }
     const auto t0 = Clock::now();
     loader.fill(state.step * rows_per_step, int(rows_per_step), ids.data(), targets.data());
-    const int64_t step_targets =
-        count_targets({ids.data(), targets.data(), int(rows_per_step), run.seq_len});
-    model.zero_grads();
-    LossSum loss;
-    for (int micro = 0; micro < run.grad_accum; ++micro) {
-      const int64_t offset = int64_t(micro) * run.batch_size * run.seq_len;
-      const LossSum part = model.forward_backward(
-          {ids.data() + offset, targets.data() + offset, run.batch_size, run.seq_len},
-          1.0f / float(step_targets));
-      loss.nats += part.nats;
-      loss.tokens += part.tokens;
-    }
-    const double mean_loss = loss.nats / double(loss.tokens);
-    last_loss = mean_loss;
-    const double grad_norm = global_norm(model.grads());
     const double lr = run.schedule.lr(state.step);
+    const StepResult result = optimizer_step(
+        model, optimizer, {ids.data(), targets.data(), run.grad_accum, run.batch_size, run.seq_len},
+        lr, run.grad_clip);
+    const double mean_loss = result.loss, grad_norm = result.grad_norm;
+    last_loss = mean_loss;
     const float max_hidden = model.max_abs_hidden();
-    const bool finite = std::isfinite(mean_loss) && std::isfinite(grad_norm);
-    if (finite) {
-      if (run.grad_clip > 0) clip_gradients(model.grads(), grad_norm, run.grad_clip);
-      optimizer.step(model.params().data(), model.grads().data(), lr);
-    } else if (run.on_nonfinite == NonFinitePolicy::abort) {
-      fail("step ", state.step, ": non-finite loss (", mean_loss, ") or gradient norm (", grad_norm,
-           "); on_nonfinite is 'abort'");
-    } else {
+    const bool finite = result.updated;
+    if (!finite) {
+      if (run.on_nonfinite == NonFinitePolicy::abort)
+        fail("step ", state.step, ": non-finite loss (", mean_loss, ") or gradient norm (",
+             grad_norm, "); on_nonfinite is 'abort'");
       ++state.skipped_steps;
     }
     ++state.step;

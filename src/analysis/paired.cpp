@@ -33,7 +33,8 @@ double sample_sd(const std::vector<double>& x) {
   return std::sqrt(sq / double(x.size() - 1));
 }
 
-SeedVerdict seed_verdict(const std::vector<double>& baseline, const std::vector<double>& candidate) {
+SeedVerdict seed_verdict(const std::vector<double>& baseline,
+                         const std::vector<double>& candidate) {
   if (baseline.size() != candidate.size())
     fail("seed comparison of ", baseline.size(), " and ", candidate.size(), " runs");
   SeedVerdict v;
@@ -42,8 +43,8 @@ SeedVerdict seed_verdict(const std::vector<double>& baseline, const std::vector<
   v.mean_difference = mean(diff);
   v.measured = diff.size() >= 2;
   v.seed_sd = std::max(sample_sd(baseline), sample_sd(candidate));
-  v.seeds_agree = std::all_of(diff.begin(), diff.end(),
-                              [&](double d) { return d * v.mean_difference > 0; });
+  v.seeds_agree =
+      std::all_of(diff.begin(), diff.end(), [&](double d) { return d * v.mean_difference > 0; });
   v.beyond_noise = v.measured && v.seeds_agree && std::abs(v.mean_difference) > 2 * v.seed_sd;
   return v;
 }

@@ -25,7 +25,7 @@ double sample_sd(const std::vector<double>& x);  // 0 for fewer than two values
 // seed-to-seed standard deviation of either arm. Needs at least two seeds.
 struct SeedVerdict {
   double mean_difference = 0;
-  double seed_sd = 0;  // the larger of the two arms' sd over seeds
+  double seed_sd = 0;        // the larger of the two arms' sd over seeds
   bool measured = false;     // at least two seeds
   bool seeds_agree = false;  // every seed's difference has the sign of the mean
   bool beyond_noise = false;

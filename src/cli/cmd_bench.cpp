@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <random>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "model/model.h"
 #include "train/adamw.h"
 #include "train/step.h"
+#include "util/op_profile.h"
 #include "util/threads.h"
 
 namespace gattn {
@@ -66,7 +68,7 @@ void add_bench_command(CLI::App& app) {
   static std::string config_path, gate;
   static int batch = 8, seq = 256, steps = 11, warmup = 2, threads = 0;
   static uint64_t seed = 0;
-  static bool json_output = false, skip_forward = false;
+  static bool json_output = false, skip_forward = false, profile = false, no_peak = false;
   cmd->add_option("--config", config_path, "model config JSON")->required();
   cmd->add_option("--gate", gate, "gate object replacing the config's");
   cmd->add_option("--batch", batch, "sequences per step")->check(CLI::PositiveNumber);
@@ -78,10 +80,12 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--threads", threads, "threads (default: all cores)");
   cmd->add_flag("--json", json_output, "one JSON object instead of the table");
   cmd->add_flag("--train-only", skip_forward, "skip the forward-only timing");
+  cmd->add_flag("--profile", profile, "time each op of the training steps too");
+  cmd->add_flag("--no-peak", no_peak, "skip the sgemm peak measurement");
   cmd->callback([] {
     if (threads > 0) set_num_threads(threads);
     const Config config = load_config(config_path, gate);
-    const double peak = sgemm_peak_gflops();
+    const double peak = no_peak ? 0 : sgemm_peak_gflops();
     const int64_t rss_before = anonymous_rss_bytes();
     Model model(config);
     model.init(seed);
@@ -99,7 +103,10 @@ void add_bench_command(CLI::App& app) {
     };
     for (int i = 0; i < warmup; ++i) train_step();
     const int64_t rss_after_step = anonymous_rss_bytes();
+    OpProfile ops;
+    if (profile) model.set_profile(&ops);
     const std::vector<double> train_ms = time_ms(steps, train_step);
+    model.set_profile(nullptr);
     std::vector<double> forward_ms;
     if (!skip_forward) {
       model.forward({ids.data(), targets.data(), batch, seq});
@@ -132,7 +139,8 @@ void add_bench_command(CLI::App& app) {
         {"train_tokens_per_s", tokens / (train_median * 1e-3)},
         {"train_flops_per_token", train_flops_per_token},
         {"train_gflops", train_gflops},
-        {"train_fraction_of_peak", train_gflops / peak},
+        {"train_fraction_of_peak",
+         peak > 0 ? nlohmann::json(train_gflops / peak) : nlohmann::json()},
         {"final_loss", last.loss},
         {"activation_bytes_per_token", double(model.activations().bytes()) / double(tokens)},
         {"rss_growth_bytes", rss_after_step - rss_before},
@@ -144,6 +152,11 @@ void add_bench_command(CLI::App& app) {
       j["forward_tokens_per_s"] = tokens / (forward_median * 1e-3);
       j["forward_gflops"] = train_flops_per_token / 3 * tokens / (forward_median * 1e-3) / 1e9;
     }
+    if (profile) {
+      nlohmann::json per_op = nlohmann::json::object();
+      for (const auto& [op, seconds] : ops.totals()) per_op[op] = seconds * 1e3 / steps;
+      j["op_ms_per_step"] = per_op;
+    }
     if (json_output) {
       std::printf("%s\n", j.dump().c_str());
       return;
@@ -152,21 +165,34 @@ void add_bench_command(CLI::App& app) {
     std::printf(
         "threads %d, OpenBLAS core %s, batch %d x %d tokens, median of %d steps after %d warm-up\n",
         num_threads(), blas_core_name().c_str(), batch, seq, steps, warmup);
-    std::printf("sgemm peak (n = 2048):     %8.1f GFLOP/s\n", peak);
-    std::printf(
-        "training step:             %8.1f ms  %9.0f tokens/s  %7.1f GFLOP/s  %5.1f%% of peak\n",
-        train_median, j["train_tokens_per_s"].get<double>(), train_gflops,
-        100 * train_gflops / peak);
+    if (peak > 0) std::printf("sgemm peak (n = 2048):     %8.1f GFLOP/s\n", peak);
+    auto rate = [&](const char* label, double ms, double tokens_per_s, double gflops) {
+      std::printf("%-26s %8.1f ms  %9.0f tokens/s  %7.1f GFLOP/s", label, ms, tokens_per_s, gflops);
+      if (peak > 0) std::printf("  %5.1f%% of peak", 100 * gflops / peak);
+      std::printf("\n");
+    };
+    rate("training step:", train_median, j["train_tokens_per_s"].get<double>(), train_gflops);
     if (!skip_forward)
-      std::printf(
-          "forward pass:              %8.1f ms  %9.0f tokens/s  %7.1f GFLOP/s  %5.1f%% of peak\n",
-          j["forward_median_ms"].get<double>(), j["forward_tokens_per_s"].get<double>(),
-          j["forward_gflops"].get<double>(), 100 * j["forward_gflops"].get<double>() / peak);
+      rate("forward pass:", j["forward_median_ms"].get<double>(),
+           j["forward_tokens_per_s"].get<double>(), j["forward_gflops"].get<double>());
     std::printf("loss after the steps:      %8.4f (ln vocab %.4f)\n", last.loss,
                 std::log(double(config.vocab_size)));
     std::printf("activations kept for backward: %.1f KiB per token; scratch: %.1f KiB per token\n",
                 model.activations().bytes() / 1024.0 / tokens,
                 model.scratch().bytes() / 1024.0 / tokens);
+    if (profile) {
+      const double step_ms = std::accumulate(train_ms.begin(), train_ms.end(), 0.0) / steps;
+      double counted = 0;
+      std::printf("time per training step by op (mean of %d steps, %.1f ms):\n", steps, step_ms);
+      for (const auto& [op, seconds] : ops.totals()) {
+        const double ms = seconds * 1e3 / steps;
+        counted += ms;
+        std::printf("  %-56s %8.1f ms %5.1f%%\n", op.c_str(), ms, 100 * ms / step_ms);
+      }
+      std::printf("  %-56s %8.1f ms %5.1f%%\n",
+                  "other (optimizer, gradient norm, clipping, zeroing)", step_ms - counted,
+                  100 * (step_ms - counted) / step_ms);
+    }
     std::printf(
         "anonymous RSS growth over the first step: %.1f MiB = %.2fx parameters, gradients, "
         "AdamW state and planned activations\n",

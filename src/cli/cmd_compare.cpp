@@ -7,6 +7,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "analysis/analyze.h"
 #include "analysis/paired.h"
 #include "cli/commands.h"
 #include "cli/format.h"
@@ -30,6 +31,7 @@ struct RunResult {
   std::string name;
   json summary, run_config;
   EvalResult eval;
+  json analysis;  // analysis/analyze.h on the first validation windows
 };
 
 json read_json(const std::string& path) {
@@ -63,6 +65,11 @@ RunResult score(const std::string& run_dir, int64_t windows) {
   r.eval = evaluate(model, shard, data.at("seq_len").get<int>(), window, windows,
                     r.run_config.at("batch_size").get<int>(),
                     token_bytes.empty() ? nullptr : &token_bytes);
+  AnalysisOptions analysis;
+  analysis.seq_len = data.at("seq_len").get<int>();
+  analysis.bos = window == WindowKind::bos;
+  analysis.from_position = std::min(16, analysis.seq_len - 1);
+  r.analysis = analyze(model, shard, analysis);
   return r;
 }
 
@@ -112,31 +119,42 @@ void add_compare_command(CLI::App& app) {
     const std::string b = cand[0].name.substr(0, cand[0].name.rfind("-s"));
     std::printf("\n  %-28s %14s %14s %14s\n", "mean over seeds", a.c_str(), b.c_str(),
                 "difference");
-    auto row = [&](const char* label, const Metric& metric, const char* format) {
-      const double x = mean(values(base, metric)), y = mean(values(cand, metric));
-      std::printf("  %-28s %14s %14s %14s\n", label, number(x, format).c_str(),
-                  number(y, format).c_str(), ((y >= x ? "+" : "") + number(y - x, format)).c_str());
+    auto summary = [](const char* key) {
+      return [key](const RunResult& r) { return r.summary.at(key).get<double>(); };
     };
-    row(
-        "parameters", [](const RunResult& r) { return r.summary.at("parameters").get<double>(); },
-        "%.0f");
-    row(
-        "val loss (nats/token)", [](const RunResult& r) { return r.eval.loss; }, "%.4f");
-    row(
-        "val perplexity", [](const RunResult& r) { return r.eval.perplexity; }, "%.2f");
-    if (base[0].eval.bytes > 0)
-      row(
-          "val bits per byte", [](const RunResult& r) { return r.eval.bits_per_byte; }, "%.4f");
-    row(
-        "training tokens/s",
-        [](const RunResult& r) { return r.summary.at("tokens_per_s").get<double>(); }, "%.0f");
-    row(
-        "training time (s)",
-        [](const RunResult& r) { return r.summary.at("train_seconds").get<double>(); }, "%.1f");
-    row(
-        "final train loss",
-        [](const RunResult& r) { return r.summary.at("final_train_loss").get<double>(); }, "%.4f");
-
+    auto analysis = [](const char* key) {
+      return [key](const RunResult& r) { return r.analysis.value(key, std::nan("")); };
+    };
+    struct Row {
+      const char* label;
+      Metric metric;
+      const char* format;
+    };
+    std::vector<Row> rows = {
+        {"parameters", summary("parameters"), "%.0f"},
+        {"val loss (nats/token)", [](const RunResult& r) { return r.eval.loss; }, "%.4f"},
+        {"val perplexity", [](const RunResult& r) { return r.eval.perplexity; }, "%.2f"},
+        {"val bits per byte",
+         [](const RunResult& r) { return r.eval.bytes > 0 ? r.eval.bits_per_byte : std::nan(""); },
+         "%.4f"},
+        {"F-Attn (first-token attn.)", analysis("f_attn"), "%.4f"},
+        {"Sink^0.3 (share of heads)", analysis("sink_fraction"), "%.3f"},
+        {"M-Act (max |hidden|, mean)", analysis("m_act"), "%.2f"},
+        {"gate score (mean)", analysis("gate_score"), "%.4f"},
+        {"training tokens/s", summary("tokens_per_s"), "%.0f"},
+        {"training time (s)", summary("train_seconds"), "%.1f"},
+        {"final train loss", summary("final_train_loss"), "%.4f"}};
+    for (const Row& row : rows) {
+      const double x = mean(values(base, row.metric)), y = mean(values(cand, row.metric));
+      if (std::isnan(x) && std::isnan(y)) continue;
+      auto cell = [&](double v) {
+        return std::isnan(v) ? std::string("-") : number(v, row.format);
+      };
+      const std::string diff =
+          std::isnan(x) || std::isnan(y) ? "" : (y >= x ? "+" : "") + number(y - x, row.format);
+      std::printf("  %-28s %14s %14s %14s\n", row.label, cell(x).c_str(), cell(y).c_str(),
+                  diff.c_str());
+    }
     std::printf("\n  %-10s %-30s %12s %12s %24s\n", "seed", "runs", "val loss", "val loss",
                 "difference (window SE)");
     for (size_t i = 0; i < base.size(); ++i) {
@@ -153,6 +171,11 @@ void add_compare_command(CLI::App& app) {
                      values(cand, [](const RunResult& r) { return r.eval.loss; }));
     std::printf("\n  %s - %s val loss: %+.4f nats/token, %s\n", b.c_str(), a.c_str(),
                 v.mean_difference, v.text().c_str());
+    const json& a0 = base[0].analysis;
+    std::printf(
+        "  F-Attn, Sink, M-Act, gate score: the first %lld validation windows; F-Attn of uniform "
+        "attention %.4f\n",
+        (long long)a0.at("sequences").get<int64_t>(), a0.at("uniform").at("f_attn").get<double>());
     std::printf(
         "  validation: %lld windows of %d tokens (%lld target tokens), the same for every run; "
         "window SE = standard error of the per-window paired difference\n",

@@ -13,5 +13,6 @@ void add_train_command(CLI::App& app);
 void add_data_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
+void add_analyze_command(CLI::App& app);
 
 }  // namespace gattn

@@ -12,6 +12,7 @@
 #include "ops/mlp.h"
 #include "ops/rmsnorm.h"
 #include "util/error.h"
+#include "util/op_profile.h"
 
 namespace gattn {
 
@@ -221,9 +222,13 @@ void Model::forward_layer(int l) {
   const float* z = gate_z(l, a);
   const int ld_z = gate.has_weight() ? P : 0;
 
+  OpSections ops(profile_);
+  ops.next("norms");
   rmsnorm_forward(a.ln1_out, a.ln1_rstd, resid_[l], p(o.input_norm), {N, 1, C, C, C, 0}, eps);
+  ops.next("q/k/v/gate projection");
   linear_forward(a.proj, a.ln1_out, p(o.attn_proj), N, C, layout_.attn_proj_rows, false, P);
 
+  ops.next("q/k norm and rope (and a q/k gate)");
   const float* q = nullptr;
   const float* k = nullptr;
   for (bool is_query : {true, false}) {
@@ -250,6 +255,7 @@ void Model::forward_layer(int l) {
     }
     (is_query ? q : k) = final_;
   }
+  ops.next("gate");
   const float* v = a.proj + qd + kvd;
   int ld_v = P;
   if (gate.position == GatePosition::value) {
@@ -266,8 +272,10 @@ void Model::forward_layer(int l) {
                           kvd,
                           ld_v,
                           qd};
+  ops.next("attention");
   attention_forward(a.attn_out, a.attn_lse, q, k, v, as);
 
+  ops.next("gate");
   const float* o_in = a.attn_out;
   if (gate.position == GatePosition::sdpa) {
     if (gate.has_scores())
@@ -279,19 +287,27 @@ void Model::forward_layer(int l) {
                       {N, c.num_attention_heads, d, qd, qd, d}, eps);
     o_in = a.attn_gated;
   }
+  ops.next("o_proj");
   linear_forward(a.o_out, o_in, p(o.o_proj), N, qd, C);
   const float* attn_raw = a.o_out;
+  ops.next("gate");
   if (gate.position == GatePosition::dense) {
     gate_forward(a.dense_gated, a.o_out, z, c.gate_shape(N, C, C, ld_z));
     attn_raw = a.dense_gated;
   }
+  ops.next("residual (and sandwich norm, clip)");
   block_output_forward(a.resid_mid, resid_[l], attn_raw, o.attn_output_norm, a.attn_norm_rstd,
                        a.attn_normed);
 
+  ops.next("norms");
   rmsnorm_forward(a.ln2_out, a.ln2_rstd, a.resid_mid, p(o.post_attn_norm), {N, 1, C, C, C, 0}, eps);
+  ops.next("mlp gate/up projection");
   linear_forward(a.gate_up, a.ln2_out, p(o.mlp_gate_up), N, C, 2 * I);
+  ops.next("swiglu");
   swiglu_forward(a.mlp_act, a.gate_up, N, I);
+  ops.next("mlp down projection");
   linear_forward(a.down_out, a.mlp_act, p(o.mlp_down), N, I, C);
+  ops.next("residual (and sandwich norm, clip)");
   block_output_forward(resid_[l + 1], a.resid_mid, a.down_out, o.mlp_output_norm, a.mlp_norm_rstd,
                        a.mlp_normed);
 }
@@ -308,25 +324,35 @@ void Model::backward_layer(int l) {
   const int ld_z = gate.has_weight() ? P : 0;
 
   // MLP block: s_.d_resid holds dL/d(layer output).
+  OpSections ops(profile_);
+  ops.next("residual (and sandwich norm, clip)");
   const float* d_down =
       block_output_backward(a.down_out, a.mlp_normed, o.mlp_output_norm, a.mlp_norm_rstd);
+  ops.next("mlp down projection");
   linear_backward(s_.d_mlp_act, g(o.mlp_down), d_down, a.mlp_act, p(o.mlp_down), N, I, C);
+  ops.next("swiglu");
   swiglu_backward(s_.d_gate_up, s_.d_mlp_act, a.gate_up, N, I);
+  ops.next("mlp gate/up projection");
   linear_backward(s_.d_ln, g(o.mlp_gate_up), s_.d_gate_up, a.ln2_out, p(o.mlp_gate_up), N, C,
                   2 * I);
+  ops.next("norms");
   rmsnorm_backward(s_.d_resid, g(o.post_attn_norm), s_.d_ln, a.resid_mid, p(o.post_attn_norm),
                    a.ln2_rstd, {N, 1, C, C, C, 0}, true);
 
   // Attention block: s_.d_resid now holds dL/d(resid_mid).
+  ops.next("residual (and sandwich norm, clip)");
   const float* attn_raw = gate.position == GatePosition::dense ? a.dense_gated : a.o_out;
   const float* d_o =
       block_output_backward(attn_raw, a.attn_normed, o.attn_output_norm, a.attn_norm_rstd);
+  ops.next("gate");
   if (gate.position == GatePosition::dense) {
     gate_backward(s_.d_dense, dz, d_o, a.o_out, z, c.gate_shape(N, C, C, ld_z));
     d_o = s_.d_dense;
   }
+  ops.next("o_proj");
   const float* o_in = gate.position == GatePosition::sdpa ? a.attn_gated : a.attn_out;
   linear_backward(s_.d_attn_gated, g(o.o_proj), d_o, o_in, p(o.o_proj), N, qd, C);
+  ops.next("gate");
   const float* d_attn = s_.d_attn_gated;
   if (gate.position == GatePosition::sdpa) {
     if (gate.has_scores())
@@ -340,6 +366,7 @@ void Model::backward_layer(int l) {
     d_attn = s_.d_attn_out;
   }
 
+  ops.next("attention");
   const bool gate_v = gate.position == GatePosition::value;
   const float* q = a.q_final ? a.q_final : a.q_rot;
   const float* k = a.k_final ? a.k_final : a.k_rot;
@@ -355,10 +382,12 @@ void Model::backward_layer(int l) {
                           gate_v ? kvd : P,
                           qd};
   attention_backward(s_.d_q, s_.d_k, d_v, d_attn, a.attn_out, a.attn_lse, q, k, v, as);
+  ops.next("gate");
   if (gate_v)
     gate_backward(s_.d_proj + qd + kvd, dz, s_.d_v, a.proj + qd + kvd, z,
                   c.gate_shape(N, P, kvd, ld_z));
 
+  ops.next("q/k norm and rope (and a q/k gate)");
   for (bool is_query : {true, false}) {
     const HeadPath hp = head_path(l, is_query);
     float* cur = is_query ? s_.d_q : s_.d_k;
@@ -382,10 +411,13 @@ void Model::backward_layer(int l) {
       gate_backward(s_.d_proj + hp.col, dz, hp.d_pre, a.proj + hp.col, z,
                     c.gate_shape(N, P, hp.dim, ld_z));
   }
+  ops.next("gate");
   finish_gate_grad(l);
 
+  ops.next("q/k/v/gate projection");
   linear_backward(s_.d_ln, g(o.attn_proj), s_.d_proj, a.ln1_out, p(o.attn_proj), N, C,
                   layout_.attn_proj_rows, false, P);
+  ops.next("norms");
   rmsnorm_backward(s_.d_resid, g(o.input_norm), s_.d_ln, resid_[l], p(o.input_norm), a.ln1_rstd,
                    {N, 1, C, C, C, 0}, true);
 }
@@ -393,10 +425,76 @@ void Model::backward_layer(int l) {
 void Model::forward_layers(const Batch& batch) {
   const Config& c = config_;
   const int C = c.hidden_size;
+  OpSections ops(profile_);
+  ops.next("embedding");
   embedding_forward(resid_[0], batch.ids, p(layout_.embed), rows_, C, c.vocab_size);
+  ops.next(nullptr);
   for (int l = 0; l < c.num_hidden_layers; ++l) forward_layer(l);
+  ops.next("norms");
   rmsnorm_forward(final_out_, final_rstd_, resid_[c.num_hidden_layers], p(layout_.final_norm),
                   {rows_, 1, C, C, C, 0}, float(c.rms_norm_eps));
+}
+
+Model::LayerView Model::layer_view(int l) const {
+  const Config& c = config_;
+  const GateConfig& gate = c.gate;
+  const LayerActs& a = layer_acts_.at(l);
+  const int qd = c.q_dim(), kvd = c.kv_dim(), P = proj_ld_;
+  LayerView v{};
+  v.q = a.q_final ? a.q_final : a.q_rot;
+  v.k = a.k_final ? a.k_final : a.k_rot;
+  v.ld_q = qd;
+  v.ld_k = kvd;
+  v.attn_lse = a.attn_lse;
+  v.output = resid_[l + 1];
+  v.gate_z = gate_z(l, a);
+  v.ld_gate_z = gate.has_weight() ? P : 0;
+  const bool after = gate.after_qk_norm;
+  switch (gate.position) {
+    case GatePosition::sdpa:
+      v = {v.q,          v.k, v.ld_q, v.ld_k,   v.attn_lse,  a.attn_out,
+           a.attn_gated, qd,  qd,     v.gate_z, v.ld_gate_z, v.output};
+      break;
+    case GatePosition::value:
+      v = {v.q,       v.k, v.ld_q, v.ld_k,   v.attn_lse,  a.proj + qd + kvd,
+           a.v_gated, P,   kvd,    v.gate_z, v.ld_gate_z, v.output};
+      break;
+    case GatePosition::query:
+      v = {v.q,
+           v.k,
+           v.ld_q,
+           v.ld_k,
+           v.attn_lse,
+           after ? a.q_rot : a.proj,
+           after ? a.q_final : a.q_gated,
+           after ? qd : P,
+           qd,
+           v.gate_z,
+           v.ld_gate_z,
+           v.output};
+      break;
+    case GatePosition::key:
+      v = {v.q,
+           v.k,
+           v.ld_q,
+           v.ld_k,
+           v.attn_lse,
+           after ? a.k_rot : a.proj + qd,
+           after ? a.k_final : a.k_gated,
+           after ? kvd : P,
+           kvd,
+           v.gate_z,
+           v.ld_gate_z,
+           v.output};
+      break;
+    case GatePosition::dense:
+      v = {v.q,           v.k,           v.ld_q,        v.ld_k,   v.attn_lse,  a.o_out,
+           a.dense_gated, c.hidden_size, c.hidden_size, v.gate_z, v.ld_gate_z, v.output};
+      break;
+    case GatePosition::none:
+      break;
+  }
+  return v;
 }
 
 float Model::max_abs_hidden() const {
@@ -426,12 +524,17 @@ LossSum Model::forward_backward(const Batch& batch, float grad_scale) {
   forward_layers(batch);
   const Config& c = config_;
   const int C = c.hidden_size;
+  OpSections ops(profile_);
+  ops.next("lm head and cross-entropy (forward and backward)");
   const LossSum loss = lm_head_cross_entropy<float>(
       s_.d_ln, g(layout_.lm_head), logits_chunk_, final_out_, p(layout_.lm_head), batch.targets,
       rows_, C, c.vocab_size, chunk_rows_, grad_scale);
+  ops.next("norms");
   rmsnorm_backward(s_.d_resid, g(layout_.final_norm), s_.d_ln, resid_[c.num_hidden_layers],
                    p(layout_.final_norm), final_rstd_, {rows_, 1, C, C, C, 0}, false);
+  ops.next(nullptr);
   for (int l = c.num_hidden_layers - 1; l >= 0; --l) backward_layer(l);
+  ops.next("embedding");
   embedding_backward(g(layout_.embed), s_.d_resid, batch.ids, rows_, C);
   return loss;
 }

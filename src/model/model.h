@@ -9,6 +9,7 @@
 #include "model/layout.h"
 #include "ops/cross_entropy.h"
 #include "ops/rope.h"
+#include "util/op_profile.h"
 
 namespace gattn {
 
@@ -37,8 +38,27 @@ class Model {
   // For the mean loss of one batch, grad_scale = 1 / (number of targets).
   LossSum forward_backward(const Batch& batch, float grad_scale);
   void zero_grads();
+  // Attach a profile to receive the wall time of each op (null: none).
+  void set_profile(OpProfile* profile) { profile_ = profile; }
   // max |hidden state| over every layer's output in the last forward pass (massive activations).
   float max_abs_hidden() const;
+
+  // What the analysis reads of layer l after a forward pass; rows r = b * seq_len + t of the last
+  // batch. Pointers stay valid until the next pass.
+  struct LayerView {
+    const float *q, *k;  // as attention used them (after QK-norm, RoPE and any q/k gate)
+    int ld_q, ld_k;
+    const float* attn_lse;  // [rows, H] log-sum-exp of each query's scaled scores
+    // The gated tensor before and after the gate (null without a gate); heads of head_dim.
+    const float *gate_in, *gate_out;
+    int ld_gate_in, ld_gate_out;
+    const float* gate_z;  // pre-activation scores (null for the parameter-free kinds)
+    int ld_gate_z;        // 0: one shared row (input-independent)
+    const float* output;  // the layer's output hidden state [rows, hidden]
+  };
+  LayerView layer_view(int l) const;
+  int batch_rows() const { return rows_; }
+  int batch_seq_len() const { return planned_seq_; }
 
   // The activation arena of the last (batch, seq_len): what the backward pass keeps, and the
   // scratch it works in.
@@ -83,6 +103,7 @@ class Model {
   RopeTable<float> rope_;
   std::vector<float> params_, grads_;
   int proj_ld_;  // row stride of the fused q/k/v/gate projection (padded)
+  OpProfile* profile_ = nullptr;
 
   int planned_batch_ = 0, planned_seq_ = 0, rows_ = 0;
   int64_t capacity_rows_ = 0;

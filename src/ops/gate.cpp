@@ -101,6 +101,19 @@ T gate_activation(GateActivation act, T z) {
 }
 
 template <typename T>
+void gate_channel_scores(T* scores, const T* z, const GateShape& s) {
+  const int64_t n = int64_t(s.heads) * s.head_dim;
+#pragma omp parallel
+  {
+    thread_local RowBuffers<T> buffers;
+    buffers.fit(s);
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < s.rows; ++r)
+      effective_scores(scores + r * n, buffers.activated.data(), z + r * s.ld_z, s);
+  }
+}
+
+template <typename T>
 void gate_forward(T* y_out, const T* y_in, const T* z, const GateShape& s) {
   const int n = s.heads * s.head_dim;
 #pragma omp parallel
@@ -177,6 +190,7 @@ void gate_backward(T* d_y_in, T* d_z, const T* d_y_out, const T* y_in, const T* 
 #define GATTN_INSTANTIATE(T)                                               \
   template T gate_activation<T>(GateActivation, T);                        \
   template void gate_forward<T>(T*, const T*, const T*, const GateShape&); \
+  template void gate_channel_scores<T>(T*, const T*, const GateShape&);    \
   template void gate_backward<T>(T*, T*, const T*, const T*, const T*, const GateShape&);
 GATTN_INSTANTIATE(float)
 GATTN_INSTANTIATE(double)

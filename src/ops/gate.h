@@ -26,6 +26,11 @@ struct GateShape {
 template <typename T>
 T gate_activation(GateActivation act, T z);
 
+// The score each channel gets, [rows, heads * head_dim] (packed): the activation of z, broadcast
+// over a head's channels (headwise) and averaged over the heads (head-shared). For analysis.
+template <typename T>
+void gate_channel_scores(T* scores, const T* z, const GateShape& s);
+
 // y_out may equal y_in (same stride).
 template <typename T>
 void gate_forward(T* y_out, const T* y_in, const T* z, const GateShape& s);

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""gattn's training step against PyTorch (eager, and torch.compile) on the same model, batch and
+thread count: blocks of steps alternate between the engines, each block's median step time is
+taken, and the ratio of each pair of blocks is reported with its spread.
+
+Usage: compare_torch.py --gattn build/gattn --config configs/default.json [--gate JSON]
+       [--batch 16] [--seq 256] [--threads 2] [--rounds 5] [--steps 11] [--no-compile]
+"""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, __import__("os").path.dirname(__import__("os").path.abspath(__file__)))
+from torch_model import Model  # noqa: E402
+
+
+def torch_steps(step, n):
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        step()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gattn", required=True)
+    ap.add_argument("--config", required=True)
+    ap.add_argument("--gate", default="")
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--seq", type=int, default=256)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=11)
+    ap.add_argument("--no-compile", action="store_true")
+    a = ap.parse_args()
+
+    torch.set_num_threads(a.threads)
+    config = json.load(open(a.config))
+    if a.gate:
+        config["gate"] = json.loads(a.gate)
+    torch.manual_seed(0)
+    ids = torch.randint(0, config["vocab_size"], (a.batch, a.seq))
+    targets = torch.roll(ids, -1, dims=1)
+    targets[:, -1] = -1
+
+    engines = {}
+    for name in ["eager"] + ([] if a.no_compile else ["compiled"]):
+        model = Model(config, a.seq)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.95), weight_decay=0.1, fused=True)
+        forward = torch.compile(model) if name == "compiled" else model
+
+        def step(model=model, opt=opt, forward=forward):
+            opt.zero_grad(set_to_none=True)
+            loss = forward(ids, targets)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+        t0 = time.perf_counter()
+        for _ in range(3):  # warm-up (and compilation)
+            step()
+        print(f"torch {name}: warm-up {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        engines[name] = step
+
+    command = [a.gattn, "bench", "--config", a.config, "--batch", str(a.batch), "--seq", str(a.seq),
+               "--threads", str(a.threads), "--steps", str(a.steps), "--warmup", "2", "--json", "--train-only"]
+    if a.gate:
+        command += ["--gate", a.gate]
+    ratios = {name: [] for name in engines}
+    medians = {name: [] for name in engines}
+    medians["gattn"] = []
+    info = {}
+    for r in range(a.rounds):
+        info = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+        medians["gattn"].append(info["train_median_ms"])
+        for name, step in engines.items():
+            ms = torch_steps(step, a.steps)
+            medians[name].append(ms)
+            ratios[name].append(ms / info["train_median_ms"])
+        print(f"round {r + 1}/{a.rounds}: gattn {info['train_median_ms']:.1f} ms, " +
+              ", ".join(f"torch {n} {medians[n][-1]:.1f} ms" for n in engines), file=sys.stderr)
+
+    tokens = a.batch * a.seq
+    print(f"\nconfig {a.config} gate {info['gate']}, {info['parameters']:,} parameters, batch {a.batch} x {a.seq}, "
+          f"{a.threads} threads, torch {torch.__version__}, OpenBLAS core {info['blas_core']}")
+    print(f"{'engine':<16}{'median step ms':>16}{'tokens/s':>12}")
+    for name, ms in medians.items():
+        m = statistics.median(ms)
+        print(f"{name:<16}{m:>16.1f}{tokens / m * 1e3:>12.0f}")
+    for name, rs in ratios.items():
+        print(f"speed-up of gattn over torch {name}: median {statistics.median(rs):.2f}x "
+              f"(min {min(rs):.2f}, max {max(rs):.2f} over {len(rs)} alternated rounds of {a.steps} steps)")
+    print(json.dumps({"gattn_ms": medians["gattn"], **{f"torch_{n}_ms": medians[n] for n in engines},
+                      **{f"speedup_vs_{n}": ratios[n] for n in engines}}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+// gattn analyze: the paper's measurements of a checkpoint on held-out text (docs/ANALYSIS.md).
+#include <cstdio>
+#include <string>
+
+#include "analysis/analyze.h"
+#include "cli/commands.h"
+#include "cli/inputs.h"
+#include "io/file.h"
+#include "util/error.h"
+#include "util/threads.h"
+
+namespace gattn {
+
+void add_analyze_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "analyze", "Attention sinks, gate scores and massive activations of a checkpoint");
+  static std::string checkpoint, tokenizer_path, out;
+  static std::vector<std::string> data, maps;
+  static AnalysisOptions o;
+  static bool no_bos = false;
+  static int threads = 0;
+  cmd->add_option("--checkpoint", checkpoint, "checkpoint folder, or a run folder (its newest)")
+      ->required();
+  cmd->add_option("--data", data, "a token shard, or text files / folders / .jsonl")->required();
+  cmd->add_option("--tokenizer", tokenizer_path, "tokenizer.json (needed for text)");
+  cmd->add_option("--sequences", o.sequences, "held-out windows (the first of the data)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seq", o.seq_len, "tokens per window")->check(CLI::Range(2, 1 << 20));
+  cmd->add_flag("--no-bos", no_bos, "plain windows: no BOS at position 0");
+  cmd->add_option("--from-position", o.from_position,
+                  "also average first-token attention over query positions >= this");
+  cmd->add_option("--map", maps, "LAYER:HEAD of an attention map of the first sequence");
+  cmd->add_option("--out", out, "write the full results as JSON here");
+  cmd->add_option("--threads", threads, "threads (default: all cores)");
+  cmd->callback([] {
+    if (threads > 0) set_num_threads(threads);
+    o.bos = !no_bos;
+    for (const std::string& m : maps) {
+      const size_t colon = m.find(':');
+      try {
+        if (colon == std::string::npos) throw std::invalid_argument(m);
+        o.maps.emplace_back(std::stoi(m.substr(0, colon)), std::stoi(m.substr(colon + 1)));
+      } catch (const std::exception&) {
+        fail("--map: expected LAYER:HEAD, found '", m, "'");
+      }
+    }
+    std::string folder;
+    const auto model = load_checkpoint_model(checkpoint, folder);
+    const HeldOutTokens tokens(data, tokenizer_path, model->config().vocab_size);
+    const nlohmann::json r = analyze(*model, tokens.shard(), o);
+    std::printf("checkpoint %s, gate %s\n", folder.c_str(), r["gate"].get<std::string>().c_str());
+    std::printf("%lld sequences of %d tokens%s; loss %.4f\n",
+                (long long)r["sequences"].get<int64_t>(), o.seq_len,
+                o.bos ? ", BOS at position 0" : "", r["loss"].get<double>());
+    std::printf("\n  layer   F-Attn  F-Attn(>=%d)   max |h|   at (seq, pos, ch)   gate score\n",
+                o.from_position);
+    for (const auto& layer : r["layers"]) {
+      std::printf("  %5d  %7.4f  %11.4f  %8.2f   (%lld, %lld, %lld)", layer["layer"].get<int>(),
+                  layer["f_attn"].get<double>(), layer["f_attn_from_k"].get<double>(),
+                  layer["max_abs_hidden"].get<double>(),
+                  (long long)layer["max_at"]["sequence"].get<int64_t>(),
+                  (long long)layer["max_at"]["position"].get<int64_t>(),
+                  (long long)layer["max_at"]["channel"].get<int64_t>());
+      if (layer.contains("gate") && layer["gate"].contains("layer_mean_score"))
+        std::printf("   %10.4f", layer["gate"]["layer_mean_score"].get<double>());
+      std::printf("\n");
+    }
+    std::printf(
+        "\n  F-Attn %.4f (uniform attention: %.4f); over positions >= %d: %.4f (uniform %.4f)\n",
+        r["f_attn"].get<double>(), r["uniform"]["f_attn"].get<double>(), o.from_position,
+        r["f_attn_from_k"].get<double>(), r["uniform"]["f_attn_from_k"].get<double>());
+    std::printf("  Sink^%.1f %.3f of heads (uniform: %.0f)\n", o.sink_threshold,
+                r["sink_fraction"].get<double>(), r["uniform"]["sink_fraction"].get<double>());
+    std::printf("  M-Act %.2f (max |hidden state| per layer, averaged over layers)\n",
+                r["m_act"].get<double>());
+    if (r.contains("gate_score"))
+      std::printf("  gate score %.4f (mean over layers, tokens and channels)\n",
+                  r["gate_score"].get<double>());
+    if (!out.empty()) {
+      const std::string text = r.dump(1) + "\n";
+      write_file_atomically(out, [&](const WriteChunk& write) { write(text.data(), text.size()); });
+      std::printf("  wrote %s\n", out.c_str());
+    }
+  });
+}
+
+}  // namespace gattn

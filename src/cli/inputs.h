@@ -1,0 +1,36 @@
+// What the evaluation commands read: a model from a checkpoint (or a run's newest one), and
+// held-out tokens from a shard or from text tokenized on the fly.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/token_shard.h"
+#include "model/model.h"
+
+namespace gattn {
+
+// `path` is a checkpoint folder or a run folder (its newest checkpoint). Sets `folder` to the one
+// read.
+std::unique_ptr<Model> load_checkpoint_model(const std::string& path, std::string& folder);
+
+// A shard, or text files / folders / .jsonl tokenized into a temporary shard (removed with this
+// object). token_bytes (UTF-8 bytes per token id) is filled when a tokenizer is given.
+class HeldOutTokens {
+ public:
+  HeldOutTokens(const std::vector<std::string>& data, const std::string& tokenizer, int vocab_size);
+  ~HeldOutTokens();
+  HeldOutTokens(const HeldOutTokens&) = delete;
+  HeldOutTokens& operator=(const HeldOutTokens&) = delete;
+  const TokenShard& shard() const { return *shard_; }
+  const std::vector<uint32_t>* token_bytes() const {
+    return token_bytes_.empty() ? nullptr : &token_bytes_;
+  }
+
+ private:
+  std::string temporary_;
+  std::unique_ptr<TokenShard> shard_;
+  std::vector<uint32_t> token_bytes_;
+};
+
+}  // namespace gattn

@@ -1,0 +1,142 @@
+// The analysis against direct computations: first-token attention from the saved log-sum-exp
+// equals the softmax of the scores; uniform attention gives the uniform value; a zero gate gives
+// scores of exactly 0.5; M-Act is the largest |hidden state|.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "analysis/analyze.h"
+#include "io/token_shard.h"
+#include "model/model.h"
+
+namespace gattn {
+namespace {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+class Analysis : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (fs::temp_directory_path() / ("gattn_analysis_" + std::to_string(::getpid()) + ".bin"))
+                .string();
+    std::mt19937_64 rng(5);
+    std::vector<uint32_t> tokens;
+    std::vector<uint64_t> starts;
+    for (int doc = 0; doc < 20; ++doc) {
+      starts.push_back(tokens.size());
+      tokens.push_back(0);
+      for (int i = 0; i < 50; ++i) tokens.push_back(1 + uint32_t(rng() % 63));
+    }
+    write_token_shard(path_, tokens, starts, 64, 0, tokens.size());
+    config_.vocab_size = 64;
+    config_.hidden_size = 32;
+    config_.num_hidden_layers = 2;
+    config_.num_attention_heads = 4;
+    config_.num_key_value_heads = 2;
+    config_.head_dim = 8;
+    config_.intermediate_size = 48;
+    config_.initializer_range = 0.5;  // large scores: attention far from uniform
+    config_.use_qk_norm = false;
+    config_.gate.position = GatePosition::sdpa;
+    options_.sequences = 5;
+    options_.seq_len = 40;
+    options_.from_position = 8;
+    options_.batch = 2;
+    options_.maps = {{1, 3}};
+    options_.map_size = 40;
+  }
+  void TearDown() override { fs::remove(path_); }
+  std::string path_;
+  Config config_;
+  AnalysisOptions options_;
+};
+
+TEST_F(Analysis, FirstTokenAttentionIsTheSoftmaxOfTheScores) {
+  Model model(config_);
+  model.init(1);
+  const TokenShard shard(path_);
+  options_.sequences = 2;  // one batch: the model's views then hold exactly these sequences
+  const json r = analyze(model, shard, options_);
+  const int T = options_.seq_len, d = 8;
+  for (int l = 0; l < 2; ++l) {
+    const Model::LayerView v = model.layer_view(l);
+    for (int h = 0; h < 4; ++h) {
+      double expected = 0;
+      for (int b = 0; b < 2; ++b)
+        for (int t = 1; t < T; ++t) {
+          std::vector<double> scores;
+          for (int u = 0; u <= t; ++u) {
+            double dot = 0;
+            for (int i = 0; i < d; ++i)
+              dot += v.q[(b * T + t) * v.ld_q + h * d + i] *
+                     v.k[(b * T + u) * v.ld_k + (h / 2) * d + i];
+            scores.push_back(dot / std::sqrt(double(d)));
+          }
+          double z = 0;
+          for (double x : scores) z += std::exp(x);
+          expected += std::exp(scores[0]) / z;
+        }
+      expected /= 2.0 * (T - 1);
+      EXPECT_NEAR(r["layers"][l]["first_token_attention"][h].get<double>(), expected, 1e-5);
+    }
+  }
+  // Rows of an attention map sum to 1; their peaks are far above uniform (a non-trivial test).
+  double peak_over_uniform = 0;
+  const auto& rows = r["attention_maps"][0]["probabilities"];
+  for (size_t t = 0; t < rows.size(); ++t) {
+    double sum = 0, peak = 0;
+    for (const auto& p : rows[t]) sum += p.get<double>(), peak = std::max(peak, p.get<double>());
+    EXPECT_NEAR(sum, 1.0, 1e-5);
+    peak_over_uniform += peak * double(t + 1) / double(rows.size());
+  }
+  EXPECT_GT(peak_over_uniform, 3.0);
+}
+
+TEST_F(Analysis, UniformAttentionAndAZeroGate) {
+  Model model(config_);
+  model.init(2);
+  for (const TensorSpec& t : model.layout().tensors())
+    if (t.name.find("q_proj") != std::string::npos || t.name.find("sdpa_gate") != std::string::npos)
+      std::fill_n(model.params().begin() + t.offset, t.numel, 0.0f);
+  const json r = analyze(model, TokenShard(path_), options_);
+  double uniform = 0;
+  for (int t = 1; t < options_.seq_len; ++t) uniform += 1.0 / (t + 1);
+  uniform /= options_.seq_len - 1;
+  EXPECT_NEAR(r["uniform"]["f_attn"].get<double>(), uniform, 1e-12);
+  EXPECT_NEAR(r["f_attn"].get<double>(), uniform, 1e-6);
+  EXPECT_EQ(r["sink_fraction"].get<double>(), 0.0);
+  EXPECT_NEAR(r["gate_score"].get<double>(), 0.5, 1e-7);
+  for (const auto& layer : r["layers"]) {
+    const json& g = layer["gate"];
+    for (int h = 0; h < 4; ++h) {
+      EXPECT_EQ(g["fraction_below_0.1"][h].get<double>(), 0.0);
+      EXPECT_NEAR(g["mean_abs_after"][h].get<double>(), 0.5 * g["mean_abs_before"][h].get<double>(),
+                  1e-6);
+    }
+    const auto counts = g["histogram"]["counts"].get<std::vector<int64_t>>();
+    EXPECT_EQ(counts[10], int64_t(options_.sequences) * options_.seq_len * 32)
+        << "every score in [0.5, 0.55)";
+  }
+}
+
+TEST_F(Analysis, MassiveActivationIsTheLargestHiddenState) {
+  Model model(config_);
+  model.init(3);
+  options_.sequences = 2;
+  const json r = analyze(model, TokenShard(path_), options_);
+  double mean = 0;
+  for (int l = 0; l < 2; ++l) {
+    const Model::LayerView v = model.layer_view(l);
+    float max = 0;
+    for (int64_t i = 0; i < int64_t(2) * options_.seq_len * 32; ++i)
+      max = std::max(max, std::abs(v.output[i]));
+    EXPECT_EQ(r["layers"][l]["max_abs_hidden"].get<double>(), double(max));
+    mean += max / 2.0;
+  }
+  EXPECT_NEAR(r["m_act"].get<double>(), mean, 1e-9);
+}
+
+}  // namespace
+}  // namespace gattn

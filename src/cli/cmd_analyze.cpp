@@ -3,6 +3,7 @@
 #include <string>
 
 #include "analysis/analyze.h"
+#include "analysis/report_html.h"
 #include "cli/commands.h"
 #include "cli/inputs.h"
 #include "io/file.h"
@@ -14,7 +15,7 @@ namespace gattn {
 void add_analyze_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "analyze", "Attention sinks, gate scores and massive activations of a checkpoint");
-  static std::string checkpoint, tokenizer_path, out;
+  static std::string checkpoint, tokenizer_path, out, html;
   static std::vector<std::string> data, maps;
   static AnalysisOptions o;
   static bool no_bos = false;
@@ -31,6 +32,7 @@ void add_analyze_command(CLI::App& app) {
                   "also average first-token attention over query positions >= this");
   cmd->add_option("--map", maps, "LAYER:HEAD of an attention map of the first sequence");
   cmd->add_option("--out", out, "write the full results as JSON here");
+  cmd->add_option("--html", html, "write an HTML report with plots here");
   cmd->add_option("--threads", threads, "threads (default: all cores)");
   cmd->callback([] {
     if (threads > 0) set_num_threads(threads);
@@ -80,6 +82,11 @@ void add_analyze_command(CLI::App& app) {
       const std::string text = r.dump(1) + "\n";
       write_file_atomically(out, [&](const WriteChunk& write) { write(text.data(), text.size()); });
       std::printf("  wrote %s\n", out.c_str());
+    }
+    if (!html.empty()) {
+      const std::string text = analysis_report_html(r, "gattn analyze: " + folder);
+      write_file_atomically(html, [&](const WriteChunk& write) { write(text.data(), text.size()); });
+      std::printf("  wrote %s\n", html.c_str());
     }
   });
 }

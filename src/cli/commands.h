@@ -14,5 +14,6 @@ void add_data_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
 void add_analyze_command(CLI::App& app);
+void add_synthetic_command(CLI::App& app);
 
 }  // namespace gattn

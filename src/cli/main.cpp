@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   gattn::add_tokenizer_command(app);
   gattn::add_corpus_command(app);
   gattn::add_data_command(app);
+  gattn::add_synthetic_command(app);
   gattn::add_train_command(app);
   gattn::add_eval_command(app);
   gattn::add_analyze_command(app);

@@ -2,9 +2,25 @@
 
 #include <cblas.h>
 
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
 namespace gattn {
 
 namespace {
+std::atomic<bool> g_bf16{false};
+
+// Copies the rows x cols matrix at x (leading dimension ld) into buffer, packed and rounded.
+const float* rounded_copy(const float* x, int rows, int cols, int ld, std::vector<float>& buffer) {
+  buffer.resize(size_t(rows) * cols);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) buffer[size_t(r) * cols + c] = round_to_bf16(x[size_t(r) * ld + c]);
+  return buffer.data();
+}
+
 void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, float alpha, const float* a,
           int lda, const float* b, int ldb, float beta, float* c, int ldc) {
   cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -15,6 +31,18 @@ void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, double al
 }
 }  // namespace
 
+void set_bf16_gemm_inputs(bool on) { g_bf16 = on; }
+bool bf16_gemm_inputs() { return g_bf16; }
+
+float round_to_bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu)) return x;  // NaN stays NaN
+  u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
 template <typename T>
 void matmul(T* c, const T* a, const T* b, int m, int n, int k, bool trans_a, bool trans_b, T alpha,
             T beta, int lda, int ldb, int ldc) {
@@ -22,6 +50,17 @@ void matmul(T* c, const T* a, const T* b, int m, int n, int k, bool trans_a, boo
   if (lda == 0) lda = trans_a ? m : k;
   if (ldb == 0) ldb = trans_b ? k : n;
   if (ldc == 0) ldc = n;
+  if constexpr (std::is_same_v<T, float>) {
+    if (g_bf16.load(std::memory_order_relaxed) && k > 0) {
+      thread_local std::vector<float> a_bf16, b_bf16;  // grown once, reused
+      const int a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
+      const int b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
+      a = rounded_copy(a, a_rows, a_cols, lda, a_bf16);
+      b = rounded_copy(b, b_rows, b_cols, ldb, b_bf16);
+      lda = a_cols;
+      ldb = b_cols;
+    }
+  }
   gemm(trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a,
        lda, b, ldb, beta, c, ldc);
 }

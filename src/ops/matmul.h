@@ -3,6 +3,14 @@
 
 namespace gattn {
 
+// bf16 mode (off by default): every float GEMM first rounds its inputs to bfloat16 (round to
+// nearest even) and accumulates in fp32, as bf16 training on accelerators does. The products of
+// bf16 values are exact in fp32, so this emulates such hardware up to the order of the additions.
+// Weight GEMMs and the attention tiles (QK^T and PV) all pass through here. Process-wide.
+void set_bf16_gemm_inputs(bool on);
+bool bf16_gemm_inputs();
+float round_to_bf16(float x);
+
 // c[m, n] = alpha * op(a) op(b) + beta * c, row-major; op(x) = x^T when the flag is set.
 // Leading dimensions default (0) to the packed width of each stored matrix.
 template <typename T>

@@ -20,6 +20,8 @@ const std::map<std::string, ScheduleKind> kSchedules = {{"cosine", ScheduleKind:
                                                         {"wsd", ScheduleKind::wsd}};
 const std::map<std::string, NonFinitePolicy> kPolicies = {{"skip", NonFinitePolicy::skip},
                                                           {"abort", NonFinitePolicy::abort}};
+const std::map<std::string, GemmPrecision> kPrecisions = {{"fp32", GemmPrecision::fp32},
+                                                          {"bf16", GemmPrecision::bf16}};
 
 std::string resolve(const fs::path& folder, const std::string& path) {
   if (path.empty() || fs::path(path).is_absolute()) return path;
@@ -125,6 +127,7 @@ RunConfig load_run_config(const std::string& path, const std::string& gate_json)
   run.seed = uint64_t(seed);
   f.read_count("threads", run.threads);
   f.read("on_nonfinite", run.on_nonfinite, kPolicies);
+  f.read("precision", run.precision, kPrecisions);
   f.read("out", run.out);
   f.reject_unknown();
   if (run.out.empty()) fail(path, ": field 'out' is required (the run folder)");
@@ -164,6 +167,7 @@ json run_config_to_json(const RunConfig& run) {
           {"seed", run.seed},
           {"threads", run.threads},
           {"on_nonfinite", name_of(kPolicies, run.on_nonfinite)},
+          {"precision", name_of(kPrecisions, run.precision)},
           {"out", run.out}};
 }
 

@@ -11,6 +11,9 @@
 namespace gattn {
 
 enum class NonFinitePolicy { skip, abort };
+// fp32: every GEMM in fp32. bf16: GEMM inputs rounded to bf16, fp32 accumulation (ops/matmul.h),
+// as the paper's bf16 training; parameters, optimizer state and every other op stay fp32.
+enum class GemmPrecision { fp32, bf16 };
 
 struct RunConfig {
   Config model;
@@ -32,6 +35,7 @@ struct RunConfig {
   uint64_t seed = 0;
   int threads = 0;  // 0: all cores
   NonFinitePolicy on_nonfinite = NonFinitePolicy::skip;
+  GemmPrecision precision = GemmPrecision::fp32;
   std::string out;  // run folder: metrics.jsonl, checkpoints/, summary.json
 
   int64_t tokens_per_step() const { return int64_t(batch_size) * grad_accum * seq_len; }

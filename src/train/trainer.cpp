@@ -12,6 +12,7 @@
 #include "io/file.h"
 #include "io/token_shard.h"
 #include "model/model.h"
+#include "ops/matmul.h"
 #include "train/adamw.h"
 #include "train/evaluate.h"
 #include "train/loader.h"
@@ -88,6 +89,11 @@ void truncate_metrics(const fs::path& path, int64_t step) {
 TrainOutcome train(const RunConfig& run, bool resume, const std::vector<uint32_t>& token_bytes,
                    int64_t stop_at_step) {
   if (run.threads > 0) set_num_threads(run.threads);
+  struct Bf16Scope {  // the run's GEMM precision, restored when training ends or throws
+    explicit Bf16Scope(bool on) : before(bf16_gemm_inputs()) { set_bf16_gemm_inputs(on); }
+    ~Bf16Scope() { set_bf16_gemm_inputs(before); }
+    bool before;
+  } bf16_scope(run.precision == GemmPrecision::bf16);
   const TokenShard train_shard(run.train_data);
   std::unique_ptr<TokenShard> val_shard;
   if (!run.val_data.empty()) val_shard = std::make_unique<TokenShard>(run.val_data);

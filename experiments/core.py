@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Runner 1, core: the paper's Table 1 rows 1-5 and 10 at the quick-start scale, on the default
+corpus: the baseline, the two parameter-matched baselines (more kv heads, more q heads), G1
+elementwise and G1 headwise, >= 3 seeds, paired (same seed: same initial values of the shared
+tensors, same data order). Resumable: rerun the same command to continue after an interruption.
+
+  experiments/core.py [--seeds 3] [--threads 0] [--out runs/experiments/core]
+
+Needs the default corpus, tokenizer and shards (scripts/quickstart.sh makes them), or --data.
+"""
+import json
+import os
+
+import runner
+
+VARIANTS = [
+    {"name": "baseline", "gate": {"position": "none"}},
+    # Table 1 row 2 doubles the kv heads; 3 q heads allow 1 or 3 kv heads, so 3 (+196,608 params).
+    {"name": "more_kv_heads", "gate": {"position": "none"}, "model": {"num_key_value_heads": 3}},
+    # Row 3 adds the q heads whose q and o weights match G1's added parameters: 1.5 heads here, so
+    # 2 (+196,608 params, against G1's +147,456).
+    {"name": "more_q_heads", "gate": {"position": "none"}, "model": {"num_attention_heads": 5}},
+    {"name": "g1_elementwise", "gate": {"position": "sdpa"}},
+    {"name": "g1_headwise", "gate": {"position": "sdpa", "granularity": "headwise"}},
+]
+
+
+def main():
+    a = runner.arguments(__doc__, default_seeds=3)
+    out = a.out or os.path.join(runner.ROOT, "runs", "experiments", "core" + ("_smoke" if a.smoke else ""))
+    with open(os.path.join(runner.ROOT, "configs", "quickstart", "run.json")) as f:
+        base = json.load(f)
+    folder = os.path.join(runner.ROOT, "configs", "quickstart")
+    with open(os.path.join(folder, base["model"])) as f:
+        base["model"] = json.load(f)
+    for k in ("train", "val", "tokenizer"):
+        base["data"][k] = os.path.normpath(os.path.join(folder, base["data"][k]))
+    base["eval"] = {"every": base["steps"], "windows": 0}  # the whole validation split, once
+    base["checkpoint"] = {"every": 100, "keep": 1}
+    if a.data:
+        runner.use_data(base, a.data)
+    variants = VARIANTS
+    if a.smoke:
+        variants, a.seeds = [VARIANTS[0], VARIANTS[3]], 1
+        base.update(steps=4, batch_size=2)
+        base["schedule"]["warmup_steps"] = 1
+        base["eval"] = {"every": 4, "windows": 4}
+        base["checkpoint"] = {"every": 2, "keep": 1}
+    rows = runner.run_grid(a, base, variants, out, ["--sequences", "4" if a.smoke else "64"])
+    runner.write_summary(out, "core: Table 1 rows 1-5, 10 on the default corpus",
+                         runner.summary_table(rows, variants, a.seeds, "baseline"))
+
+
+if __name__ == "__main__":
+    main()

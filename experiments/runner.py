@@ -1,0 +1,183 @@
+"""What every experiment runner shares: train a (variant, seed) grid with `gattn train`, resumable
+(a finished run is skipped, an interrupted one resumes from its newest checkpoint), analyse each
+finished run with `gattn analyze`, append one JSON line per finished run to the runner's results
+file, and summarise each variant against its baseline as paired differences over seeds.
+
+A variant is a dict: name, and optional gate (a gate object), model (fields replacing the base
+model config's), run (fields replacing the base run config's, e.g. {"optimizer": {"lr": 0.003}}).
+"""
+import argparse
+import copy
+import json
+import math
+import os
+import statistics
+import struct
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+METRICS = [  # (key, label, format)
+    ("val_loss", "val loss", "{:.4f}"),
+    ("val_perplexity", "val PPL", "{:.2f}"),
+    ("f_attn", "F-Attn", "{:.4f}"),
+    ("sink_fraction", "Sink^0.3", "{:.3f}"),
+    ("m_act", "M-Act", "{:.2f}"),
+    ("gate_score", "gate score", "{:.4f}"),
+    ("parameters", "parameters", "{:,.0f}"),
+    ("tokens_per_s", "tokens/s", "{:,.0f}"),
+]
+
+
+def arguments(description, default_seeds, add_options=None):
+    ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    if add_options:
+        add_options(ap)
+    ap.add_argument("--gattn", default=os.path.join(ROOT, "build", "gattn"))
+    ap.add_argument("--out", default=None, help="folder of the runs and results")
+    ap.add_argument("--seeds", type=int, default=default_seeds)
+    ap.add_argument("--threads", type=int, default=0, help="threads per run (0: all cores)")
+    ap.add_argument("--smoke", action="store_true", help="2 variants, 1 seed, a few steps")
+    ap.add_argument("--data", default=None,
+                    help="folder with train.bin and val.bin (and tokenizer.json) replacing the runner's data")
+    return ap.parse_args()
+
+
+def use_data(run, folder):
+    """Points a run config at FOLDER's shards, with the model's vocabulary sized to them."""
+    run["data"]["train"] = os.path.join(folder, "train.bin")
+    run["data"]["val"] = os.path.join(folder, "val.bin")
+    tokenizer = os.path.join(folder, "tokenizer.json")
+    if os.path.exists(tokenizer):
+        run["data"]["tokenizer"] = tokenizer
+    else:
+        run["data"].pop("tokenizer", None)
+    with open(run["data"]["train"], "rb") as f:
+        run["model"]["vocab_size"] = struct.unpack_from("<I", f.read(64), 32)[0]
+
+
+def merged(base, override):
+    out = copy.deepcopy(base)
+    for k, v in (override or {}).items():
+        out[k] = merged(out.get(k, {}), v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def run_cmd(cmd, log, threads):
+    env = dict(os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads > 0 else {}))
+    with open(log, "a") as f:
+        f.write("$ " + " ".join(cmd) + "\n")
+        f.flush()
+        done = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
+    if done.returncode != 0:
+        sys.exit(f"failed ({done.returncode}): {' '.join(cmd)}; see {log}")
+
+
+def train_and_analyze(a, base_run, variant, seed, out, analyze_args):
+    """Returns the result row of one (variant, seed), training and analysing it if needed."""
+    folder = os.path.join(out, "runs", f"{variant['name']}-s{seed}")
+    row_file = os.path.join(folder, "result.json")
+    if os.path.exists(row_file):
+        with open(row_file) as f:
+            return json.load(f)
+    os.makedirs(folder, exist_ok=True)
+    run = merged(base_run, variant.get("run"))
+    run["model"] = merged(run["model"], variant.get("model"))
+    if "gate" in variant:
+        run["model"]["gate"] = variant["gate"]
+    run["out"] = os.path.join(folder, "train")
+    config = os.path.join(folder, "run.json")
+    with open(config, "w") as f:
+        json.dump(run, f, indent=2)
+    log = os.path.join(folder, "log.txt")
+    resume = ["--resume"] if os.path.isdir(os.path.join(run["out"], "checkpoints")) else []
+    run_cmd([a.gattn, "train", "--config", config, "--seed", str(seed)] + resume, log, a.threads)
+    analysis = os.path.join(folder, "analysis.json")
+    run_cmd([a.gattn, "analyze", "--checkpoint", run["out"], "--data", run["data"]["val"],
+             "--seq", str(run["data"]["seq_len"]), "--out", analysis] + analyze_args, log, a.threads)
+    with open(os.path.join(run["out"], "summary.json")) as f:
+        summary = json.load(f)
+    with open(analysis) as f:
+        an = json.load(f)
+    row = {"variant": variant["name"], "seed": seed, "command": f"gattn train --config {config} --seed {seed}"}
+    for key, _, _ in METRICS:
+        row[key] = summary.get(key, an.get(key))
+    row.update(training_curve_stats(os.path.join(run["out"], "metrics.jsonl"), run["schedule"]["warmup_steps"]))
+    row["uniform_f_attn"] = an["uniform"]["f_attn"]
+    with open(row_file, "w") as f:
+        json.dump(row, f, indent=2)
+    with open(os.path.join(out, "results.jsonl"), "a") as f:
+        f.write(json.dumps(row) + "\n")
+    return row
+
+
+def training_curve_stats(metrics_path, warmup):
+    """Loss spikes (a step after warm-up whose loss exceeds 1.5x the mean of the previous 20
+    steps), skipped (non-finite) steps, the largest and the last M-Act seen during training."""
+    steps = []
+    with open(metrics_path) as f:
+        for line in f:
+            try:
+                steps.append(json.loads(line))
+            except json.JSONDecodeError:
+                pass
+    losses = [s.get("loss") for s in steps]
+    spikes = 0
+    for i in range(max(warmup, 20), len(losses)):
+        window = [x for x in losses[i - 20:i] if x is not None and math.isfinite(x)]
+        x = losses[i]
+        if x is None or not math.isfinite(x) or (window and x > 1.5 * statistics.mean(window)):
+            spikes += 1
+    acts = [s["max_abs_hidden"] for s in steps if isinstance(s.get("max_abs_hidden"), (int, float))]
+    return {"loss_spikes": spikes, "skipped_steps": sum(1 for s in steps if s.get("skipped")),
+            "max_m_act_training": max(acts) if acts else None,
+            "final_train_loss": losses[-1] if losses else None}
+
+
+def run_grid(a, base_run, variants, out, analyze_args=()):
+    """Trains every (variant, seed), seeds outermost so that partial results are paired."""
+    rows = {}
+    for seed in range(a.seeds):
+        for v in variants:
+            print(f"== {v['name']} seed {seed}", flush=True)
+            rows[(v["name"], seed)] = train_and_analyze(a, base_run, v, seed, out, list(analyze_args))
+    return rows
+
+
+def fmt(f, x):
+    return "–" if x is None else f.format(x)
+
+
+def summary_table(rows, variants, seeds, baseline):
+    """Markdown: per variant the mean ± sd over seeds of each metric, and the paired difference of
+    the val loss against the baseline with its sd over seeds."""
+    head = ["variant"] + [label for _, label, _ in METRICS] + [f"Δ val loss vs {baseline} (sd)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for v in variants:
+        cells = [v["name"]]
+        for key, _, f in METRICS:
+            xs = [rows[(v["name"], s)][key] for s in range(seeds) if rows[(v["name"], s)][key] is not None]
+            if not xs:
+                cells.append("–")
+            elif len(xs) == 1:
+                cells.append(fmt(f, xs[0]))
+            else:
+                cells.append(fmt(f, statistics.mean(xs)) + " ± " + fmt(f, statistics.stdev(xs)))
+        d = [rows[(v["name"], s)]["val_loss"] - rows[(baseline, s)]["val_loss"] for s in range(seeds)]
+        if v["name"] == baseline:
+            cells.append("")
+        elif len(d) == 1:
+            cells.append(f"{d[0]:+.4f}")
+        else:
+            sd = statistics.stdev(d)
+            z = abs(statistics.mean(d)) / (sd / math.sqrt(len(d))) if sd > 0 else float("inf")
+            cells.append(f"{statistics.mean(d):+.4f} ({sd:.4f}; t = {z:.1f})")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_summary(out, title, text):
+    path = os.path.join(out, "summary.md")
+    with open(path, "w") as f:
+        f.write(f"# {title}\n\n{text}")
+    print(f"\n{text}\nwrote {path}")

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Runner 0, sink search: the cheapest regime on this machine where the baseline grows an
+attention sink, and what the G1 gate does to it. Trains baseline and G1 in each regime on the
+Bigram-Backcopy source (`gattn synthetic`; Guo et al., arXiv 2410.13835), >= 3 seeds, paired, and
+reports F-Attn, Sink^0.3 and M-Act next to their uniform-attention values. Resumable.
+
+  experiments/sink.py [--seeds 3] [--threads 0] [--out runs/experiments/sink]
+"""
+import os
+import subprocess
+
+import runner
+
+MODEL = {  # 1 layer of 2 heads of 64, no QK-norm: the setting of Guo et al. (1-3 layers)
+    "vocab_size": 65, "hidden_size": 128, "num_hidden_layers": 1, "num_attention_heads": 2,
+    "num_key_value_heads": 2, "head_dim": 64, "intermediate_size": 512, "rope_theta": 10000.0,
+    "tie_word_embeddings": False, "use_qk_norm": False, "max_position_embeddings": 1024,
+}
+RUN = {
+    "model": MODEL,
+    "data": {"window": "bos", "seq_len": 128},
+    "batch_size": 32, "steps": 1500,
+    "optimizer": {"lr": 0.001, "min_lr": 0.0001, "beta1": 0.9, "beta2": 0.95, "weight_decay": 0.1,
+                  "grad_clip": 1.0},
+    "schedule": {"kind": "cosine", "warmup_steps": 50},
+    "eval": {"every": 1500, "windows": 512},
+    "checkpoint": {"every": 500, "keep": 1},
+}
+LONG = {"steps": 5000, "optimizer": {"lr": 0.003, "min_lr": 0.003, "weight_decay": 0.0},
+        "schedule": {"warmup_steps": 100}, "eval": {"every": 5000}}
+REGIMES = {  # name: (what it changes, run overrides)
+    "short": ("1 layer, lr 1e-3 cosine, weight decay 0.1, 1,500 steps of 32 x 128 tokens", {}),
+    "long": ("1 layer, constant lr 3e-3, no weight decay, 5,000 steps", LONG),
+    "long_2layer": ("as long, 2 layers", runner.merged(LONG, {"model": {"num_hidden_layers": 2}})),
+    "long_qknorm": ("as long, QK-norm on", runner.merged(LONG, {"model": {"use_qk_norm": True}})),
+}
+GATES = {"baseline": {"position": "none"}, "g1": {"position": "sdpa"}}
+
+
+def bigram_backcopy_data(a, out):
+    """--data, or the runner's own Bigram-Backcopy shards (made on first use)."""
+    if a.data:
+        return a.data
+    data = os.path.join(out, "data")
+    if not os.path.exists(os.path.join(data, "source.json")):
+        sizes = ["20000", "5000"] if a.smoke else ["20000000", "200000"]
+        subprocess.run([a.gattn, "synthetic", "--out", data, "--train-tokens", sizes[0], "--val-tokens", sizes[1]],
+                       check=True, stdout=subprocess.DEVNULL)
+    return data
+
+
+def main():
+    a = runner.arguments(__doc__, default_seeds=3)
+    out = a.out or os.path.join(runner.ROOT, "runs", "experiments", "sink" + ("_smoke" if a.smoke else ""))
+    regimes = dict(REGIMES)
+    base = runner.merged(RUN, {})
+    if a.smoke:
+        regimes, a.seeds = {"short": REGIMES["short"]}, 1
+        base.update(steps=4, batch_size=2)
+        base["schedule"]["warmup_steps"] = 1
+        base["eval"] = {"every": 4, "windows": 4}
+        base["checkpoint"] = {"every": 2, "keep": 1}
+    data = bigram_backcopy_data(a, out)
+    runner.use_data(base, data)
+    variants = [{"name": f"{r}.{g}", "gate": gate, "run": over}
+                for r, (_, over) in regimes.items() for g, gate in GATES.items()]
+    rows = runner.run_grid(a, base, variants, out, ["--sequences", "4" if a.smoke else "64"])
+    text = ""
+    for r, (what, _) in regimes.items():
+        pair = [v for v in variants if v["name"].startswith(r + ".")]
+        uniform = rows[(pair[0]["name"], 0)]["uniform_f_attn"]
+        text += (f"## {r}: {what}\n\nF-Attn under uniform attention: {uniform:.4f}\n\n" +
+                 runner.summary_table(rows, pair, a.seeds, pair[0]["name"]) + "\n")
+    runner.write_summary(out, "sink search: Bigram-Backcopy, baseline and G1", text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The experiment runners end to end at toy size: 2 variants, 1 seed, a few steps each, on a small
+# synthetic shard; each must train, analyse, resume (a rerun trains nothing) and write its summary.
+# Usage: experiments_smoke.sh GATTN EXPERIMENTS_DIR
+set -euo pipefail
+gattn=$1 experiments=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$gattn" synthetic --out "$work/data" --train-tokens 20000 --val-tokens 5000 >/dev/null
+for runner in core sink stability variants; do
+  python3 "$experiments/$runner.py" --smoke --gattn "$gattn" --data "$work/data" --threads 1 \
+    --out "$work/$runner" >"$work/$runner.log" || { cat "$work/$runner.log"; exit 1; }
+  python3 "$experiments/$runner.py" --smoke --gattn "$gattn" --data "$work/data" --threads 1 \
+    --out "$work/$runner" >"$work/$runner.again.log"
+  [ "$(wc -l <"$work/$runner/results.jsonl")" = 2 ] || { echo "$runner: a rerun trained again"; exit 1; }
+  rows=$(grep -cE '^\| [a-z_.0-9]+( s[0-9]+)? \| [0-9]+\.[0-9]{4} \|' "$work/$runner/summary.md")
+  echo "$runner: $rows rows with a val loss"
+done

@@ -4,7 +4,7 @@ attention sink, and what the G1 gate does to it. Trains baseline and G1 in each 
 Bigram-Backcopy source (`gattn synthetic`; Guo et al., arXiv 2410.13835), >= 3 seeds, paired, and
 reports F-Attn, Sink^0.3 and M-Act next to their uniform-attention values. Resumable.
 
-  experiments/sink.py [--seeds 3] [--threads 0] [--out runs/experiments/sink]
+  experiments/sink.py [--seeds 3] [--regimes short,long,...] [--threads 0] [--out runs/experiments/sink]
 """
 import os
 import subprocess
@@ -26,11 +26,11 @@ RUN = {
     "eval": {"every": 1500, "windows": 512},
     "checkpoint": {"every": 500, "keep": 1},
 }
-LONG = {"steps": 5000, "optimizer": {"lr": 0.003, "min_lr": 0.003, "weight_decay": 0.0},
-        "schedule": {"warmup_steps": 100}, "eval": {"every": 5000}}
+LONG = {"steps": 3000, "optimizer": {"lr": 0.003, "min_lr": 0.003, "weight_decay": 0.0},
+        "schedule": {"warmup_steps": 100}, "eval": {"every": 3000}}
 REGIMES = {  # name: (what it changes, run overrides)
     "short": ("1 layer, lr 1e-3 cosine, weight decay 0.1, 1,500 steps of 32 x 128 tokens", {}),
-    "long": ("1 layer, constant lr 3e-3, no weight decay, 5,000 steps", LONG),
+    "long": ("1 layer, constant lr 3e-3, no weight decay, 3,000 steps", LONG),
     "long_2layer": ("as long, 2 layers", runner.merged(LONG, {"model": {"num_hidden_layers": 2}})),
     "long_qknorm": ("as long, QK-norm on", runner.merged(LONG, {"model": {"use_qk_norm": True}})),
 }
@@ -50,9 +50,13 @@ def bigram_backcopy_data(a, out):
 
 
 def main():
-    a = runner.arguments(__doc__, default_seeds=3)
+    a = runner.arguments(__doc__, default_seeds=3,
+                         add_options=lambda ap: ap.add_argument("--regimes", default=",".join(REGIMES)))
     out = a.out or os.path.join(runner.ROOT, "runs", "experiments", "sink" + ("_smoke" if a.smoke else ""))
-    regimes = dict(REGIMES)
+    unknown = [r for r in a.regimes.split(",") if r not in REGIMES]
+    if unknown:
+        raise SystemExit(f"unknown regime: {', '.join(unknown)} (known: {', '.join(REGIMES)})")
+    regimes = {r: REGIMES[r] for r in a.regimes.split(",")}
     base = runner.merged(RUN, {})
     if a.smoke:
         regimes, a.seeds = {"short": REGIMES["short"]}, 1

@@ -10,7 +10,7 @@ namespace gattn {
 
 void add_eval_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("eval", "Loss, perplexity and bits per byte of a checkpoint");
-  static std::string checkpoint, tokenizer_path, window = "bos";
+  static std::string checkpoint, tokenizer_path, window = "bos", rope_scaling;
   static std::vector<std::string> data;
   static int seq = 256, batch = 8, threads = 0;
   static int64_t windows = 0;
@@ -25,10 +25,13 @@ void add_eval_command(CLI::App& app) {
       ->check(CLI::IsMember({"bos", "plain"}));
   cmd->add_option("--batch", batch, "windows per forward pass")->check(CLI::PositiveNumber);
   cmd->add_option("--threads", threads, "threads (default: all cores)");
+  cmd->add_option("--rope-scaling", rope_scaling,
+                  "an HF rope_scaling object replacing the checkpoint's, e.g. "
+                  "'{\"rope_type\": \"yarn\", \"factor\": 4, \"original_max_position_embeddings\": 256}'");
   cmd->callback([] {
     if (threads > 0) set_num_threads(threads);
     std::string folder;
-    const auto model = load_checkpoint_model(checkpoint, folder);
+    const auto model = with_context(load_checkpoint_model(checkpoint, folder), seq, rope_scaling);
     const HeldOutTokens tokens(data, tokenizer_path, model->config().vocab_size);
     const EvalResult r =
         evaluate(*model, tokens.shard(), seq, window == "bos" ? WindowKind::bos : WindowKind::plain,

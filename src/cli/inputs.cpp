@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "io/checkpoint.h"
 #include "train/prepare_data.h"
@@ -30,6 +32,25 @@ std::unique_ptr<Model> load_checkpoint_model(const std::string& path, std::strin
   auto model = std::make_unique<Model>(load_model(folder, params));
   model->params() = params;
   return model;
+}
+
+std::unique_ptr<Model> with_context(std::unique_ptr<Model> model, int positions,
+                                    const std::string& rope_scaling_json) {
+  Config c = model->config();
+  if (positions <= c.max_position_embeddings && rope_scaling_json.empty()) return model;
+  c.max_position_embeddings = std::max(c.max_position_embeddings, positions);
+  if (!rope_scaling_json.empty()) {
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(rope_scaling_json);
+    } catch (const nlohmann::json::exception& e) {
+      fail("--rope-scaling: not valid JSON (", e.what(), ")");
+    }
+    c.rope_scaling = rope_scaling_from_json(j, "--rope-scaling");
+  }
+  auto extended = std::make_unique<Model>(c);
+  extended->params() = std::move(model->params());
+  return extended;
 }
 
 HeldOutTokens::HeldOutTokens(const std::vector<std::string>& data, const std::string& tokenizer,

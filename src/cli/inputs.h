@@ -14,6 +14,11 @@ namespace gattn {
 // read.
 std::unique_ptr<Model> load_checkpoint_model(const std::string& path, std::string& folder);
 
+// The same weights with a context of at least `positions` and, when rope_scaling_json is not
+// empty, that RoPE scaling (an HF `rope_scaling` object): evaluation beyond the trained length.
+std::unique_ptr<Model> with_context(std::unique_ptr<Model> model, int positions,
+                                    const std::string& rope_scaling_json);
+
 // A shard, or text files / folders / .jsonl tokenized into a temporary shard (removed with this
 // object). token_bytes (UTF-8 bytes per token id) is filled when a tokenizer is given.
 class HeldOutTokens {

@@ -26,6 +26,11 @@ const std::map<std::string, GateActivation> kActivations = {{"sigmoid", GateActi
                                                             {"silu", GateActivation::silu},
                                                             {"identity", GateActivation::identity}};
 const std::map<std::string, bool> kModes = {{"multiplicative", false}, {"additive", true}};
+const std::map<std::string, RopeScaling::Type> kRopeTypes = {
+    {"default", RopeScaling::Type::none},
+    {"linear", RopeScaling::Type::linear},
+    {"ntk", RopeScaling::Type::ntk},
+    {"yarn", RopeScaling::Type::yarn}};
 
 GateConfig gate_from_json(const json& j, const std::string& source) {
   JsonFields f(j, source + ": gate");
@@ -77,6 +82,31 @@ GateConfig gate_from_json(const json& j, const std::string& source) {
 }
 }  // namespace
 
+RopeScaling rope_scaling_from_json(const json& j, const std::string& source) {
+  RopeScaling r;
+  if (j.is_null()) return r;
+  JsonFields f(j, source + ": rope_scaling");
+  const char* type_field = j.contains("type") && !j.contains("rope_type") ? "type" : "rope_type";
+  if (!f.has(type_field)) fail(f.where(), ": field 'rope_type' is required");
+  f.read(type_field, r.type, kRopeTypes);
+  if (r.type == RopeScaling::Type::none) {
+    f.reject_unknown();
+    return r;
+  }
+  f.read_in("factor", r.factor, 1, 1e6);
+  if (!f.has("factor")) fail(f.where(), ": field 'factor' is required");
+  if (r.type == RopeScaling::Type::yarn) {
+    f.read("original_max_position_embeddings", r.original_max_position_embeddings);
+    if (!f.has("original_max_position_embeddings"))
+      fail(f.where(), ": field 'original_max_position_embeddings' is required for yarn");
+    f.read("beta_fast", r.beta_fast);
+    f.read("beta_slow", r.beta_slow);
+    f.read("attention_factor", r.attention_factor);
+  }
+  f.reject_unknown();
+  return r;
+}
+
 Config config_from_json(const json& j, const std::string& source) {
   JsonFields f(j, source);
   Config c;
@@ -100,8 +130,10 @@ Config config_from_json(const json& j, const std::string& source) {
                            "bos_token_id", "eos_token_id", "pad_token_id", "use_cache"})
     f.ignore(info);
   f.ignore("gate");
+  f.ignore("rope_scaling");
   f.reject_unknown();
   if (j.contains("gate")) c.gate = gate_from_json(j.at("gate"), source);
+  if (j.contains("rope_scaling")) c.rope_scaling = rope_scaling_from_json(j.at("rope_scaling"), source);
 
   for (const char* required : {"vocab_size", "hidden_size", "num_hidden_layers",
                                "num_attention_heads", "intermediate_size"})
@@ -146,6 +178,17 @@ json config_to_json(const Config& c) {
       {"initializer_range", c.initializer_range},
       {"sandwich_norm", c.sandwich_norm},
       {"block_output_clip", c.block_output_clip > 0 ? json(c.block_output_clip) : json(nullptr)}};
+  const RopeScaling& r = c.rope_scaling;
+  j["rope_scaling"] = nullptr;
+  if (r.type != RopeScaling::Type::none) {
+    j["rope_scaling"] = {{"rope_type", name_of(kRopeTypes, r.type)}, {"factor", r.factor}};
+    if (r.type == RopeScaling::Type::yarn) {
+      j["rope_scaling"]["original_max_position_embeddings"] = r.original_max_position_embeddings;
+      j["rope_scaling"]["beta_fast"] = r.beta_fast;
+      j["rope_scaling"]["beta_slow"] = r.beta_slow;
+      if (r.attention_factor > 0) j["rope_scaling"]["attention_factor"] = r.attention_factor;
+    }
+  }
   const GateConfig& g = c.gate;
   json gate = {{"position", name_of(kPositions, g.position)}};
   if (g.enabled()) {

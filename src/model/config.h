@@ -4,6 +4,7 @@
 #include <string>
 
 #include "ops/gate.h"
+#include "ops/rope.h"
 
 namespace gattn {
 
@@ -39,6 +40,7 @@ struct Config {
   int intermediate_size = 0;
   double rope_theta = 10000.0;
   double partial_rotary_factor = 1.0;
+  RopeScaling rope_scaling;  // HF's `rope_scaling` (null: none)
   double rms_norm_eps = 1e-6;
   bool tie_word_embeddings = false;
   bool use_qk_norm = true;
@@ -62,6 +64,10 @@ struct Config {
 // Parses and validates; every error names `source` (a file name or "config") and the field.
 Config config_from_json(const nlohmann::json& j, const std::string& source);
 nlohmann::json config_to_json(const Config& c);
+// HF's `rope_scaling` object (or null): rope_type (or type) linear | ntk | yarn, factor >= 1, and
+// for yarn original_max_position_embeddings and optionally beta_fast, beta_slow,
+// attention_factor.
+RopeScaling rope_scaling_from_json(const nlohmann::json& j, const std::string& source);
 // A one-line name of the gate variant, e.g. "sdpa elementwise head_specific sigmoid
 // multiplicative".
 std::string gate_description(const GateConfig& g);

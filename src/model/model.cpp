@@ -36,7 +36,7 @@ Model::Model(const Config& config)
     : config_(config),
       layout_(config),
       rope_(make_rope_table<float>(config.rotary_dim(), config.rope_theta,
-                                   config.max_position_embeddings)),
+                                   config.max_position_embeddings, config.rope_scaling)),
       params_(layout_.total(), 0.0f),
       // rows of the fused projection start on 64-byte boundaries: GEMM packing is faster
       proj_ld_((layout_.attn_proj_rows + 15) / 16 * 16) {}

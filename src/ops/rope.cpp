@@ -1,5 +1,6 @@
 #include "ops/rope.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -7,19 +8,54 @@
 
 namespace gattn {
 
+std::vector<double> rope_inverse_frequencies(int rotary_dim, double theta,
+                                             const RopeScaling& scaling, double* attention_factor) {
+  using Type = RopeScaling::Type;
+  const int half = rotary_dim / 2;
+  const double d = rotary_dim, s = scaling.factor;
+  *attention_factor = 1;
+  if (scaling.type == Type::ntk) theta *= std::pow(s, d / (d - 2));
+  std::vector<double> inv_freq(half);
+  for (int i = 0; i < half; ++i) inv_freq[i] = std::pow(theta, -2.0 * i / d);
+  if (scaling.type == Type::linear)
+    for (double& f : inv_freq) f /= s;
+  if (scaling.type == Type::yarn) {
+    // The channel pair at which a frequency turns `rotations` times over the original context.
+    auto pair_of = [&](double rotations) {
+      return d * std::log(scaling.original_max_position_embeddings / (rotations * 2 * M_PI)) /
+             (2 * std::log(theta));
+    };
+    const double low = std::max(std::floor(pair_of(scaling.beta_fast)), 0.0);
+    double high = std::min(std::ceil(pair_of(scaling.beta_slow)), d - 1);
+    if (low == high) high += 0.001;
+    for (int i = 0; i < half; ++i) {
+      const double ramp = std::clamp((i - low) / (high - low), 0.0, 1.0);  // 1: interpolate
+      inv_freq[i] = inv_freq[i] / s * ramp + inv_freq[i] * (1 - ramp);
+    }
+    *attention_factor = scaling.attention_factor > 0 ? scaling.attention_factor
+                        : s <= 1                     ? 1.0
+                                                     : 0.1 * std::log(s) + 1;
+  }
+  return inv_freq;
+}
+
 template <typename T>
-RopeTable<T> make_rope_table(int rotary_dim, double theta, int max_positions) {
+RopeTable<T> make_rope_table(int rotary_dim, double theta, int max_positions,
+                             const RopeScaling& scaling) {
   RopeTable<T> t;
   t.rotary_dim = rotary_dim;
   t.max_positions = max_positions;
   const int half = rotary_dim / 2;
+  double attention_factor = 1;
+  const std::vector<double> inv_freq =
+      rope_inverse_frequencies(rotary_dim, theta, scaling, &attention_factor);
   t.cos.resize(size_t(max_positions) * half);
   t.sin.resize(size_t(max_positions) * half);
   for (int p = 0; p < max_positions; ++p) {
     for (int i = 0; i < half; ++i) {
-      const double angle = p * std::pow(theta, -2.0 * i / rotary_dim);
-      t.cos[size_t(p) * half + i] = T(std::cos(angle));
-      t.sin[size_t(p) * half + i] = T(std::sin(angle));
+      const double angle = p * inv_freq[i];
+      t.cos[size_t(p) * half + i] = T(attention_factor * std::cos(angle));
+      t.sin[size_t(p) * half + i] = T(attention_factor * std::sin(angle));
     }
   }
   return t;
@@ -65,7 +101,7 @@ void rope_backward(T* d_in, const T* d_out, const RopeTable<T>& table, const Rop
 }
 
 #define GATTN_INSTANTIATE(T)                                                          \
-  template RopeTable<T> make_rope_table<T>(int, double, int);                         \
+  template RopeTable<T> make_rope_table<T>(int, double, int, const RopeScaling&);     \
   template void rope_forward<T>(T*, const T*, const RopeTable<T>&, const RopeShape&); \
   template void rope_backward<T>(T*, const T*, const RopeTable<T>&, const RopeShape&);
 GATTN_INSTANTIATE(float)

@@ -5,8 +5,28 @@
 
 namespace gattn {
 
-// cos/sin of position p times inv_freq_i = theta^(-2i/rotary_dim), at [p * rotary_dim/2 + i];
-// the angles are computed in double.
+// Context extension by changing the frequencies (Hugging Face's `rope_scaling`, factor s):
+// - linear: inv_freq_i / s (position interpolation);
+// - ntk: the NTK-aware base theta * s^(d / (d - 2)), d = rotary_dim (static; not an HF type);
+// - yarn: Peng et al. 2023 as HF computes it: frequencies that turn fewer than beta_slow times
+//   over original_max_position_embeddings are interpolated (/ s), those that turn more than
+//   beta_fast times are kept, a linear ramp in between; cos and sin are multiplied by
+//   attention_factor (default 0.1 ln s + 1).
+struct RopeScaling {
+  enum class Type { none, linear, ntk, yarn };
+  Type type = Type::none;
+  double factor = 1;
+  int original_max_position_embeddings = 0;  // yarn
+  double beta_fast = 32, beta_slow = 1;      // yarn
+  double attention_factor = 0;               // yarn; 0: 0.1 ln(factor) + 1
+};
+
+// inv_freq_i for i < rotary_dim / 2, and the factor applied to cos and sin.
+std::vector<double> rope_inverse_frequencies(int rotary_dim, double theta,
+                                             const RopeScaling& scaling, double* attention_factor);
+
+// cos/sin of position p times inv_freq_i (theta^(-2i/rotary_dim) unscaled), at
+// [p * rotary_dim/2 + i]; the angles are computed in double.
 template <typename T>
 struct RopeTable {
   int rotary_dim = 0;
@@ -15,7 +35,8 @@ struct RopeTable {
 };
 
 template <typename T>
-RopeTable<T> make_rope_table(int rotary_dim, double theta, int max_positions);
+RopeTable<T> make_rope_table(int rotary_dim, double theta, int max_positions,
+                             const RopeScaling& scaling = {});
 
 struct RopeShape {
   int rows;  // tokens; row r sits at position pos0 + r % seq_len

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The experiment runners end to end at toy size: 2 variants, 1 seed, a few steps each, on a small
+# The experiment runners end to end at toy size (long_context reuses the core runner's runs): 2 variants, 1 seed, a few steps each, on a small
 # synthetic shard; each must train, analyse, resume (a rerun trains nothing) and write its summary.
 # Usage: experiments_smoke.sh GATTN EXPERIMENTS_DIR
 set -euo pipefail
@@ -16,3 +16,6 @@ for runner in core sink stability variants; do
   rows=$(grep -cE '^\| [a-z_.0-9]+( s[0-9]+)? \| [0-9]+\.[0-9]{4} \|' "$work/$runner/summary.md")
   echo "$runner: $rows rows with a val loss"
 done
+python3 "$experiments/long_context.py" --smoke --gattn "$gattn" --data "$work/data" --threads 1 \
+  --core "$work/core" --out "$work/long_context" >"$work/long_context.log" || { cat "$work/long_context.log"; exit 1; }
+echo "long_context: $(grep -cE '^\| [0-9]+ \| [0-9]+\.[0-9]{4} \|' "$work/long_context/summary.md") lengths"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runner 1, core: the paper's Table 1 rows 1-5 and 10 at the quick-start scale, on the default
+"""Runner 1, core: the paper's Table 1 rows 1-3, 5 and 10 at the quick-start scale, on the default
 corpus: the baseline, the two parameter-matched baselines (more kv heads, more q heads), G1
 elementwise and G1 headwise, >= 3 seeds, paired (same seed: same initial values of the shared
 tensors, same data order). Resumable: rerun the same command to continue after an interruption.
@@ -8,7 +8,6 @@ tensors, same data order). Resumable: rerun the same command to continue after a
 
 Needs the default corpus, tokenizer and shards (scripts/quickstart.sh makes them), or --data.
 """
-import json
 import os
 
 import runner
@@ -28,13 +27,7 @@ VARIANTS = [
 def main():
     a = runner.arguments(__doc__, default_seeds=3)
     out = a.out or os.path.join(runner.ROOT, "runs", "experiments", "core" + ("_smoke" if a.smoke else ""))
-    with open(os.path.join(runner.ROOT, "configs", "quickstart", "run.json")) as f:
-        base = json.load(f)
-    folder = os.path.join(runner.ROOT, "configs", "quickstart")
-    with open(os.path.join(folder, base["model"])) as f:
-        base["model"] = json.load(f)
-    for k in ("train", "val", "tokenizer"):
-        base["data"][k] = os.path.normpath(os.path.join(folder, base["data"][k]))
+    base = runner.quickstart_run()
     base["eval"] = {"every": base["steps"], "windows": 0}  # the whole validation split, once
     base["checkpoint"] = {"every": 100, "keep": 1}
     if a.data:
@@ -42,12 +35,9 @@ def main():
     variants = VARIANTS
     if a.smoke:
         variants, a.seeds = [VARIANTS[0], VARIANTS[3]], 1
-        base.update(steps=4, batch_size=2)
-        base["schedule"]["warmup_steps"] = 1
-        base["eval"] = {"every": 4, "windows": 4}
-        base["checkpoint"] = {"every": 2, "keep": 1}
+        runner.toy_budget(base)
     rows = runner.run_grid(a, base, variants, out, ["--sequences", "4" if a.smoke else "64"])
-    runner.write_summary(out, "core: Table 1 rows 1-5, 10 on the default corpus",
+    runner.write_summary(out, "core: Table 1 rows 1-3, 5 and 10 on the default corpus",
                          runner.summary_table(rows, variants, a.seeds, "baseline"))
 
 

@@ -63,6 +63,27 @@ def merged(base, override):
     return out
 
 
+def quickstart_run():
+    """The quick start's run config (configs/quickstart/run.json) with its model inlined and
+    absolute data paths: the default corpus, the default model."""
+    folder = os.path.join(ROOT, "configs", "quickstart")
+    with open(os.path.join(folder, "run.json")) as f:
+        run = json.load(f)
+    with open(os.path.join(folder, run["model"])) as f:
+        run["model"] = json.load(f)
+    for k in ("train", "val", "tokenizer"):
+        run["data"][k] = os.path.normpath(os.path.join(folder, run["data"][k]))
+    return run
+
+
+def toy_budget(run):
+    """--smoke: a few steps of 2 windows, to check the plumbing."""
+    run.update(steps=4, batch_size=2)
+    run["schedule"]["warmup_steps"] = 1
+    run["eval"] = {"every": 4, "windows": 4}
+    run["checkpoint"] = {"every": 2, "keep": 1}
+
+
 def run_cmd(cmd, log, threads):
     env = dict(os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads > 0 else {}))
     with open(log, "a") as f:

@@ -60,10 +60,7 @@ def main():
     base = runner.merged(RUN, {})
     if a.smoke:
         regimes, a.seeds = {"short": REGIMES["short"]}, 1
-        base.update(steps=4, batch_size=2)
-        base["schedule"]["warmup_steps"] = 1
-        base["eval"] = {"every": 4, "windows": 4}
-        base["checkpoint"] = {"every": 2, "keep": 1}
+        runner.toy_budget(base)
     data = bigram_backcopy_data(a, out)
     runner.use_data(base, data)
     variants = [{"name": f"{r}.{g}", "gate": gate, "run": over}

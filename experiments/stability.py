@@ -10,7 +10,6 @@ non-finite steps, and M-Act during training and at the end. Resumable.
 
 Needs the default corpus, tokenizer and shards (scripts/quickstart.sh makes them), or --data.
 """
-import json
 import os
 
 import runner
@@ -38,13 +37,7 @@ def main():
     if unknown:
         raise SystemExit(f"unknown remedy or precision: {', '.join(unknown)}")
     out = a.out or os.path.join(runner.ROOT, "runs", "experiments", "stability" + ("_smoke" if a.smoke else ""))
-    folder = os.path.join(runner.ROOT, "configs", "quickstart")
-    with open(os.path.join(folder, "run.json")) as f:
-        base = json.load(f)
-    with open(os.path.join(folder, base["model"])) as f:
-        base["model"] = json.load(f)
-    for k in ("train", "val", "tokenizer"):
-        base["data"][k] = os.path.normpath(os.path.join(folder, base["data"][k]))
+    base = runner.quickstart_run()
     # A smaller budget than the quick start: 150 steps of 8 x 256 tokens, constant lr after warm-up,
     # so that the high learning rates act for the whole run.
     base.update(steps=150, batch_size=8)
@@ -55,10 +48,7 @@ def main():
         runner.use_data(base, a.data)
     if a.smoke:
         lrs, precisions, remedies, a.seeds = [0.01], ["bf16"], ["baseline", "g1"], 1
-        base.update(steps=4, batch_size=2)
-        base["schedule"]["warmup_steps"] = 1
-        base["eval"] = {"every": 4, "windows": 4}
-        base["checkpoint"] = {"every": 2, "keep": 1}
+        runner.toy_budget(base)
     variants = []
     for p in precisions:
         for lr in lrs:

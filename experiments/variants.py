@@ -40,10 +40,7 @@ def main():
     gates = dict(GATES)
     if a.smoke:
         gates, a.seeds = {k: GATES[k] for k in ("baseline", "g2_value")}, 1
-        base.update(steps=4, batch_size=2)
-        base["schedule"]["warmup_steps"] = 1
-        base["eval"] = {"every": 4, "windows": 4}
-        base["checkpoint"] = {"every": 2, "keep": 1}
+        runner.toy_budget(base)
     data = sink.bigram_backcopy_data(a, out)
     runner.use_data(base, data)
     variants = [{"name": name, "gate": gate} for name, gate in gates.items()]

@@ -17,8 +17,10 @@ TEST(BigramBackcopy, TheStreamFollowsTheRules) {
   // The triggers are the most frequent tokens of the bigram chain.
   double least_trigger = 1, most_other = 0;
   for (int t = 0; t < 32; ++t) {
-    if (chain.is_trigger[t]) least_trigger = std::min(least_trigger, chain.stationary[t]);
-    else most_other = std::max(most_other, chain.stationary[t]);
+    if (chain.is_trigger[t])
+      least_trigger = std::min(least_trigger, chain.stationary[t]);
+    else
+      most_other = std::max(most_other, chain.stationary[t]);
   }
   EXPECT_GT(least_trigger, most_other);
 

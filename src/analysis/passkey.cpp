@@ -42,8 +42,8 @@ std::vector<PasskeyResult> passkey_retrieval(Model& model, const Tokenizer& toke
     std::vector<float> logits;
     for (int trial = 0; trial < trials; ++trial) {
       const std::string key = std::to_string(10000 + rng() % 90000);
-      const std::vector<uint32_t> needle =
-          tokenizer.encode(" The pass key is " + key + ". Remember it. " + key + " is the pass key.");
+      const std::vector<uint32_t> needle = tokenizer.encode(
+          " The pass key is " + key + ". Remember it. " + key + " is the pass key.");
       const std::vector<uint32_t> answer = tokenizer.encode(" " + key);
       const int fixed = 1 + int(intro.size() + needle.size() + question.size() + answer.size());
       const int fillers = (length - fixed) / int(filler.size());
@@ -62,10 +62,12 @@ std::vector<PasskeyResult> passkey_retrieval(Model& model, const Tokenizer& toke
       const int answer_at = int(ids.size());
       append(ids, answer);
       // Pad with filler to exactly `length`: the filler after the answer is never scored.
-      for (size_t i = 0; ids.size() < size_t(length); ++i) ids.push_back(int32_t(filler[i % filler.size()]));
+      for (size_t i = 0; ids.size() < size_t(length); ++i)
+        ids.push_back(int32_t(filler[i % filler.size()]));
       ids.resize(length);
       for (int32_t id : ids)
-        if (id >= vocab) fail("passkey: the tokenizer's id ", id, " is beyond the model's vocab_size ", vocab);
+        if (id >= vocab)
+          fail("passkey: the tokenizer's id ", id, " is beyond the model's vocab_size ", vocab);
       logits.resize(size_t(length) * vocab);
       model.forward({ids.data(), nullptr, 1, length}, logits.data());
       bool all = true;

@@ -12,7 +12,7 @@
 namespace gattn {
 
 struct PasskeyResult {
-  int length = 0;   // tokens per prompt, BOS and answer included
+  int length = 0;  // tokens per prompt, BOS and answer included
   int trials = 0;
   int retrieved = 0;
   double answer_nats = 0;  // mean over trials of the answer's summed -log p

@@ -29,11 +29,16 @@ std::string px(double x) {
 std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else if (c == '"')
+      out += "&quot;";
+    else
+      out += c;
   }
   return out;
 }
@@ -56,15 +61,17 @@ struct Bar {
 const char* kColours[] = {"#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860"};
 
 // A bar chart; `reference` (if >= 0) is drawn as a dashed line, with its own key.
-std::string bar_chart(const std::string& id, const std::string& caption, const std::vector<Bar>& bars,
-                      double y_max, double reference = -1, const std::string& reference_key = "") {
+std::string bar_chart(const std::string& id, const std::string& caption,
+                      const std::vector<Bar>& bars, double y_max, double reference = -1,
+                      const std::string& reference_key = "") {
   double top = y_max;
   if (top <= 0) {
     for (const Bar& b : bars) top = std::max(top, b.value);
     top = std::max(top, reference) * 1.1;
     if (top <= 0) top = 1;
   }
-  const double width = kLeft + (bars.size() + 1) * (kBarWidth + 2) + 10 * (bars.empty() ? 0 : bars.back().group);
+  const double width =
+      kLeft + (bars.size() + 1) * (kBarWidth + 2) + 10 * (bars.empty() ? 0 : bars.back().group);
   std::string s = "<figure><figcaption>" + escape(caption) + "</figcaption>\n<svg id=\"" + id +
                   "\" class=\"plot\" data-y-max=\"" + num(top) + "\" data-plot-height=\"" +
                   num(kPlotHeight) + "\" width=\"" + px(width + 20) + "\" height=\"" +
@@ -106,8 +113,8 @@ std::vector<Bar> per_head_bars(const json& layers, const std::string& parent,
   for (size_t l = 0; l < layers.size(); ++l) {
     const json& holder = parent.empty() ? layers[l] : layers[l][parent];
     const json& values = holder[field];
-    const std::string prefix = "/layers/" + std::to_string(l) + "/" +
-                               (parent.empty() ? "" : parent + "/") + field + "/";
+    const std::string prefix =
+        "/layers/" + std::to_string(l) + "/" + (parent.empty() ? "" : parent + "/") + field + "/";
     for (size_t h = 0; h < values.size(); ++h)
       bars.push_back({prefix + std::to_string(h), "h" + std::to_string(h), values[h].get<double>(),
                       int(l), int(h), h == 0 ? "layer " + std::to_string(l) : ""});
@@ -152,9 +159,10 @@ std::string analysis_report_html(const json& a, const std::string& title) {
       "</title>\n<style>body{font-family:sans-serif;margin:2em;max-width:70em}"
       "figure{display:inline-block;margin:1em}figcaption{font-size:0.9em}"
       "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:0.2em 0.6em}</style>"
-      "</head><body>\n<h1>" + escape(title) + "</h1>\n<p>gate: " +
-      escape(a["gate"].get<std::string>()) + "; " + std::to_string(a["sequences"].get<int64_t>()) +
-      " sequences of " + std::to_string(a["seq_len"].get<int>()) + " tokens" +
+      "</head><body>\n<h1>" +
+      escape(title) + "</h1>\n<p>gate: " + escape(a["gate"].get<std::string>()) + "; " +
+      std::to_string(a["sequences"].get<int64_t>()) + " sequences of " +
+      std::to_string(a["seq_len"].get<int>()) + " tokens" +
       (a["bos_at_position_0"].get<bool>() ? ", BOS at position 0" : "") + "; loss " +
       short_num(a["loss"].get<double>()) +
       ". The numbers are those of the analysis JSON; definitions in docs/ANALYSIS.md.</p>\n"
@@ -199,8 +207,9 @@ std::string analysis_report_html(const json& a, const std::string& title) {
         for (size_t b = 0; b < n; ++b) {
           char label[16];
           std::snprintf(label, sizeof label, "%.2g", lo + (hi - lo) * double(b) / double(n));
-          bins.push_back({"/layers/" + std::to_string(l) + "/gate/histogram/counts/" + std::to_string(b),
-                          b % 5 == 0 ? label : "", h["counts"][b].get<double>(), 0, 0, ""});
+          bins.push_back(
+              {"/layers/" + std::to_string(l) + "/gate/histogram/counts/" + std::to_string(b),
+               b % 5 == 0 ? label : "", h["counts"][b].get<double>(), 0, 0, ""});
         }
         s += bar_chart("gate_histogram_" + std::to_string(l),
                        "layer " + std::to_string(l) + ": histogram of gate scores over [" +

@@ -85,7 +85,8 @@ void add_analyze_command(CLI::App& app) {
     }
     if (!html.empty()) {
       const std::string text = analysis_report_html(r, "gattn analyze: " + folder);
-      write_file_atomically(html, [&](const WriteChunk& write) { write(text.data(), text.size()); });
+      write_file_atomically(html,
+                            [&](const WriteChunk& write) { write(text.data(), text.size()); });
       std::printf("  wrote %s\n", html.c_str());
     }
   });

@@ -25,9 +25,10 @@ void add_eval_command(CLI::App& app) {
       ->check(CLI::IsMember({"bos", "plain"}));
   cmd->add_option("--batch", batch, "windows per forward pass")->check(CLI::PositiveNumber);
   cmd->add_option("--threads", threads, "threads (default: all cores)");
-  cmd->add_option("--rope-scaling", rope_scaling,
-                  "an HF rope_scaling object replacing the checkpoint's, e.g. "
-                  "'{\"rope_type\": \"yarn\", \"factor\": 4, \"original_max_position_embeddings\": 256}'");
+  cmd->add_option(
+      "--rope-scaling", rope_scaling,
+      "an HF rope_scaling object replacing the checkpoint's, e.g. "
+      "'{\"rope_type\": \"yarn\", \"factor\": 4, \"original_max_position_embeddings\": 256}'");
   cmd->callback([] {
     if (threads > 0) set_num_threads(threads);
     std::string folder;

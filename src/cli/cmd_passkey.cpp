@@ -33,7 +33,8 @@ void add_passkey_command(CLI::App& app) {
     const Tokenizer tokenizer = Tokenizer::load(tokenizer_path);
     std::string folder;
     const int longest = *std::max_element(lengths.begin(), lengths.end());
-    const auto model = with_context(load_checkpoint_model(checkpoint, folder), longest, rope_scaling);
+    const auto model =
+        with_context(load_checkpoint_model(checkpoint, folder), longest, rope_scaling);
     const auto results = passkey_retrieval(*model, tokenizer, lengths, trials, seed);
     std::printf("checkpoint %s%s%s\n  length  retrieved  answer nats\n", folder.c_str(),
                 rope_scaling.empty() ? "" : ", rope scaling ", rope_scaling.c_str());

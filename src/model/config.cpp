@@ -26,11 +26,10 @@ const std::map<std::string, GateActivation> kActivations = {{"sigmoid", GateActi
                                                             {"silu", GateActivation::silu},
                                                             {"identity", GateActivation::identity}};
 const std::map<std::string, bool> kModes = {{"multiplicative", false}, {"additive", true}};
-const std::map<std::string, RopeScaling::Type> kRopeTypes = {
-    {"default", RopeScaling::Type::none},
-    {"linear", RopeScaling::Type::linear},
-    {"ntk", RopeScaling::Type::ntk},
-    {"yarn", RopeScaling::Type::yarn}};
+const std::map<std::string, RopeScaling::Type> kRopeTypes = {{"default", RopeScaling::Type::none},
+                                                             {"linear", RopeScaling::Type::linear},
+                                                             {"ntk", RopeScaling::Type::ntk},
+                                                             {"yarn", RopeScaling::Type::yarn}};
 
 GateConfig gate_from_json(const json& j, const std::string& source) {
   JsonFields f(j, source + ": gate");
@@ -133,7 +132,8 @@ Config config_from_json(const json& j, const std::string& source) {
   f.ignore("rope_scaling");
   f.reject_unknown();
   if (j.contains("gate")) c.gate = gate_from_json(j.at("gate"), source);
-  if (j.contains("rope_scaling")) c.rope_scaling = rope_scaling_from_json(j.at("rope_scaling"), source);
+  if (j.contains("rope_scaling"))
+    c.rope_scaling = rope_scaling_from_json(j.at("rope_scaling"), source);
 
   for (const char* required : {"vocab_size", "hidden_size", "num_hidden_layers",
                                "num_attention_heads", "intermediate_size"})

@@ -17,7 +17,8 @@ std::atomic<bool> g_bf16{false};
 const float* rounded_copy(const float* x, int rows, int cols, int ld, std::vector<float>& buffer) {
   buffer.resize(size_t(rows) * cols);
   for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < cols; ++c) buffer[size_t(r) * cols + c] = round_to_bf16(x[size_t(r) * ld + c]);
+    for (int c = 0; c < cols; ++c)
+      buffer[size_t(r) * cols + c] = round_to_bf16(x[size_t(r) * ld + c]);
   return buffer.data();
 }
 

@@ -34,7 +34,7 @@ BigramBackcopyChain make_bigram_backcopy_chain(const BigramBackcopySpec& spec);
 
 struct BigramBackcopyStream {
   std::vector<uint32_t> tokens;  // BOS, then the stream
-  double entropy_nats = 0;  // mean -log p(next | past) under the true source over the stream's
+  double entropy_nats = 0;       // mean -log p(next | past) under the true source over the stream's
                             // targets: the loss of a perfect model, windows' first tokens aside
   double trigger_share = 0;  // fraction of targets that are copies
 };

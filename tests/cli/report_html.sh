@@ -10,6 +10,6 @@ trap 'rm -rf "$work"' EXIT
 "$gattn" analyze --checkpoint "$work/model" --data "$work/data/val.bin" --seq 64 --sequences 4 \
   --map 0:1 --map 1:3 --out "$work/analysis.json" --html "$work/report.html" >/dev/null
 # Chromium wants a writable home for its profile; --no-sandbox since CI runs as root.
-HOME=$work chromium --headless --no-sandbox --disable-gpu --dump-dom "file://$work/report.html" \
+HOME=$work chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --dump-dom "file://$work/report.html" \
   >"$work/dom.html" 2>"$work/chromium.log" || { cat "$work/chromium.log"; exit 1; }
 python3 "$check" "$work/dom.html" "$work/analysis.json"

@@ -40,7 +40,13 @@ def arguments(description, default_seeds, add_options=None):
     ap.add_argument("--smoke", action="store_true", help="2 variants, 1 seed, a few steps")
     ap.add_argument("--data", default=None,
                     help="folder with train.bin and val.bin (and tokenizer.json) replacing the runner's data")
-    return ap.parse_args()
+    a = ap.parse_args()
+    # Run configs live in the run folders and resolve relative paths from there: make ours absolute.
+    for name in ("gattn", "out", "data"):
+        value = getattr(a, name)
+        if value and (name != "gattn" or os.sep in value):  # a bare --gattn is looked up in PATH
+            setattr(a, name, os.path.abspath(value))
+    return a
 
 
 def use_data(run, folder):

@@ -7,6 +7,7 @@ A variant is a dict: name, and optional gate (a gate object), model (fields repl
 model config's), run (fields replacing the base run config's, e.g. {"optimizer": {"lr": 0.003}}).
 """
 import argparse
+import concurrent.futures
 import copy
 import json
 import math
@@ -15,6 +16,7 @@ import statistics
 import struct
 import subprocess
 import sys
+import threading
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 METRICS = [  # (key, label, format)
@@ -37,6 +39,7 @@ def arguments(description, default_seeds, add_options=None):
     ap.add_argument("--out", default=None, help="folder of the runs and results")
     ap.add_argument("--seeds", type=int, default=default_seeds)
     ap.add_argument("--threads", type=int, default=0, help="threads per run (0: all cores)")
+    ap.add_argument("--jobs", type=int, default=1, help="runs trained at once (e.g. --jobs 2 --threads 1)")
     ap.add_argument("--smoke", action="store_true", help="2 variants, 1 seed, a few steps")
     ap.add_argument("--data", default=None,
                     help="folder with train.bin and val.bin (and tokenizer.json) replacing the runner's data")
@@ -133,21 +136,30 @@ def train_and_analyze(a, base_run, variant, seed, out, analyze_args):
     row["uniform_f_attn"] = an["uniform"]["f_attn"]
     with open(row_file, "w") as f:
         json.dump(row, f, indent=2)
-    with open(os.path.join(out, "results.jsonl"), "a") as f:
+    with RESULTS_LOCK, open(os.path.join(out, "results.jsonl"), "a") as f:
         f.write(json.dumps(row) + "\n")
     return row
 
 
-def training_curve_stats(metrics_path, warmup):
-    """Loss spikes (a step after warm-up whose loss exceeds 1.5x the mean of the previous 20
-    steps), skipped (non-finite) steps, the largest and the last M-Act seen during training."""
+RESULTS_LOCK = threading.Lock()
+
+
+def read_metrics(path):
+    """The trainer's metrics.jsonl: one dict per step (a torn last line is skipped)."""
     steps = []
-    with open(metrics_path) as f:
+    with open(path) as f:
         for line in f:
             try:
                 steps.append(json.loads(line))
             except json.JSONDecodeError:
                 pass
+    return steps
+
+
+def training_curve_stats(metrics_path, warmup):
+    """Loss spikes (a step after warm-up whose loss exceeds 1.5x the mean of the previous 20
+    steps), skipped (non-finite) steps, the largest and the last M-Act seen during training."""
+    steps = read_metrics(metrics_path)
     losses = [s.get("loss") for s in steps]
     spikes = 0
     for i in range(max(warmup, 20), len(losses)):
@@ -162,23 +174,46 @@ def training_curve_stats(metrics_path, warmup):
 
 
 def run_grid(a, base_run, variants, out, analyze_args=()):
-    """Trains every (variant, seed), seeds outermost so that partial results are paired."""
-    rows = {}
-    for seed in range(a.seeds):
-        for v in variants:
-            print(f"== {v['name']} seed {seed}", flush=True)
-            rows[(v["name"], seed)] = train_and_analyze(a, base_run, v, seed, out, list(analyze_args))
-    return rows
+    """Trains every (variant, seed), --jobs at a time, seeds outermost so that partial results
+    are paired."""
+    def one(v, seed):
+        print(f"== {v['name']} seed {seed}", flush=True)
+        return train_and_analyze(a, base_run, v, seed, out, list(analyze_args))
+
+    grid = [(v, seed) for seed in range(a.seeds) for v in variants]
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs))
+    try:
+        futures = {(v["name"], seed): pool.submit(one, v, seed) for v, seed in grid}
+        return {key: future.result() for key, future in futures.items()}
+    finally:
+        pool.shutdown(cancel_futures=True)  # after a failed run, start no more
 
 
 def fmt(f, x):
     return "–" if x is None else f.format(x)
 
 
+PAIRED = [("val_loss", "Δ val loss", "{:+.4f}", "{:.4f}"), ("f_attn", "Δ F-Attn", "{:+.3f}", "{:.3f}")]
+
+
+def paired_cell(rows, name, baseline, seeds, key, f_mean, f_sd):
+    """The mean paired difference name - baseline of KEY over seeds, its sd and its t statistic."""
+    d = [rows[(name, s)][key] - rows[(baseline, s)][key] for s in range(seeds)
+         if rows[(name, s)][key] is not None and rows[(baseline, s)][key] is not None]
+    if name == baseline or not d:
+        return ""
+    if len(d) == 1:
+        return f_mean.format(d[0])
+    sd = statistics.stdev(d)
+    t = abs(statistics.mean(d)) / (sd / math.sqrt(len(d))) if sd > 0 else float("inf")
+    return f"{f_mean.format(statistics.mean(d))} ({f_sd.format(sd)}; t = {t:.1f})"
+
+
 def summary_table(rows, variants, seeds, baseline):
-    """Markdown: per variant the mean ± sd over seeds of each metric, and the paired difference of
-    the val loss against the baseline with its sd over seeds."""
-    head = ["variant"] + [label for _, label, _ in METRICS] + [f"Δ val loss vs {baseline} (sd)"]
+    """Markdown: per variant the mean ± sd over seeds of each metric, and the paired differences
+    of the val loss and F-Attn against the baseline with their sd over seeds."""
+    head = (["variant"] + [label for _, label, _ in METRICS] +
+            [f"{label} vs {baseline} (sd)" for _, label, _, _ in PAIRED])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for v in variants:
         cells = [v["name"]]
@@ -190,15 +225,7 @@ def summary_table(rows, variants, seeds, baseline):
                 cells.append(fmt(f, xs[0]))
             else:
                 cells.append(fmt(f, statistics.mean(xs)) + " ± " + fmt(f, statistics.stdev(xs)))
-        d = [rows[(v["name"], s)]["val_loss"] - rows[(baseline, s)]["val_loss"] for s in range(seeds)]
-        if v["name"] == baseline:
-            cells.append("")
-        elif len(d) == 1:
-            cells.append(f"{d[0]:+.4f}")
-        else:
-            sd = statistics.stdev(d)
-            z = abs(statistics.mean(d)) / (sd / math.sqrt(len(d))) if sd > 0 else float("inf")
-            cells.append(f"{statistics.mean(d):+.4f} ({sd:.4f}; t = {z:.1f})")
+        cells += [paired_cell(rows, v["name"], baseline, seeds, key, fm, fs) for key, _, fm, fs in PAIRED]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

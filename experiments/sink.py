@@ -28,11 +28,18 @@ RUN = {
 }
 LONG = {"steps": 3000, "optimizer": {"lr": 0.003, "min_lr": 0.003, "weight_decay": 0.0},
         "schedule": {"warmup_steps": 100}, "eval": {"every": 3000}}
+LONG_1K = runner.merged(LONG, {"steps": 1000, "eval": {"every": 1000}})
 REGIMES = {  # name: (what it changes, run overrides)
     "short": ("1 layer, lr 1e-3 cosine, weight decay 0.1, 1,500 steps of 32 x 128 tokens", {}),
     "long": ("1 layer, constant lr 3e-3, no weight decay, 3,000 steps", LONG),
     "long_2layer": ("as long, 2 layers", runner.merged(LONG, {"model": {"num_hidden_layers": 2}})),
     "long_qknorm": ("as long, QK-norm on", runner.merged(LONG, {"model": {"use_qk_norm": True}})),
+    "long_1k": ("as long, stopped at 1,000 steps", LONG_1K),
+    "long_1k_nope": ("as long_1k, no RoPE", runner.merged(LONG_1K, {"model": {"partial_rotary_factor": 0.0}})),
+    "long_1k_2layer": ("as long_1k, 2 layers", runner.merged(LONG_1K, {"model": {"num_hidden_layers": 2}})),
+    "long_1k_3layer": ("as long_1k, 3 layers", runner.merged(LONG_1K, {"model": {"num_hidden_layers": 3}})),
+    "long_1k_wd": ("as long_1k, weight decay 0.1", runner.merged(LONG_1K, {"optimizer": {"weight_decay": 0.1}})),
+    "long_1k_bf16": ("as long_1k, bf16 GEMM inputs", runner.merged(LONG_1K, {"precision": "bf16"})),
 }
 GATES = {"baseline": {"position": "none"}, "g1": {"position": "sdpa"}}
 

@@ -3,16 +3,22 @@
 against G1 and the paper's other remedies (sandwich norm, block-output clipping at 100 and 300),
 in fp32 and in bf16 mode (GEMM inputs rounded to bf16), on the default corpus. Reports per run the
 final loss, loss spikes (a step whose loss exceeds 1.5x the mean of the previous 20), skipped
-non-finite steps, and M-Act during training and at the end. Resumable.
+non-finite steps, and M-Act during training and at the end, with SVG plots of the loss and M-Act
+curves (OUT/plots). The summary covers every finished run in OUT, so invocations with other --lrs,
+--precisions or --seeds add to it. Resumable.
 
-  experiments/stability.py [--seeds 1] [--lrs 0.003,0.01,0.03,0.1] [--precisions fp32,bf16]
+  experiments/stability.py [--seeds 2] [--lrs 0.01,0.1,0.3,1] [--precisions fp32,bf16]
                            [--remedies baseline,g1,sandwich,clip100,clip300] [--threads 0]
 
 Needs the default corpus, tokenizer and shards (scripts/quickstart.sh makes them), or --data.
 """
+import json
+import math
 import os
+import statistics
 
 import runner
+import svg_plot
 
 REMEDIES = {
     "baseline": {"gate": {"position": "none"}},
@@ -25,11 +31,11 @@ REMEDIES = {
 
 def main():
     def options(ap):
-        ap.add_argument("--lrs", default="0.003,0.01,0.03,0.1")
+        ap.add_argument("--lrs", default="0.01,0.1,0.3,1")
         ap.add_argument("--precisions", default="fp32,bf16")
         ap.add_argument("--remedies", default=",".join(REMEDIES))
 
-    a = runner.arguments(__doc__, default_seeds=1, add_options=options)
+    a = runner.arguments(__doc__, default_seeds=2, add_options=options)
     lrs = [float(x) for x in a.lrs.split(",")]
     precisions = a.precisions.split(",")
     remedies = a.remedies.split(",")
@@ -57,16 +63,83 @@ def main():
                 v["name"] = f"{p}.lr{lr:g}.{r}"
                 v["run"] = {"precision": p, "optimizer": {"lr": lr, "min_lr": lr}}
                 variants.append(v)
-    rows = runner.run_grid(a, base, variants, out, ["--sequences", "4" if a.smoke else "32"])
-    head = "| run | final train loss | val loss | loss spikes | skipped steps | max M-Act in training | M-Act at the end |"
-    lines = [head, "|---|---|---|---|---|---|---|"]
-    for v in variants:
-        for s in range(a.seeds):
-            r = rows[(v["name"], s)]
-            lines.append(f"| {v['name']} s{s} | {runner.fmt('{:.4f}', r['final_train_loss'])} | "
+    runner.run_grid(a, base, variants, out, ["--sequences", "4" if a.smoke else "32"])
+    rows = finished_runs(out)
+    plots = write_plots(out, rows)
+    runner.write_summary(out, "stability: learning-rate sweep, fp32 and bf16",
+                         pivot(rows, "val_loss", "{:.3f}", "val loss (mean over seeds; spikes in brackets)") + "\n" +
+                         pivot(rows, "max_m_act_training", "{:.3g}", "largest M-Act during training (mean over seeds)") +
+                         "\n" + "".join(f"![{p}](plots/{p})\n" for p in plots) + "\n" + per_run_table(rows))
+
+
+def finished_runs(out):
+    """Every finished run in OUT (also those of earlier invocations with other --lrs or
+    --precisions), keyed (precision, lr, remedy) -> [rows over seeds]."""
+    rows = {}
+    folder = os.path.join(out, "runs")
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name, "result.json")
+        if os.path.exists(path):
+            with open(path) as f:
+                row = json.load(f)
+            precision, lr, remedy = row["variant"].split(".lr")[0], *row["variant"].split(".lr")[1].rsplit(".", 1)
+            row["train_dir"] = os.path.join(folder, name, "train")
+            rows.setdefault((precision, float(lr), remedy), []).append(row)
+    return dict(sorted(rows.items(), key=lambda kv: (kv[0][0] != "fp32", kv[0][1], list(REMEDIES).index(kv[0][2]))))
+
+
+def pivot(rows, key, f, title):
+    """Markdown: learning rates down, remedies across, per precision."""
+    remedies = [r for r in REMEDIES if any(k[2] == r for k in rows)]
+    lines = [f"{title}\n", "| precision | lr | " + " | ".join(remedies) + " |", "|---|---|" + "---|" * len(remedies)]
+    for precision, lr in dict.fromkeys((p, lr) for p, lr, _ in rows):
+        cells = []
+        for r in remedies:
+            rs = rows.get((precision, lr, r), [])
+            xs = [x[key] for x in rs if x[key] is not None]
+            cell = runner.fmt(f, statistics.mean(xs)) if xs else "–"
+            if rs and key == "val_loss":
+                cell += f" ({sum(x['loss_spikes'] for x in rs)})"
+            cells.append(cell + (f" n={len(rs)}" if len(rs) != 1 else ""))
+        lines.append(f"| {precision} | {lr:g} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def per_run_table(rows):
+    lines = ["| run | final train loss | val loss | loss spikes | skipped steps | max M-Act in training | M-Act at the end |",
+             "|---|---|---|---|---|---|---|"]
+    for runs in rows.values():
+        for r in runs:
+            lines.append(f"| {r['variant']} s{r['seed']} | {runner.fmt('{:.4f}', r['final_train_loss'])} | "
                          f"{runner.fmt('{:.4f}', r['val_loss'])} | {r['loss_spikes']} | {r['skipped_steps']} | "
                          f"{runner.fmt('{:.1f}', r['max_m_act_training'])} | {runner.fmt('{:.1f}', r['m_act'])} |")
-    runner.write_summary(out, "stability: learning-rate sweep, fp32 and bf16", "\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
+
+
+def write_plots(out, rows):
+    """Per (precision, lr): the training loss (10-step running mean) and M-Act of each remedy's
+    seed 0 against the step, as SVG files in OUT/plots. Returns their names."""
+    os.makedirs(os.path.join(out, "plots"), exist_ok=True)
+    names = []
+    for precision, lr in dict.fromkeys((p, lr) for p, lr, _ in rows):
+        curves = []
+        for (p, l, remedy), runs in rows.items():
+            if (p, l) == (precision, lr) and runs[0]["seed"] == 0:
+                steps = runner.read_metrics(os.path.join(runs[0]["train_dir"], "metrics.jsonl"))
+                xs = [m["step"] for m in steps]
+                loss = [m.get("loss") for m in steps]
+                smooth = [statistics.mean(v for v in loss[max(0, i - 9):i + 1] if v is not None and math.isfinite(v))
+                          if any(v is not None and math.isfinite(v) for v in loss[max(0, i - 9):i + 1]) else None
+                          for i in range(len(loss))]
+                curves.append((remedy, xs, smooth, [m.get("max_abs_hidden") for m in steps]))
+        for what, index, log_y in (("loss", 2, False), ("m_act", 3, True)):
+            name = f"{precision}_lr{lr:g}_{what}.svg"
+            label = "training loss (10-step mean)" if what == "loss" else "M-Act (max |hidden|)"
+            with open(os.path.join(out, "plots", name), "w") as f:
+                f.write(svg_plot.line_chart([(c[0], c[1], c[index]) for c in curves],
+                                            f"{precision}, lr {lr:g}: {label}, seed 0", "step", label, log_y))
+            names.append(name)
+    return names
 
 
 if __name__ == "__main__":

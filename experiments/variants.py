@@ -4,7 +4,7 @@
 against the baseline, >= 3 seeds, paired, on the Bigram-Backcopy sink regime of sink.py (smaller
 budget than core). Resumable.
 
-  experiments/variants.py [--seeds 3] [--regime short] [--threads 0] [--out runs/experiments/variants]
+  experiments/variants.py [--seeds 3] [--regime long_1k] [--threads 0] [--out runs/experiments/variants]
 """
 import os
 
@@ -34,7 +34,7 @@ GATES = {
 
 def main():
     a = runner.arguments(__doc__, default_seeds=3,
-                         add_options=lambda ap: ap.add_argument("--regime", default="short", choices=list(sink.REGIMES)))
+                         add_options=lambda ap: ap.add_argument("--regime", default="long_1k", choices=list(sink.REGIMES)))
     out = a.out or os.path.join(runner.ROOT, "runs", "experiments", "variants" + ("_smoke" if a.smoke else ""))
     base = runner.merged(sink.RUN, sink.REGIMES[a.regime][1])
     gates = dict(GATES)

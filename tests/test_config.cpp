@@ -122,7 +122,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "must be an even integer"},
         BadCase{"rotary_above_one",
                 {{"partial_rotary_factor", 1.5}},
-                "'partial_rotary_factor': expected a number in (0, 1]"},
+                "'partial_rotary_factor': expected a number in [0, 1] (0: no RoPE)"},
         BadCase{
             "non_positive_theta", {{"rope_theta", 0}}, "'rope_theta': expected a positive number"},
         BadCase{"unknown_field", {{"hiden_size", 32}}, "unknown field 'hiden_size'"},

@@ -1,6 +1,7 @@
 // Whole-model properties: bitwise reproducibility, gradient accumulation, and input checks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -82,6 +83,31 @@ TEST(Model, InitialLossIsNearLnVocab) {
   const LossSum loss = m.forward(t.b);
   EXPECT_EQ(loss.tokens, 2 * 63);
   EXPECT_NEAR(loss.nats / loss.tokens, std::log(300.0), 0.05);
+}
+
+// Without positions (partial_rotary_factor 0, "NoPE") one causal attention layer sees its prefix
+// as a set: the last token's logits do not change when the tokens before it are shuffled. With
+// RoPE they do. (From two layers on, earlier positions' outputs depend on their own prefixes.)
+TEST(Model, NoRopeMakesTheLastTokenBlindToPrefixOrder) {
+  for (const double factor : {0.0, 1.0}) {
+    Config c = small();
+    c.partial_rotary_factor = factor;
+    c.num_hidden_layers = 1;
+    Model m(c);
+    m.init(5);
+    Tokens t(1, 24, 300, 7);
+    std::vector<float> before(24 * 300), after(24 * 300);
+    m.forward(t.b, before.data());
+    std::shuffle(t.ids.begin(), t.ids.end() - 1, std::mt19937_64(8));
+    m.forward(t.b, after.data());
+    double max_diff = 0;
+    for (int v = 0; v < 300; ++v)
+      max_diff = std::max(max_diff, double(std::abs(after[23 * 300 + v] - before[23 * 300 + v])));
+    if (factor == 0)
+      EXPECT_LT(max_diff, 1e-5);
+    else
+      EXPECT_GT(max_diff, 1e-3);
+  }
 }
 
 TEST(Model, RejectsBadInputs) {

@@ -80,13 +80,12 @@ void add_analyze_command(CLI::App& app) {
                   r["gate_score"].get<double>());
     if (!out.empty()) {
       const std::string text = r.dump(1) + "\n";
-      write_file_atomically(out, [&](const WriteChunk& write) { write(text.data(), text.size()); });
+      write_text_file_atomically(out, text);
       std::printf("  wrote %s\n", out.c_str());
     }
     if (!html.empty()) {
       const std::string text = analysis_report_html(r, "gattn analyze: " + folder);
-      write_file_atomically(html,
-                            [&](const WriteChunk& write) { write(text.data(), text.size()); });
+      write_text_file_atomically(html, text);
       std::printf("  wrote %s\n", html.c_str());
     }
   });

@@ -49,7 +49,7 @@ void add_passkey_command(CLI::App& app) {
     }
     if (!out.empty()) {
       const std::string text = j.dump(1) + "\n";
-      write_file_atomically(out, [&](const WriteChunk& write) { write(text.data(), text.size()); });
+      write_text_file_atomically(out, text);
     }
   });
 }

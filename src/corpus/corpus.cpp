@@ -121,9 +121,7 @@ CorpusStats build_corpus(const CorpusOptions& options) {
   write_jsonl((out / "train.jsonl").string(), placed[kTrain]);
   write_jsonl((out / "val.jsonl").string(), placed[kVal]);
   const std::string stats_text = stats_json(options, stats).dump(2) + "\n";
-  write_file_atomically((out / "stats.json").string(), [&](const WriteChunk& write) {
-    write(stats_text.data(), stats_text.size());
-  });
+  write_text_file_atomically((out / "stats.json").string(), stats_text);
   return stats;
 }
 

@@ -29,7 +29,7 @@ Config load_config(const std::string& path, const std::string& gate_json) {
 
 void save_config(const std::string& path, const Config& config) {
   const std::string text = config_to_json(config).dump(2) + "\n";
-  write_file_atomically(path, [&](const WriteChunk& write) { write(text.data(), text.size()); });
+  write_text_file_atomically(path, text);
 }
 
 void save_params(const std::string& path, const ParamLayout& layout,

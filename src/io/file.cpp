@@ -63,4 +63,8 @@ void write_file_atomically(const std::string& path,
   }
 }
 
+void write_text_file_atomically(const std::string& path, const std::string& text) {
+  write_file_atomically(path, [&](const WriteChunk& write) { write(text.data(), text.size()); });
+}
+
 }  // namespace gattn

@@ -14,5 +14,6 @@ std::string read_text_file(const std::string& path);
 using WriteChunk = std::function<void(const void* data, size_t bytes)>;
 void write_file_atomically(const std::string& path,
                            const std::function<void(const WriteChunk&)>& produce);
+void write_text_file_atomically(const std::string& path, const std::string& text);
 
 }  // namespace gattn

@@ -149,10 +149,10 @@ Config config_from_json(const json& j, const std::string& source) {
            ") is not divisible by num_attention_heads (", heads, ")");
     c.head_dim = c.hidden_size / heads;
   }
-  if (c.partial_rotary_factor > 1) f.bad("partial_rotary_factor", "a number in (0, 1]");
+  if (c.partial_rotary_factor < 0 || c.partial_rotary_factor > 1)
+    f.bad("partial_rotary_factor", "a number in [0, 1] (0: no RoPE)");
   const double rotary = c.head_dim * c.partial_rotary_factor;
-  if (std::abs(rotary - std::round(rotary)) > 1e-9 || int(std::round(rotary)) % 2 != 0 ||
-      rotary < 2)
+  if (std::abs(rotary - std::round(rotary)) > 1e-9 || int(std::round(rotary)) % 2 != 0)
     fail(source,
          ": field 'partial_rotary_factor': head_dim * partial_rotary_factor must be an even "
          "integer, found ",

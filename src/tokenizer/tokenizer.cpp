@@ -176,7 +176,7 @@ Tokenizer Tokenizer::load(const std::string& path) {
 
 void Tokenizer::save(const std::string& path) const {
   const std::string text = tokenizer_json_text(impl_->spec);
-  write_file_atomically(path, [&](const WriteChunk& write) { write(text.data(), text.size()); });
+  write_text_file_atomically(path, text);
 }
 
 Tokenizer Tokenizer::train(const std::vector<std::string>& inputs, int vocab_size,

@@ -123,8 +123,7 @@ std::string write_bigram_backcopy(const BigramBackcopySpec& spec, uint64_t train
                {"copy_share", s.trigger_share}};
   }
   const std::string text = j.dump(2) + "\n";
-  write_file_atomically(dir + "/source.json",
-                        [&](const WriteChunk& write) { write(text.data(), text.size()); });
+  write_text_file_atomically(dir + "/source.json", text);
   return text;
 }
 

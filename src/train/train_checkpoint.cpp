@@ -51,8 +51,7 @@ void sync_folder(const fs::path& folder) {
 
 void save_json(const fs::path& path, const nlohmann::json& j) {
   const std::string text = j.dump(2) + "\n";
-  write_file_atomically(path.string(),
-                        [&](const WriteChunk& write) { write(text.data(), text.size()); });
+  write_text_file_atomically(path.string(), text);
 }
 }  // namespace
 

@@ -81,8 +81,7 @@ void truncate_metrics(const fs::path& path, int64_t step) {
       break;  // a torn last line from a crash
     }
   }
-  write_file_atomically(path.string(),
-                        [&](const WriteChunk& write) { write(kept.data(), kept.size()); });
+  write_text_file_atomically(path.string(), kept);
 }
 }  // namespace
 
@@ -220,8 +219,7 @@ TrainOutcome train(const RunConfig& run, bool resume, const std::vector<uint32_t
        {"gate", gate_description(run.model.gate)},
        {"final_train_loss", last_loss}});
   const std::string text = outcome.summary.dump(2) + "\n";
-  write_file_atomically((fs::path(run.out) / "summary.json").string(),
-                        [&](const WriteChunk& write) { write(text.data(), text.size()); });
+  write_text_file_atomically((fs::path(run.out) / "summary.json").string(), text);
   return outcome;
 }
 

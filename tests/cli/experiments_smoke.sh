@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The experiment runners end to end at toy size (long_context reuses the core runner's runs): 2 variants, 1 seed, a few steps each, on a small
-# synthetic shard; each must train, analyse, resume (a rerun trains nothing) and write its summary.
+# The experiment runners end to end at toy size (long_context reuses the core runner's runs):
+# 2 variants, 1 seed, a few steps each, on a small synthetic shard, 2 runs at once; each must
+# train, analyse, resume (a rerun trains nothing) and write its summary.
 # Usage: experiments_smoke.sh GATTN EXPERIMENTS_DIR
 set -euo pipefail
 gattn=$1 experiments=$2
@@ -9,7 +10,7 @@ trap 'rm -rf "$work"' EXIT
 "$gattn" synthetic --out "$work/data" --train-tokens 20000 --val-tokens 5000 >/dev/null
 for runner in core sink stability variants; do
   python3 "$experiments/$runner.py" --smoke --gattn "$gattn" --data "$work/data" --threads 1 \
-    --out "$work/$runner" >"$work/$runner.log" || { cat "$work/$runner.log"; exit 1; }
+    --jobs 2 --out "$work/$runner" >"$work/$runner.log" || { cat "$work/$runner.log"; exit 1; }
   python3 "$experiments/$runner.py" --smoke --gattn "$gattn" --data "$work/data" --threads 1 \
     --out "$work/$runner" >"$work/$runner.again.log"
   [ "$(wc -l <"$work/$runner/results.jsonl")" = 2 ] || { echo "$runner: a rerun trained again"; exit 1; }

@@ -7,6 +7,7 @@ budget than core). Resumable.
   experiments/variants.py [--seeds 3] [--regime long_1k] [--threads 0] [--out runs/experiments/variants]
 """
 import os
+import statistics
 
 import runner
 import sink
@@ -30,6 +31,45 @@ GATES = {
     "g1_head_rmsnorm": {"position": "sdpa", "kind": "head_rmsnorm"},
     "g1_additive_identity": {"position": "sdpa", "activation": "identity", "mode": "additive"},
 }
+# The paper's figures (../shared/paper.md): Table 1 row, PPL, and where given gate score, M-Act, F-Attn.
+PAPER = {
+    "baseline": ("1", 6.026, None, 1053, 0.467), "g1_sdpa": ("5", 5.761, 0.116, 94, 0.048),
+    "g2_value": ("6", 5.820, 0.221, 125, 0.297), "g3_key": ("7", 6.016, None, None, None),
+    "g4_query": ("8", 5.981, None, None, None), "g5_dense": ("9", 6.017, None, None, None),
+    "g1_headwise": ("10", 5.792, 0.172, 98, 0.073), "g2_headwise": ("11", 5.808, None, None, None),
+    "g1_head_shared": ("12", 5.801, 0.271, 286, 0.301), "g2_head_shared": ("13", 5.867, None, None, None),
+    "g1_additive_silu": ("14", 5.821, None, None, None), "g1_silu": ("15", 5.822, None, None, None),
+    "g1_input_independent": ("–", 5.917, 0.335, 471, 0.364), "g1_ns_sigmoid": ("–", 5.900, 0.653, 892, 0.451),
+    "g1_silu_only": ("–", 5.975, None, None, None), "g1_head_rmsnorm": ("–", 5.847, None, None, None),
+    "g1_additive_identity": ("–", 5.882, None, None, None),
+}
+
+
+def paper_table(rows, variants, seeds):
+    """Markdown: our paired effects next to the paper's figures for each gate."""
+    head = ["variant", "row", "+params", "Δ val loss (sd; t)", "F-Attn", "Δ F-Attn (sd; t)", "gate score", "M-Act",
+            "time/step vs baseline", "paper PPL (Δ)", "paper gate", "paper M-Act", "paper F-Attn"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    base = [rows[("baseline", s)] for s in range(seeds)]
+
+    def mean(name, key, f):
+        xs = [rows[(name, s)][key] for s in range(seeds) if rows[(name, s)][key] is not None]
+        return runner.fmt(f, statistics.mean(xs)) if xs else "–"
+
+    for v in variants:
+        n = v["name"]
+        row, ppl, gate, m_act, f_attn = PAPER[n]
+        own = [rows[(n, s)] for s in range(seeds)]
+        slow = statistics.median(b["tokens_per_s"] / r["tokens_per_s"] for b, r in zip(base, own))
+        cells = [n, row, f"{own[0]['parameters'] - base[0]['parameters']:+,}",
+                 runner.paired_cell(rows, n, "baseline", seeds, "val_loss", "{:+.4f}", "{:.4f}") or "–",
+                 mean(n, "f_attn", "{:.3f}"),
+                 runner.paired_cell(rows, n, "baseline", seeds, "f_attn", "{:+.3f}", "{:.3f}") or "–",
+                 mean(n, "gate_score", "{:.3f}"), mean(n, "m_act", "{:,.0f}"), f"{slow:.2f}x",
+                 f"{ppl:.3f} ({100 * (ppl / PAPER['baseline'][1] - 1):+.1f}%)",
+                 runner.fmt("{:.3f}", gate), runner.fmt("{:,}", m_act), runner.fmt("{:.3f}", f_attn)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def main():
@@ -46,7 +86,8 @@ def main():
     variants = [{"name": name, "gate": gate} for name, gate in gates.items()]
     rows = runner.run_grid(a, base, variants, out, ["--sequences", "4" if a.smoke else "64"])
     runner.write_summary(out, f"variants: every gate on the Bigram-Backcopy regime '{a.regime}'",
-                         f"{sink.REGIMES[a.regime][0]}\n\n" + runner.summary_table(rows, variants, a.seeds, "baseline"))
+                         f"{sink.REGIMES[a.regime][0]}\n\n" + paper_table(rows, variants, a.seeds) + "\n" +
+                         runner.summary_table(rows, variants, a.seeds, "baseline"))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import sys
 import threading
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS_LOCK = threading.Lock()  # --jobs > 1: one appender of results.jsonl at a time
 METRICS = [  # (key, label, format)
     ("val_loss", "val loss", "{:.4f}"),
     ("val_perplexity", "val PPL", "{:.2f}"),
@@ -139,9 +140,6 @@ def train_and_analyze(a, base_run, variant, seed, out, analyze_args):
     with RESULTS_LOCK, open(os.path.join(out, "results.jsonl"), "a") as f:
         f.write(json.dumps(row) + "\n")
     return row
-
-
-RESULTS_LOCK = threading.Lock()
 
 
 def read_metrics(path):

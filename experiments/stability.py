@@ -67,7 +67,8 @@ def main():
     rows = finished_runs(out)
     plots = write_plots(out, rows)
     runner.write_summary(out, "stability: learning-rate sweep, fp32 and bf16",
-                         pivot(rows, "val_loss", "{:.3f}", "val loss (mean over seeds; spikes in brackets)") + "\n" +
+                         pivot(rows, "val_loss", "{:.3f}", "val loss (mean over n seeds, 1 where not marked; "
+                               "loss spikes over all seeds in brackets)") + "\n" +
                          pivot(rows, "max_m_act_training", "{:.3g}", "largest M-Act during training (mean over seeds)") +
                          "\n" + "".join(f"![{p}](plots/{p})\n" for p in plots) + "\n" + per_run_table(rows))
 
@@ -100,7 +101,7 @@ def pivot(rows, key, f, title):
             cell = runner.fmt(f, statistics.mean(xs)) if xs else "–"
             if rs and key == "val_loss":
                 cell += f" ({sum(x['loss_spikes'] for x in rs)})"
-            cells.append(cell + (f" n={len(rs)}" if len(rs) != 1 else ""))
+            cells.append(cell + (f" n={len(rs)}" if len(rs) > 1 else ""))
         lines.append(f"| {precision} | {lr:g} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

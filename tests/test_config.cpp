@@ -53,6 +53,14 @@ TEST(Config, RoundTripsThroughJson) {
   EXPECT_EQ(again.rotary_dim(), 4);
 }
 
+TEST(Config, PartialRotaryFactorZeroMeansNoRope) {
+  json j = base();
+  j["partial_rotary_factor"] = 0.0;
+  const Config c = config_from_json(j, "cfg.json");
+  EXPECT_EQ(c.rotary_dim(), 0);
+  EXPECT_EQ(config_from_json(config_to_json(c), "again").rotary_dim(), 0);
+}
+
 TEST(Config, AcceptsEveryValidGateCombination) {
   int accepted = 0;
   for (const char* position : {"sdpa", "value", "key", "query", "dense"})
@@ -122,7 +130,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "must be an even integer"},
         BadCase{"rotary_above_one",
                 {{"partial_rotary_factor", 1.5}},
-                "'partial_rotary_factor': expected a number in [0, 1] (0: no RoPE)"},
+                "'partial_rotary_factor': expected a number in [0, 1]"},
         BadCase{
             "non_positive_theta", {{"rope_theta", 0}}, "'rope_theta': expected a positive number"},
         BadCase{"unknown_field", {{"hiden_size", 32}}, "unknown field 'hiden_size'"},

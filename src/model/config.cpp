@@ -117,7 +117,7 @@ Config config_from_json(const json& j, const std::string& source) {
   f.read("head_dim", c.head_dim);
   f.read("intermediate_size", c.intermediate_size);
   f.read("rope_theta", c.rope_theta);
-  f.read("partial_rotary_factor", c.partial_rotary_factor);
+  f.read_in("partial_rotary_factor", c.partial_rotary_factor, 0, 1);  // 0: no RoPE
   f.read("rms_norm_eps", c.rms_norm_eps);
   f.read("tie_word_embeddings", c.tie_word_embeddings);
   f.read("use_qk_norm", c.use_qk_norm);
@@ -149,8 +149,6 @@ Config config_from_json(const json& j, const std::string& source) {
            ") is not divisible by num_attention_heads (", heads, ")");
     c.head_dim = c.hidden_size / heads;
   }
-  if (c.partial_rotary_factor < 0 || c.partial_rotary_factor > 1)
-    f.bad("partial_rotary_factor", "a number in [0, 1] (0: no RoPE)");
   const double rotary = c.head_dim * c.partial_rotary_factor;
   if (std::abs(rotary - std::round(rotary)) > 1e-9 || int(std::round(rotary)) % 2 != 0)
     fail(source,

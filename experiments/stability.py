@@ -83,7 +83,8 @@ def finished_runs(out):
         if os.path.exists(path):
             with open(path) as f:
                 row = json.load(f)
-            precision, lr, remedy = row["variant"].split(".lr")[0], *row["variant"].split(".lr")[1].rsplit(".", 1)
+            precision, rest = row["variant"].split(".lr", 1)  # e.g. fp32.lr0.1.g1
+            lr, remedy = rest.rsplit(".", 1)
             row["train_dir"] = os.path.join(folder, name, "train")
             rows.setdefault((precision, float(lr), remedy), []).append(row)
     return dict(sorted(rows.items(), key=lambda kv: (kv[0][0] != "fp32", kv[0][1], list(REMEDIES).index(kv[0][2]))))
@@ -117,6 +118,15 @@ def per_run_table(rows):
     return "\n".join(lines) + "\n"
 
 
+def running_mean(values, window):
+    """The mean of the finite values among each value and the window - 1 before it (None if none)."""
+    out = []
+    for i in range(len(values)):
+        finite = [v for v in values[max(0, i - window + 1):i + 1] if v is not None and math.isfinite(v)]
+        out.append(statistics.mean(finite) if finite else None)
+    return out
+
+
 def write_plots(out, rows):
     """Per (precision, lr): the training loss (10-step running mean) and M-Act of each remedy's
     seed 0 against the step, as SVG files in OUT/plots. Returns their names."""
@@ -128,10 +138,7 @@ def write_plots(out, rows):
             if (p, l) == (precision, lr) and runs[0]["seed"] == 0:
                 steps = runner.read_metrics(os.path.join(runs[0]["train_dir"], "metrics.jsonl"))
                 xs = [m["step"] for m in steps]
-                loss = [m.get("loss") for m in steps]
-                smooth = [statistics.mean(v for v in loss[max(0, i - 9):i + 1] if v is not None and math.isfinite(v))
-                          if any(v is not None and math.isfinite(v) for v in loss[max(0, i - 9):i + 1]) else None
-                          for i in range(len(loss))]
+                smooth = running_mean([m.get("loss") for m in steps], 10)
                 curves.append((remedy, xs, smooth, [m.get("max_abs_hidden") for m in steps]))
         for what, index, log_y in (("loss", 2, False), ("m_act", 3, True)):
             name = f"{precision}_lr{lr:g}_{what}.svg"

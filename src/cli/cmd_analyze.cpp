@@ -47,9 +47,9 @@ void add_analyze_command(CLI::App& app) {
       }
     }
     std::string folder;
-    const auto model = load_checkpoint_model(checkpoint, folder);
-    const HeldOutTokens tokens(data, tokenizer_path, model->config().vocab_size);
-    const nlohmann::json r = analyze(*model, tokens.shard(), o);
+    const auto weights = load_checkpoint_model(checkpoint, folder);
+    const HeldOutTokens tokens(data, tokenizer_path, weights->config().vocab_size);
+    const nlohmann::json r = analyze(*weights, tokens.shard(), o);
     std::printf("checkpoint %s, gate %s\n", folder.c_str(), r["gate"].get<std::string>().c_str());
     std::printf("%lld sequences of %d tokens%s; loss %.4f\n",
                 (long long)r["sequences"].get<int64_t>(), o.seq_len,

@@ -32,21 +32,19 @@ void save_config(const std::string& path, const Config& config) {
   write_text_file_atomically(path, text);
 }
 
-void save_params(const std::string& path, const ParamLayout& layout,
-                 const std::vector<float>& params,
+void save_params(const std::string& path, const Weights& weights,
                  const std::map<std::string, std::string>& metadata) {
   std::vector<TensorToWrite> tensors;
-  for (const TensorSpec& t : layout.tensors())
-    tensors.push_back({t.name, Dtype::F32, t.shape, params.data() + t.offset});
+  for (const TensorSpec& t : weights.layout().tensors())
+    tensors.push_back({t.name, Dtype::F32, t.shape, weights.at(t.offset)});
   write_safetensors(path, tensors, metadata);
 }
 
-void load_params(const std::string& path, const ParamLayout& layout, std::vector<float>& params) {
+void load_params(const std::string& path, const ParamLayout& layout, float* params) {
   const SafetensorsReader file(path);
   for (const TensorView& t : file.tensors())
     if (!layout.find(t.name))
       fail(path, ": unexpected tensor '", t.name, "' (does the config match this checkpoint?)");
-  params.assign(layout.total(), 0.0f);
   for (const TensorSpec& spec : layout.tensors()) {
     const TensorView* t = file.find(spec.name);
     if (!t)
@@ -62,20 +60,20 @@ void load_params(const std::string& path, const ParamLayout& layout, std::vector
       if (!std::isfinite(values[i]))
         fail(path, ": tensor '", spec.name, "' has a non-finite value (", values[i], ") at index ",
              i);
-    std::copy(values.begin(), values.end(), params.begin() + spec.offset);
+    std::copy(values.begin(), values.end(), params + spec.offset);
   }
 }
 
-void save_model(const std::string& folder, const Config& config, const std::vector<float>& params) {
+void save_model(const std::string& folder, const Weights& weights) {
   std::filesystem::create_directories(folder);
-  save_config(folder + "/config.json", config);
-  save_params(folder + "/model.safetensors", ParamLayout(config), params);
+  save_config(folder + "/config.json", weights.config());
+  save_params(folder + "/model.safetensors", weights);
 }
 
-Config load_model(const std::string& folder, std::vector<float>& params) {
-  const Config config = load_config(folder + "/config.json");
-  load_params(folder + "/model.safetensors", ParamLayout(config), params);
-  return config;
+std::unique_ptr<Weights> load_model(const std::string& folder) {
+  auto weights = std::make_unique<Weights>(load_config(folder + "/config.json"));
+  load_params(folder + "/model.safetensors", weights->layout(), weights->data());
+  return weights;
 }
 
 }  // namespace gattn

@@ -6,6 +6,7 @@
 #include "analysis/report_html.h"
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "model/intervention.h"
 #include "io/file.h"
 #include "util/error.h"
 #include "util/threads.h"
@@ -16,7 +17,7 @@ void add_analyze_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "analyze", "Attention sinks, gate scores and massive activations of a checkpoint");
   static std::string checkpoint, tokenizer_path, out, html;
-  static std::vector<std::string> data, maps;
+  static std::vector<std::string> data, maps, intervene;
   static AnalysisOptions o;
   static bool no_bos = false;
   static int threads = 0;
@@ -34,6 +35,9 @@ void add_analyze_command(CLI::App& app) {
   cmd->add_option("--out", out, "write the full results as JSON here");
   cmd->add_option("--html", html, "write an HTML report with plots here");
   cmd->add_option("--threads", threads, "threads (default: all cores)");
+  cmd->add_option("--intervene", intervene,
+                  "[layer:L:]gate=constant:X|open|closed (repeatable); the loss is reported "
+                  "next to the unmodified one");
   cmd->callback([] {
     if (threads > 0) set_num_threads(threads);
     o.bos = !no_bos;
@@ -48,12 +52,18 @@ void add_analyze_command(CLI::App& app) {
     }
     std::string folder;
     const auto weights = load_checkpoint_model(checkpoint, folder);
+    for (const std::string& spec : intervene)
+      add_intervention(o.interventions, spec, weights->config().num_hidden_layers);
     const HeldOutTokens tokens(data, tokenizer_path, weights->config().vocab_size);
     const nlohmann::json r = analyze(*weights, tokens.shard(), o);
     std::printf("checkpoint %s, gate %s\n", folder.c_str(), r["gate"].get<std::string>().c_str());
     std::printf("%lld sequences of %d tokens%s; loss %.4f\n",
                 (long long)r["sequences"].get<int64_t>(), o.seq_len,
                 o.bos ? ", BOS at position 0" : "", r["loss"].get<double>());
+    if (r.contains("unmodified_loss"))
+      std::printf("with --intervene %s; unmodified loss %.4f (%+.4f)\n",
+                  r["interventions"].dump().c_str(), r["unmodified_loss"].get<double>(),
+                  r["loss"].get<double>() - r["unmodified_loss"].get<double>());
     std::printf("\n  layer   F-Attn  F-Attn(>=%d)   max |h|   at (seq, pos, ch)   gate score\n",
                 o.from_position);
     for (const auto& layer : r["layers"]) {

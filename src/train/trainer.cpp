@@ -163,7 +163,10 @@ void TrainingRun::start_or_resume(bool resume) {
          ": holds checkpoints of an earlier run; pass --resume to continue it or choose another "
          "'out'");
   } else if (!run_.init_from.empty()) {
-    const std::vector<std::string> fresh = weights_.init_from(*load_model(run_.init_from));
+    const std::string source = fs::exists(fs::path(run_.init_from) / "checkpoints")
+                                   ? latest_checkpoint(run_.init_from)
+                                   : run_.init_from;
+    const std::vector<std::string> fresh = weights_.init_from(*load_model(source));
     std::fprintf(stderr, "weights from %s; %zu tensor(s) it lacks start fresh%s%s\n",
                  run_.init_from.c_str(), fresh.size(), fresh.empty() ? "" : ", e.g. ",
                  fresh.empty() ? "" : fresh[0].c_str());

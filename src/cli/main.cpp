@@ -1,5 +1,7 @@
 // gattn: train, analyse and run decoder-only transformers with gated attention.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 
 #include "cli/commands.h"
@@ -30,6 +32,12 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gattn: internal error: %s\n", e.what());
     return 2;
+  }
+  // Results printed to a full disk or a closed pipe are an error too, not a silent exit 0.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "gattn: error: writing standard output failed (%s)\n",
+                 std::strerror(errno));
+    return 1;
   }
   return 0;
 }

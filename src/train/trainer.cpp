@@ -16,6 +16,7 @@
 #include "train/adamw.h"
 #include "train/evaluate.h"
 #include "train/loader.h"
+#include "train/metrics_writer.h"
 #include "train/step.h"
 #include "train/train_checkpoint.h"
 #include "util/error.h"
@@ -121,7 +122,7 @@ TrainOutcome train(const RunConfig& run, bool resume, const std::vector<uint32_t
     truncate_metrics(metrics_path, state.step);
   else
     fs::remove(metrics_path);
-  std::ofstream metrics(metrics_path, std::ios::app);
+  MetricsWriter metrics(metrics_path.string());
 
   DataLoader loader(train_shard, {run.batch_size, run.seq_len, run.window, run.seed, true});
   const int64_t rows_per_step = int64_t(run.batch_size) * run.grad_accum;
@@ -188,7 +189,7 @@ TrainOutcome train(const RunConfig& run, bool resume, const std::vector<uint32_t
       record.update(eval_json(r));
       if (last) outcome.summary = eval_json(r);
     }
-    metrics << record.dump() << "\n" << std::flush;
+    metrics.append(record.dump());
 
     const double elapsed = std::chrono::duration<double>(Clock::now() - run_start).count();
     const double eta = elapsed / double(state.step - first_step) * double(run.steps - state.step);

@@ -96,7 +96,7 @@ TEST_F(Safetensors, RejectsEveryLieInTheHeader) {
   };
   const std::vector<Case> cases = {
       {"{" + ok_entry + "}", 8, 1u << 30, "header length 1073741824 does not fit"},
-      {"{\"a\":", 8, 0, "header is not valid JSON"},
+      {"{\"a\":", 8, 0, "header: not valid JSON"},
       {"[1,2]", 8, 0, "header is not a JSON object"},
       {R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 12, 0,
        "data_offsets span 8 bytes but F32 [3] needs 12"},

@@ -19,6 +19,7 @@
 #include "train/prepare_data.h"
 #include "train/train_checkpoint.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 #include "util/threads.h"
 
 namespace gattn {
@@ -34,13 +35,7 @@ struct RunResult {
   json analysis;  // analysis/analyze.h on the first validation windows
 };
 
-json read_json(const std::string& path) {
-  try {
-    return json::parse(read_text_file(path));
-  } catch (const json::exception& e) {
-    fail(path, ": not valid JSON (", e.what(), ")");
-  }
-}
+json read_json(const std::string& path) { return parse_json_file(path); }
 
 // Scores a finished run's final checkpoint on its validation shard.
 RunResult score(const std::string& run_dir, int64_t windows) {

@@ -11,6 +11,7 @@
 #include "train/prepare_data.h"
 #include "train/train_checkpoint.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 
 namespace gattn {
 
@@ -40,13 +41,8 @@ std::unique_ptr<Model> with_context(std::unique_ptr<Model> model, int positions,
   if (positions <= c.max_position_embeddings && rope_scaling_json.empty()) return model;
   c.max_position_embeddings = std::max(c.max_position_embeddings, positions);
   if (!rope_scaling_json.empty()) {
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(rope_scaling_json);
-    } catch (const nlohmann::json::exception& e) {
-      fail("--rope-scaling: not valid JSON (", e.what(), ")");
-    }
-    c.rope_scaling = rope_scaling_from_json(j, "--rope-scaling");
+    c.rope_scaling = rope_scaling_from_json(parse_json_text(rope_scaling_json, "--rope-scaling"),
+                                            "--rope-scaling");
   }
   auto extended = std::make_unique<Model>(c);
   extended->params() = std::move(model->params());

@@ -8,22 +8,14 @@
 #include "io/file.h"
 #include "io/safetensors.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 
 namespace gattn {
 
 Config load_config(const std::string& path, const std::string& gate_json) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(read_text_file(path));
-  } catch (const nlohmann::json::exception& e) {
-    fail(path, ": not valid JSON (", e.what(), ")");
-  }
+  nlohmann::json j = parse_json_file(path);
   if (gate_json.empty()) return config_from_json(j, path);
-  try {
-    j["gate"] = nlohmann::json::parse(gate_json);
-  } catch (const nlohmann::json::exception& e) {
-    fail("--gate: not valid JSON (", e.what(), ")");
-  }
+  j["gate"] = parse_json_text(gate_json, "--gate");
   return config_from_json(j, path + " with --gate");
 }
 

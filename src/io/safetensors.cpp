@@ -11,7 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "io/file.h"
+#include "util/checksum.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 
 namespace gattn {
 
@@ -119,12 +121,9 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
     if (header_bytes > kMaxHeaderBytes || header_bytes > size_ - 8)
       fail(path, ": header length ", header_bytes, " does not fit in the file of ", size_,
            " bytes");
-    json header;
-    try {
-      header = json::parse(bytes + 8, bytes + 8 + header_bytes);
-    } catch (const json::exception& e) {
-      fail(path, ": header is not valid JSON (", e.what(), ")");
-    }
+    const json header =
+        parse_json_text(std::string_view(reinterpret_cast<const char*>(bytes) + 8, header_bytes),
+                        path + ": header");
     if (!header.is_object()) fail(path, ": header is not a JSON object");
     const uint8_t* data = bytes + 8 + header_bytes;
     const uint64_t data_bytes = size_ - 8 - header_bytes;
@@ -146,22 +145,23 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
       const auto known = std::find_if(std::begin(kDtypes), std::end(kDtypes), [&](const auto& d) {
         return dt.is_string() && dt.get<std::string>() == d.first;
       });
-      if (known == std::end(kDtypes)) fail(where, ": unsupported dtype ", dt.dump());
+      if (known == std::end(kDtypes)) fail(where, ": unsupported dtype ", json_summary(dt));
       TensorView t{name, known->second, {}, 1, nullptr};
       const json& shape = entry.at("shape");
       if (!shape.is_array()) fail(where, ": shape is not an array");
       for (const json& d : shape) {
         if (!d.is_number_unsigned() || d.get<uint64_t>() > (uint64_t(1) << 40))
-          fail(where, ": shape ", shape.dump(), " has an invalid dimension");
+          fail(where, ": shape ", json_summary(shape), " has an invalid dimension");
         t.shape.push_back(d.get<int64_t>());
         if (t.shape.back() != 0 && t.numel > (int64_t(1) << 50) / t.shape.back())
-          fail(where, ": shape ", shape.dump(), " is too large");
+          fail(where, ": shape ", json_summary(shape), " is too large");
         t.numel *= t.shape.back();
       }
       const json& offsets = entry.at("data_offsets");
       if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
           !offsets[1].is_number_unsigned())
-        fail(where, ": data_offsets must be two non-negative integers, found ", offsets.dump());
+        fail(where, ": data_offsets must be two non-negative integers, found ",
+             json_summary(offsets));
       const uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
       const uint64_t expected = uint64_t(t.numel) * dtype_bytes(t.dtype);
       if (begin > end || end > data_bytes)

@@ -20,6 +20,7 @@
 #include "train/step.h"
 #include "train/train_checkpoint.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 #include "util/threads.h"
 
 namespace gattn {
@@ -77,8 +78,9 @@ void truncate_metrics(const fs::path& path, int64_t step) {
   std::string kept, line;
   while (std::getline(in, line)) {
     try {
-      if (json::parse(line).at("step").get<int64_t>() <= step) kept += line + "\n";
-    } catch (const json::exception&) {
+      if (parse_json_text(line, path.string()).at("step").get<int64_t>() <= step)
+        kept += line + "\n";
+    } catch (const std::exception&) {
       break;  // a torn last line from a crash
     }
   }

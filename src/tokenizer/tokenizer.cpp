@@ -38,6 +38,9 @@ namespace {
 
 std::atomic<uint64_t> next_serial{1};
 
+// Ids may leave gaps, but not more than three unused ids per token the file lists.
+uint64_t max_token_id(uint64_t tokens_listed) { return 4 * tokens_listed + 256; }
+
 std::string printable(const std::string& token) {
   return token.size() > 60 ? token.substr(0, 57) + "..." : token;
 }
@@ -55,6 +58,12 @@ Tokenizer::Impl::Impl(TokenizerSpec s)
            printable(spec.vocab[i].first), "\" share id ", spec.vocab[i].second);
   uint32_t size = spec.vocab.empty() ? 0 : spec.vocab.back().second + 1;
   for (const AddedTokenSpec& t : spec.added_tokens) size = std::max(size, t.id + 1);
+  // The id tables below are as long as the largest id: one absurd id must not allocate gigabytes.
+  const uint64_t id_limit = max_token_id(spec.vocab.size() + spec.added_tokens.size());
+  if (size > id_limit)
+    fail(origin, ": token id ", size - 1, " is too large for a file of ", spec.vocab.size(),
+         " vocab entries and ", spec.added_tokens.size(), " added tokens (ids must be below ",
+         id_limit, ")");
   id_token.resize(size);
   id_bytes.resize(size);
   id_known.assign(size, false);

@@ -6,7 +6,9 @@
 #include "analysis/report_html.h"
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "cli/validators.h"
 #include "io/file.h"
+#include "train/evaluate.h"
 #include "util/error.h"
 #include "util/threads.h"
 
@@ -25,7 +27,7 @@ void add_analyze_command(CLI::App& app) {
   cmd->add_option("--data", data, "a token shard, or text files / folders / .jsonl")->required();
   cmd->add_option("--tokenizer", tokenizer_path, "tokenizer.json (needed for text)");
   cmd->add_option("--sequences", o.sequences, "held-out windows (the first of the data)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_integer());
   cmd->add_option("--seq", o.seq_len, "tokens per window")->check(CLI::Range(2, 1 << 20));
   cmd->add_flag("--no-bos", no_bos, "plain windows: no BOS at position 0");
   cmd->add_option("--from-position", o.from_position,
@@ -33,7 +35,7 @@ void add_analyze_command(CLI::App& app) {
   cmd->add_option("--map", maps, "LAYER:HEAD of an attention map of the first sequence");
   cmd->add_option("--out", out, "write the full results as JSON here");
   cmd->add_option("--html", html, "write an HTML report with plots here");
-  cmd->add_option("--threads", threads, "threads (default: all cores)");
+  add_threads_option(cmd, threads, "threads (default: all cores)");
   cmd->callback([] {
     if (threads > 0) set_num_threads(threads);
     o.bos = !no_bos;

@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/validators.h"
 #include "io/checkpoint.h"
 #include "model/model.h"
 #include "train/adamw.h"
@@ -71,13 +72,13 @@ void add_bench_command(CLI::App& app) {
   static bool json_output = false, skip_forward = false, profile = false, no_peak = false;
   cmd->add_option("--config", config_path, "model config JSON")->required();
   cmd->add_option("--gate", gate, "gate object replacing the config's");
-  cmd->add_option("--batch", batch, "sequences per step")->check(CLI::PositiveNumber);
-  cmd->add_option("--seq", seq, "tokens per sequence")->check(CLI::PositiveNumber);
+  cmd->add_option("--batch", batch, "sequences per step")->check(positive_integer());
+  cmd->add_option("--seq", seq, "tokens per sequence")->check(positive_integer());
   cmd->add_option("--steps", steps, "timed steps (the median is reported)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
+      ->check(positive_integer());
+  cmd->add_option("--warmup", warmup, "untimed steps first")->check(non_negative_integer());
   cmd->add_option("--seed", seed, "initialisation and token seed");
-  cmd->add_option("--threads", threads, "threads (default: all cores)");
+  add_threads_option(cmd, threads, "threads (default: all cores)");
   cmd->add_flag("--json", json_output, "one JSON object instead of the table");
   cmd->add_flag("--train-only", skip_forward, "skip the forward-only timing");
   cmd->add_flag("--profile", profile, "time each op of the training steps too");

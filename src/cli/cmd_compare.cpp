@@ -11,6 +11,7 @@
 #include "analysis/paired.h"
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/validators.h"
 #include "io/checkpoint.h"
 #include "io/file.h"
 #include "io/token_shard.h"
@@ -95,8 +96,9 @@ void add_compare_command(CLI::App& app) {
   cmd->add_option("--candidate", candidate_dirs,
                   "run folders of the candidate, same seeds, same order")
       ->required();
-  cmd->add_option("--windows", windows, "validation windows to score (0: all)");
-  cmd->add_option("--threads", threads, "threads (default: all cores)");
+  cmd->add_option("--windows", windows, "validation windows to score (0: all)")
+      ->check(non_negative_integer());
+  add_threads_option(cmd, threads, "threads (default: all cores)");
   cmd->callback([] {
     if (baseline_dirs.size() != candidate_dirs.size())
       fail("--baseline has ", baseline_dirs.size(), " runs and --candidate ", candidate_dirs.size(),

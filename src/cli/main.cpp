@@ -24,6 +24,9 @@ int main(int argc, char** argv) {
   gattn::add_compare_command(app);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ValidationError& e) {  // a bad flag value: said like any other bad input
+    std::fprintf(stderr, "gattn: error: %s\n", e.what());
+    return 1;
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const gattn::Error& e) {

@@ -1,8 +1,10 @@
 // gattn analyze: the paper's measurements of a checkpoint on held-out text (docs/ANALYSIS.md).
+#include <cmath>
 #include <cstdio>
 #include <string>
 
 #include "analysis/analyze.h"
+#include "analysis/finite_metrics.h"
 #include "analysis/report_html.h"
 #include "cli/commands.h"
 #include "cli/inputs.h"
@@ -52,6 +54,13 @@ void add_analyze_command(CLI::App& app) {
     const auto model = load_checkpoint_model(checkpoint, folder);
     const HeldOutTokens tokens(data, tokenizer_path, model->config().vocab_size);
     const nlohmann::json r = analyze(*model, tokens.shard(), o);
+    // A non-finite loss: score the windows again to name the first bad one.
+    if (!std::isfinite(r["loss"].get<double>()))
+      require_finite_loss(
+          evaluate(*model, tokens.shard(), o.seq_len, o.bos ? WindowKind::bos : WindowKind::plain,
+                   o.sequences, 1, nullptr),
+          folder);
+    require_finite_metrics(r, folder);
     std::printf("checkpoint %s, gate %s\n", folder.c_str(), r["gate"].get<std::string>().c_str());
     std::printf("%lld sequences of %d tokens%s; loss %.4f\n",
                 (long long)r["sequences"].get<int64_t>(), o.seq_len,

@@ -61,6 +61,7 @@ RunResult score(const std::string& run_dir, int64_t windows) {
   r.eval = evaluate(model, shard, data.at("seq_len").get<int>(), window, windows,
                     r.run_config.at("batch_size").get<int>(),
                     token_bytes.empty() ? nullptr : &token_bytes);
+  require_finite_loss(r.eval, run_dir);
   AnalysisOptions analysis;
   analysis.seq_len = data.at("seq_len").get<int>();
   analysis.bos = window == WindowKind::bos;

@@ -39,6 +39,7 @@ void add_eval_command(CLI::App& app) {
     const EvalResult r =
         evaluate(*model, tokens.shard(), seq, window == "bos" ? WindowKind::bos : WindowKind::plain,
                  windows, batch, tokens.token_bytes());
+    require_finite_loss(r, folder);
     std::printf("checkpoint %s\n%lld windows of %d tokens (%s), %lld target tokens\n",
                 folder.c_str(), (long long)r.windows, seq, window.c_str(), (long long)r.tokens);
     std::printf("loss %.4f nats/token, perplexity %.3f", r.loss, r.perplexity);

@@ -35,6 +35,12 @@ void read_file(const fs::path& path,
                const std::function<void(std::string_view, const std::string&)>& visit) {
   if (path.extension() == ".jsonl") return read_jsonl(path.string(), visit);
   const std::string text = read_text_file(path.string());
+  // Any bytes are text to a byte-level tokenizer, so gattn's own binary files given as text are
+  // told apart by their layout: they would otherwise be tokenized silently.
+  if (looks_like_token_shard(text, text.size()))
+    fail(path.string(), ": a token shard (or a damaged one), not text");
+  if (looks_like_safetensors(text, text.size()))
+    fail(path.string(), ": a safetensors file, not text");
   visit(text, path.string());
 }
 }  // namespace

@@ -128,6 +128,26 @@ TEST_F(Safetensors, RejectsEveryLieInTheHeader) {
   EXPECT_NE(error_of(path("absent")).find("cannot open"), std::string::npos);
 }
 
+// A flipped bit inside tensor data loaded silently before checksums.
+TEST_F(Safetensors, ChecksumsCatchAFlippedBitAndFilesWithoutThemStillLoad) {
+  const std::vector<float> a = {1, 2, 3, 4};
+  const std::string file = path("c.safetensors");
+  write_safetensors(file, {{"w", Dtype::F32, {4}, a.data()}, {"v", Dtype::F32, {4}, a.data()}});
+  EXPECT_EQ(SafetensorsReader(file).metadata().count("gattn.xxh3:v"), 1u);
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(-1, std::ios::end);  // the last byte: tensor v's, written after w
+    const char last = char(f.get());
+    f.seekp(-1, std::ios::end);
+    f.put(char(last ^ 1));
+  }
+  const std::string message = error_of(file);
+  EXPECT_EQ(message.rfind(file + ": tensor 'v' is corrupt: its data has checksum ", 0), 0u)
+      << message;
+  EXPECT_EQ(
+      error_of(raw("foreign", R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8)), "");
+}
+
 TEST_F(Safetensors, ReadersCheckTheDtype) {
   const std::vector<int32_t> ids = {1, 2};
   const std::vector<float> f = {1, 2};

@@ -54,9 +54,13 @@ RunResult score(const std::string& run_dir, int64_t windows) {
   Model model(load_model(checkpoint, params));
   model.params() = params;
   std::vector<uint32_t> token_bytes;
-  if (!data.at("tokenizer").get<std::string>().empty())
-    token_bytes = token_byte_lengths(Tokenizer::load(data.at("tokenizer").get<std::string>()));
   const TokenShard shard(data.at("val").get<std::string>());
+  if (!data.at("tokenizer").get<std::string>().empty()) {
+    const std::string tokenizer_path = data.at("tokenizer").get<std::string>();
+    const Tokenizer tokenizer = Tokenizer::load(tokenizer_path);
+    require_shard_tokenizer(shard, tokenizer, tokenizer_path);
+    token_bytes = token_byte_lengths(tokenizer);
+  }
   const WindowKind window = data.at("window") == "bos" ? WindowKind::bos : WindowKind::plain;
   r.eval = evaluate(model, shard, data.at("seq_len").get<int>(), window, windows,
                     r.run_config.at("batch_size").get<int>(),

@@ -21,6 +21,8 @@ namespace {
 using json = nlohmann::json;
 
 constexpr uint64_t kMaxHeaderBytes = uint64_t(100) << 20;
+// __metadata__ key of a tensor's checksum (safetensors metadata maps strings to strings).
+const std::string kChecksumPrefix = "gattn.xxh3:";
 
 const std::pair<const char*, Dtype> kDtypes[] = {
     {"F64", Dtype::F64}, {"F32", Dtype::F32},  {"F16", Dtype::F16}, {"BF16", Dtype::BF16},
@@ -92,6 +94,12 @@ std::string shape_string(const std::vector<int64_t>& shape) {
     s += std::to_string(shape[i]);
   }
   return s + "]";
+}
+
+bool looks_like_safetensors(std::string_view head, uint64_t file_bytes) {
+  if (head.size() < 9 || head[8] != '{') return false;
+  const uint64_t header_bytes = load<uint64_t>(reinterpret_cast<const uint8_t*>(head.data()));
+  return header_bytes >= 2 && header_bytes <= file_bytes - 8;
 }
 
 SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
@@ -174,6 +182,7 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
       ranges.emplace_back(begin, end);
       tensors_.push_back(std::move(t));
     }
+    verify_checksums();
     std::sort(ranges.begin(), ranges.end());
     for (size_t i = 1; i < ranges.size(); ++i)
       if (ranges[i].first < ranges[i - 1].second)
@@ -181,6 +190,20 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
   } catch (...) {
     if (map_) ::munmap(map_, size_);
     throw;
+  }
+}
+
+void SafetensorsReader::verify_checksums() const {
+  for (const auto& [key, value] : metadata_) {
+    if (!key.starts_with(kChecksumPrefix)) continue;
+    const std::string name = key.substr(kChecksumPrefix.size());
+    const TensorView* t = find(name);
+    if (!t) fail(path_, ": __metadata__ has a checksum of tensor '", name, "', which is absent");
+    const std::string actual =
+        checksum_hex(checksum64(t->data, size_t(t->numel) * dtype_bytes(t->dtype)));
+    if (actual != value)
+      fail(path_, ": tensor '", name, "' is corrupt: its data has checksum ", actual,
+           " but the file records ", value);
   }
 }
 
@@ -257,7 +280,13 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
                       {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
-  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::map<std::string, std::string> metadata_and_checksums = metadata;
+  for (const TensorToWrite& t : tensors) {
+    uint64_t bytes = dtype_bytes(t.dtype);
+    for (int64_t d : t.shape) bytes *= uint64_t(d);
+    metadata_and_checksums[kChecksumPrefix + t.name] = checksum_hex(checksum64(t.data, bytes));
+  }
+  if (!metadata_and_checksums.empty()) header["__metadata__"] = metadata_and_checksums;
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
   write_file_atomically(path, [&](const WriteChunk& write) {

@@ -14,6 +14,7 @@
 #include "tokenizer/tokenizer_spec.h"
 #include "tokenizer/trainer.h"
 #include "tokenizer/word_cache.h"
+#include "util/checksum.h"
 #include "util/error.h"
 
 namespace gattn {
@@ -186,6 +187,11 @@ Tokenizer Tokenizer::load(const std::string& path) {
 void Tokenizer::save(const std::string& path) const {
   const std::string text = tokenizer_json_text(impl_->spec);
   write_text_file_atomically(path, text);
+}
+
+uint64_t Tokenizer::fingerprint() const {
+  const std::string text = tokenizer_json_text(impl_->spec);
+  return checksum64(text.data(), text.size());
 }
 
 Tokenizer Tokenizer::train(const std::vector<std::string>& inputs, int vocab_size,

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <new>
 
 #include "cli/commands.h"
 #include "util/error.h"
@@ -31,6 +32,10 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const gattn::Error& e) {
     std::fprintf(stderr, "gattn: error: %s\n", e.what());
+    return 1;
+  } catch (
+      const std::bad_alloc&) {  // sizes read from files are bounded; a flag may still ask too much
+    std::fprintf(stderr, "gattn: error: out of memory\n");
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gattn: internal error: %s\n", e.what());

@@ -38,7 +38,8 @@ void load_params(const std::string& path, const ParamLayout& layout, std::vector
   for (const TensorView& t : file.tensors())
     if (!layout.find(t.name))
       fail(path, ": unexpected tensor '", t.name, "' (does the config match this checkpoint?)");
-  params.assign(layout.total(), 0.0f);
+  // Every shape is checked against the file before anything is allocated: the sizes then come
+  // from the file, not from a config.json that may claim any dimension.
   for (const TensorSpec& spec : layout.tensors()) {
     const TensorView* t = file.find(spec.name);
     if (!t)
@@ -49,6 +50,9 @@ void load_params(const std::string& path, const ParamLayout& layout, std::vector
     if (t->dtype != Dtype::F32 && t->dtype != Dtype::BF16 && t->dtype != Dtype::F16)
       fail(path, ": tensor '", spec.name, "' has dtype ", dtype_name(t->dtype),
            ", expected F32, BF16 or F16");
+  }
+  params.assign(layout.total(), 0.0f);
+  for (const TensorSpec& spec : layout.tensors()) {
     const std::vector<float> values = file.read_floats(spec.name);
     for (int64_t i = 0; i < spec.numel; ++i)
       if (!std::isfinite(values[i]))

@@ -9,7 +9,8 @@
 
 #include "analysis/analyze.h"
 #include "io/token_shard.h"
-#include "model/model.h"
+#include "model/train_state.h"
+#include "train/loader.h"
 
 namespace gattn {
 namespace {
@@ -48,20 +49,32 @@ class Analysis : public ::testing::Test {
     options_.map_size = 40;
   }
   void TearDown() override { fs::remove(path_); }
+  // The first two sequences through a forward pass, as the analysis's first batch saw them.
+  void forward_first_batch(TrainState& state) {
+    const TokenShard shard(path_);
+    DataLoader loader(shard, {2, options_.seq_len, WindowKind::bos, 0, false});
+    ids_.resize(2 * options_.seq_len);
+    targets_.resize(ids_.size());
+    loader.fill(0, 2, ids_.data(), targets_.data());
+    state.forward({ids_.data(), targets_.data(), 2, options_.seq_len});
+  }
+  std::vector<int32_t> ids_, targets_;
   std::string path_;
   Config config_;
   AnalysisOptions options_;
 };
 
 TEST_F(Analysis, FirstTokenAttentionIsTheSoftmaxOfTheScores) {
-  Model model(config_);
-  model.init(1);
+  Weights weights(config_);
+  weights.init(1);
   const TokenShard shard(path_);
-  options_.sequences = 2;  // one batch: the model's views then hold exactly these sequences
-  const json r = analyze(model, shard, options_);
+  options_.sequences = 2;  // one batch: the views below hold exactly these sequences
+  const json r = analyze(weights, shard, options_);
+  TrainState state(weights);
+  forward_first_batch(state);
   const int T = options_.seq_len, d = 8;
   for (int l = 0; l < 2; ++l) {
-    const Model::LayerView v = model.layer_view(l);
+    const TrainState::LayerView v = state.layer_view(l);
     for (int h = 0; h < 4; ++h) {
       double expected = 0;
       for (int b = 0; b < 2; ++b)
@@ -95,12 +108,12 @@ TEST_F(Analysis, FirstTokenAttentionIsTheSoftmaxOfTheScores) {
 }
 
 TEST_F(Analysis, UniformAttentionAndAZeroGate) {
-  Model model(config_);
-  model.init(2);
-  for (const TensorSpec& t : model.layout().tensors())
+  Weights weights(config_);
+  weights.init(2);
+  for (const TensorSpec& t : weights.layout().tensors())
     if (t.name.find("q_proj") != std::string::npos || t.name.find("sdpa_gate") != std::string::npos)
-      std::fill_n(model.params().begin() + t.offset, t.numel, 0.0f);
-  const json r = analyze(model, TokenShard(path_), options_);
+      std::fill_n(weights.data() + t.offset, t.numel, 0.0f);
+  const json r = analyze(weights, TokenShard(path_), options_);
   double uniform = 0;
   for (int t = 1; t < options_.seq_len; ++t) uniform += 1.0 / (t + 1);
   uniform /= options_.seq_len - 1;
@@ -122,13 +135,15 @@ TEST_F(Analysis, UniformAttentionAndAZeroGate) {
 }
 
 TEST_F(Analysis, MassiveActivationIsTheLargestHiddenState) {
-  Model model(config_);
-  model.init(3);
+  Weights weights(config_);
+  weights.init(3);
   options_.sequences = 2;
-  const json r = analyze(model, TokenShard(path_), options_);
+  const json r = analyze(weights, TokenShard(path_), options_);
+  TrainState state(weights);
+  forward_first_batch(state);
   double mean = 0;
   for (int l = 0; l < 2; ++l) {
-    const Model::LayerView v = model.layer_view(l);
+    const TrainState::LayerView v = state.layer_view(l);
     float max = 0;
     for (int64_t i = 0; i < int64_t(2) * options_.seq_len * 32; ++i)
       max = std::max(max, std::abs(v.output[i]));

@@ -16,16 +16,16 @@ using test::random_vector;
 // softmax(q k^T / sqrt(d)) v with a causal mask, one (batch, head, query) at a time.
 std::vector<double> naive_attention(const std::vector<double>& q, const std::vector<double>& k,
                                     const std::vector<double>& v, const AttentionShape& s) {
-  std::vector<double> out(size_t(s.batch) * s.seq_len * s.ld_out, 0.0);
+  std::vector<double> out(size_t(s.batch) * s.q_len * s.ld_out, 0.0);
   const int d = s.head_dim, group = s.q_heads / s.kv_heads;
   for (int b = 0; b < s.batch; ++b)
     for (int h = 0; h < s.q_heads; ++h)
-      for (int t = 0; t < s.seq_len; ++t) {
-        const size_t qi = size_t(b * s.seq_len + t);
+      for (int t = 0; t < s.q_len; ++t) {
+        const size_t qi = size_t(b * s.q_len + t);
         std::vector<double> w(t + 1);
         double max = -1e300, sum = 0;
         for (int u = 0; u <= t; ++u) {
-          const size_t ki = size_t(b * s.seq_len + u);
+          const size_t ki = size_t(b * s.q_len + u);
           double dotp = 0;
           for (int c = 0; c < d; ++c)
             dotp += q[qi * s.ld_q + h * d + c] * k[ki * s.ld_k + (h / group) * d + c];
@@ -36,21 +36,14 @@ std::vector<double> naive_attention(const std::vector<double>& q, const std::vec
         for (int u = 0; u <= t; ++u)
           for (int c = 0; c < d; ++c)
             out[qi * s.ld_out + h * d + c] +=
-                w[u] / sum * v[size_t(b * s.seq_len + u) * s.ld_v + (h / group) * d + c];
+                w[u] / sum * v[size_t(b * s.q_len + u) * s.ld_v + (h / group) * d + c];
       }
   return out;
 }
 
 AttentionShape shape(int batch, int seq, int heads, int kv_heads, int d, int pad) {
-  return {batch,
-          seq,
-          heads,
-          kv_heads,
-          d,
-          heads * d + pad,
-          kv_heads * d + pad,
-          kv_heads * d + 2 * pad,
-          heads * d};
+  return self_attention_shape(batch, seq, heads, kv_heads, d, heads * d + pad, kv_heads * d + pad,
+                              kv_heads * d + 2 * pad, heads * d);
 }
 
 class AttentionForward : public ::testing::TestWithParam<int> {};
@@ -73,6 +66,42 @@ TEST_P(AttentionForward, MatchesTheFormula) {
 INSTANTIATE_TEST_SUITE_P(SequenceLengths, AttentionForward,
                          ::testing::Values(1, 2, kAttentionTile - 1, kAttentionTile,
                                            kAttentionTile + 1, 2 * kAttentionTile + 9));
+
+// The last queries of each sequence alone (q_offset > 0, fewer queries than keys, the keys of a
+// sequence `capacity` rows apart as in a KV cache) give the full pass's rows exactly.
+TEST(AttentionForward, QueriesAfterAnOffsetSeeThePrecedingKeys) {
+  const int seq = 2 * kAttentionTile + 9, capacity = seq + 5, d = 5;
+  const AttentionShape full = shape(2, seq, 4, 2, d, 0);
+  std::mt19937_64 rng(3);
+  const auto q = random_vector(size_t(2) * seq * full.ld_q, rng, 2.0);
+  const auto k = random_vector(size_t(2) * seq * full.ld_k, rng, 2.0);
+  const auto v = random_vector(size_t(2) * seq * full.ld_v, rng);
+  const auto expected = naive_attention(q, k, v, full);
+  for (const int offset : {1, kAttentionTile - 3, kAttentionTile, seq - 1}) {
+    const int n = seq - offset;
+    AttentionShape chunk = full;
+    chunk.q_len = n, chunk.q_offset = offset, chunk.kv_stride = capacity;
+    std::vector<double> q_chunk(size_t(2) * n * full.ld_q),
+        k_cache(size_t(2) * capacity * full.ld_k), v_cache(size_t(2) * capacity * full.ld_v);
+    for (int b = 0; b < 2; ++b) {
+      std::copy_n(q.begin() + size_t(b * seq + offset) * full.ld_q, size_t(n) * full.ld_q,
+                  q_chunk.begin() + size_t(b * n) * full.ld_q);
+      std::copy_n(k.begin() + size_t(b * seq) * full.ld_k, size_t(seq) * full.ld_k,
+                  k_cache.begin() + size_t(b * capacity) * full.ld_k);
+      std::copy_n(v.begin() + size_t(b * seq) * full.ld_v, size_t(seq) * full.ld_v,
+                  v_cache.begin() + size_t(b * capacity) * full.ld_v);
+    }
+    std::vector<double> out(size_t(2) * n * full.ld_out), lse(size_t(2) * n * 4);
+    attention_forward(out.data(), lse.data(), q_chunk.data(), k_cache.data(), v_cache.data(),
+                      chunk);
+    double worst = 0;
+    for (int b = 0; b < 2; ++b)
+      for (size_t i = 0; i < size_t(n) * full.ld_out; ++i)
+        worst = std::max(worst, std::abs(out[size_t(b * n) * full.ld_out + i] -
+                                         expected[size_t(b * seq + offset) * full.ld_out + i]));
+    EXPECT_LT(worst, 1e-12) << "offset " << offset;
+  }
+}
 
 TEST(AttentionBackward, MatchesFiniteDifferencesAcrossTiles) {
   const int seq = kAttentionTile + 6;  // two query and key tiles, the last ragged

@@ -9,7 +9,7 @@
 
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
-#include "model/model.h"
+#include "model/weights.h"
 #include "util/error.h"
 
 namespace gattn {
@@ -36,8 +36,8 @@ class Checkpoint : public ::testing::Test {
            ("gattn_ckpt_" + std::to_string(::getpid()) + "_" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
-    model_.init(5);
-    save_model(dir_.string(), model_.config(), model_.params());
+    weights_.init(5);
+    save_model(dir_.string(), weights_);
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -62,9 +62,8 @@ class Checkpoint : public ::testing::Test {
   }
 
   std::string load_error() {
-    std::vector<float> params;
     try {
-      load_model(dir_.string(), params);
+      load_model(dir_.string());
     } catch (const Error& e) {
       return e.what();
     }
@@ -72,14 +71,13 @@ class Checkpoint : public ::testing::Test {
   }
 
   fs::path dir_;
-  Model model_{small()};
+  Weights weights_{small()};
 };
 
 TEST_F(Checkpoint, RoundTripsExactly) {
-  std::vector<float> params;
-  const Config c = load_model(dir_.string(), params);
-  EXPECT_EQ(params, model_.params());
-  EXPECT_EQ(c.gate.position, GatePosition::sdpa);
+  const std::unique_ptr<Weights> loaded = load_model(dir_.string());
+  EXPECT_EQ(loaded->values(), weights_.values());
+  EXPECT_EQ(loaded->config().gate.position, GatePosition::sdpa);
   for (const auto& entry : fs::directory_iterator(dir_))
     EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos)
         << "no temp file left";
@@ -104,10 +102,10 @@ TEST_F(Checkpoint, AcceptsBf16Weights) {
   }
   for (size_t i = 0; i < tensors.size(); ++i) tensors[i].data = halves[i].data();
   write_safetensors(file, tensors);
-  std::vector<float> params;
-  load_model(dir_.string(), params);
+  const std::unique_ptr<Weights> loaded = load_model(dir_.string());  // outlives `params`
+  const AlignedFloats& params = loaded->values();
   for (size_t i = 0; i < params.size(); ++i)
-    ASSERT_NEAR(params[i], model_.params()[i], std::abs(model_.params()[i]) / 64 + 1e-30);
+    ASSERT_NEAR(params[i], weights_.values()[i], std::abs(weights_.values()[i]) / 64 + 1e-30);
 }
 
 TEST_F(Checkpoint, RejectsAMissingTensor) {

@@ -11,7 +11,7 @@
 
 #include "io/checkpoint.h"
 #include "io/token_shard.h"
-#include "model/model.h"
+#include "model/weights.h"
 
 namespace gattn {
 namespace {
@@ -55,7 +55,7 @@ class CliErrors : public ::testing::Test {
 
   // A tiny checkpoint at `name`; `change` may edit its parameters before it is written.
   std::string checkpoint(const std::string& name, int vocab_size,
-                         const std::function<void(Model&)>& change = {}) {
+                         const std::function<void(Weights&)>& change = {}) {
     const Config config = config_from_json({{"vocab_size", vocab_size},
                                             {"hidden_size", 16},
                                             {"num_hidden_layers", 1},
@@ -63,10 +63,10 @@ class CliErrors : public ::testing::Test {
                                             {"intermediate_size", 32},
                                             {"max_position_embeddings", 64}},
                                            "test");
-    Model model(config);
-    model.init(1);
-    if (change) change(model);
-    save_model(path(name), config, model.params());
+    Weights weights(config);
+    weights.init(1);
+    if (change) change(weights);
+    save_model(path(name), weights);
     return path(name);
   }
   Outcome gattn(const std::string& args) {
@@ -138,15 +138,15 @@ TEST_F(CliErrors, BitsPerByteWithAnotherTokenizerIsAnError) {
 TEST_F(CliErrors, NonFiniteLossFailsNamingTheFirstWindow) {
   // The final norm scales every hidden state to ~3e38, and rows 5 and 6 of the LM head turn it
   // into infinite logits of both signs.
-  const std::string broken = checkpoint("broken", 8200, [](Model& m) {
+  const std::string broken = checkpoint("broken", 8200, [](Weights& m) {
     const TensorSpec* norm = m.layout().find("model.norm.weight");
     const TensorSpec* head = m.layout().find(
         m.config().tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight");
     ASSERT_TRUE(norm && head);
     for (int64_t i = 0; i < 16; ++i) {
-      m.params()[norm->offset + i] = 3e38f;
-      m.params()[head->offset + 5 * 16 + i] = 3e38f;
-      m.params()[head->offset + 6 * 16 + i] = -3e38f;
+      m.data()[norm->offset + i] = 3e38f;
+      m.data()[head->offset + 5 * 16 + i] = 3e38f;
+      m.data()[head->offset + 6 * 16 + i] = -3e38f;
     }
   });
   for (const std::string command : {"eval", "analyze --from-position 4"})

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "model/init.h"
-#include "model/model.h"
+#include "model/weights.h"
 
 namespace gattn {
 namespace {
@@ -24,7 +24,7 @@ Config small(GatePosition position) {
 }
 
 TEST(Init, AddingAGateLeavesEveryOtherTensorUnchanged) {
-  Model base(small(GatePosition::none)), gated(small(GatePosition::sdpa));
+  Weights base(small(GatePosition::none)), gated(small(GatePosition::sdpa));
   base.init(7);
   gated.init(7);
   int compared = 0;
@@ -32,19 +32,19 @@ TEST(Init, AddingAGateLeavesEveryOtherTensorUnchanged) {
     const TensorSpec* u = gated.layout().find(t.name);
     ASSERT_NE(u, nullptr) << t.name;
     for (int64_t i = 0; i < t.numel; ++i)
-      ASSERT_EQ(base.params()[t.offset + i], gated.params()[u->offset + i]) << t.name;
+      ASSERT_EQ(base.values()[t.offset + i], gated.values()[u->offset + i]) << t.name;
     ++compared;
   }
   EXPECT_EQ(compared, int(base.layout().tensors().size()));
 }
 
 TEST(Init, SeedsDifferAndDistributionsAreAsDocumented) {
-  Model a(small(GatePosition::sdpa)), b(small(GatePosition::sdpa));
+  Weights a(small(GatePosition::sdpa)), b(small(GatePosition::sdpa));
   a.init(1);
   b.init(2);
-  EXPECT_NE(a.params(), b.params());
+  EXPECT_NE(a.values(), b.values());
   for (const TensorSpec& t : a.layout().tensors()) {
-    const float* x = a.params().data() + t.offset;
+    const float* x = a.data() + t.offset;
     double sum = 0, sq = 0;
     for (int64_t i = 0; i < t.numel; ++i) sum += x[i], sq += double(x[i]) * x[i];
     const double mean = sum / t.numel, std = std::sqrt(sq / t.numel - mean * mean);
@@ -62,12 +62,12 @@ TEST(Init, SeedsDifferAndDistributionsAreAsDocumented) {
 TEST(Init, InputIndependentGateLogitsStartAtZero) {
   Config c = small(GatePosition::sdpa);
   c.gate.kind = GateKind::input_independent;
-  Model m(c);
+  Weights m(c);
   m.init(3);
   const TensorSpec* logit = m.layout().find("model.layers.0.self_attn.sdpa_gate.logit");
   ASSERT_NE(logit, nullptr);
   EXPECT_EQ(logit->numel, 4 * 16);
-  for (int64_t i = 0; i < logit->numel; ++i) EXPECT_EQ(m.params()[logit->offset + i], 0.0f);
+  for (int64_t i = 0; i < logit->numel; ++i) EXPECT_EQ(m.values()[logit->offset + i], 0.0f);
 }
 
 }  // namespace

@@ -1,11 +1,14 @@
-// Whole-model properties: bitwise reproducibility, gradient accumulation, and input checks.
+// Whole-model properties: bitwise reproducibility, gradient accumulation, input checks, and the
+// seam the KV cache uses: a sequence run in chunks against the cache equals one full pass.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <random>
 
-#include "model/model.h"
+#include "model/infer_state.h"
+#include "model/train_state.h"
 #include "util/error.h"
 #include "util/threads.h"
 
@@ -37,17 +40,18 @@ struct Tokens {
 };
 
 TEST(Model, StepIsBitwiseReproducible) {
-  set_num_threads(2);
+  const ThreadScope threads(2);
   const Tokens t(3, 150, 300, 1);  // three attention tiles per sequence
-  std::vector<float> first_grads;
+  AlignedFloats first_grads;
   double first_loss = 0;
   for (int run = 0; run < 2; ++run) {
-    Model m(small());
-    m.init(9);
+    Weights w(small());
+    w.init(9);
+    TrainState m(w);
     m.zero_grads();
     const LossSum loss = m.forward_backward(t.b, 1.0f / float(count_targets(t.b)));
     if (run == 0) {
-      first_grads = m.grads();
+      first_grads = m.grads().values();
       first_loss = loss.nats;
     } else {
       EXPECT_EQ(std::memcmp(&loss.nats, &first_loss, sizeof(double)), 0);
@@ -59,17 +63,18 @@ TEST(Model, StepIsBitwiseReproducible) {
 }
 
 TEST(Model, GradientsAccumulateOverMicroBatches) {
-  set_num_threads(2);
+  const ThreadScope threads(2);
   const Tokens t(2, 40, 300, 2);
-  Model m(small());
-  m.init(3);
+  Weights w(small());
+  w.init(3);
+  TrainState m(w);
   m.zero_grads();
   m.forward_backward(t.b, 0.5f);
-  const std::vector<float> once = m.grads();
+  const AlignedFloats once = m.grads().values();
   m.forward_backward(t.b, 0.5f);
   double max_diff = 0, max_abs = 0;
   for (size_t i = 0; i < once.size(); ++i) {
-    max_diff = std::max(max_diff, double(std::abs(m.grads()[i] - 2 * once[i])));
+    max_diff = std::max(max_diff, double(std::abs(m.grads().data()[i] - 2 * once[i])));
     max_abs = std::max(max_abs, double(std::abs(once[i])));
   }
   EXPECT_GT(max_abs, 0.0);
@@ -78,8 +83,9 @@ TEST(Model, GradientsAccumulateOverMicroBatches) {
 
 TEST(Model, InitialLossIsNearLnVocab) {
   const Tokens t(2, 64, 300, 3);
-  Model m(small());
-  m.init(4);
+  Weights w(small());
+  w.init(4);
+  TrainState m(w);
   const LossSum loss = m.forward(t.b);
   EXPECT_EQ(loss.tokens, 2 * 63);
   EXPECT_NEAR(loss.nats / loss.tokens, std::log(300.0), 0.05);
@@ -93,8 +99,9 @@ TEST(Model, NoRopeMakesTheLastTokenBlindToPrefixOrder) {
     Config c = small();
     c.partial_rotary_factor = factor;
     c.num_hidden_layers = 1;
-    Model m(c);
-    m.init(5);
+    Weights w(c);
+    w.init(5);
+    TrainState m(w);
     Tokens t(1, 24, 300, 7);
     std::vector<float> before(24 * 300), after(24 * 300);
     m.forward(t.b, before.data());
@@ -111,8 +118,9 @@ TEST(Model, NoRopeMakesTheLastTokenBlindToPrefixOrder) {
 }
 
 TEST(Model, RejectsBadInputs) {
-  Model m(small());
-  m.init(1);
+  Weights w(small());
+  w.init(1);
+  TrainState m(w);
   Tokens t(1, 8, 300, 4);
   t.ids[3] = 300;
   EXPECT_THROW(m.forward(t.b), Error);
@@ -121,6 +129,72 @@ TEST(Model, RejectsBadInputs) {
   Tokens bad_target(1, 8, 300, 6);
   bad_target.targets[2] = -2;
   EXPECT_THROW(m.forward(bad_target.b), Error);
+}
+
+double relative_l2(const float* ours, const float* ref, int64_t n) {
+  double diff = 0, norm = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    diff += (double(ours[i]) - ref[i]) * (double(ours[i]) - ref[i]);
+    norm += double(ref[i]) * ref[i];
+  }
+  return std::sqrt(diff / norm);
+}
+
+// Positions 0..k-1 as one chunk, then k..T-1 against the cached keys and values of the first:
+// the logits of every position equal those of one forward pass over all T tokens. For every gate
+// stage (G2/G3 put gated tensors in the cache), chunks that split attention tiles, and decode
+// steps of one token.
+class ChunkedForward : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ChunkedForward, EqualsTheFullForward) {
+  const ThreadScope threads(2);
+  nlohmann::json j = config_to_json(small());
+  j["gate"] = nlohmann::json::parse(GetParam());
+  const Config c = config_from_json(j, "test");
+  Weights w(c);
+  w.init(11);
+  const int T = 150, V = c.vocab_size;
+  const Tokens t(1, T, V, 12);
+  std::vector<float> full(size_t(T) * V);
+  TrainState train(w);
+  train.forward(t.b, full.data());
+  for (const std::vector<int>& chunks :
+       {std::vector<int>{70, 80}, std::vector<int>{1, 63, 64, 22}, std::vector<int>(T, 1)}) {
+    InferState infer(w, 160, 80);
+    std::vector<float> logits(size_t(T) * V);
+    int done = 0;
+    for (int n : chunks) {
+      infer.forward(t.ids.data() + done, n, logits.data() + size_t(done) * V);
+      done += n;
+    }
+    ASSERT_EQ(infer.length(), T);
+    double worst = 0;
+    for (int p = 0; p < T; ++p)
+      worst = std::max(worst,
+                       relative_l2(logits.data() + size_t(p) * V, full.data() + size_t(p) * V, V));
+    EXPECT_LT(worst, 1e-6) << chunks.size() << " chunks";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    GateStages, ChunkedForward,
+    ::testing::Values(R"({"position": "none"})", R"({"position": "sdpa"})",
+                      R"({"position": "value", "granularity": "headwise"})",
+                      R"({"position": "key"})", R"({"position": "key", "after_qk_norm": true})",
+                      R"({"position": "query", "after_qk_norm": true})", R"({"position": "dense"})",
+                      R"({"position": "sdpa", "kind": "head_rmsnorm"})"),
+    [](const auto& param_info) { return "gate" + std::to_string(param_info.index); });
+
+TEST(InferState, RejectsChunksBeyondItsContextOrSize) {
+  Weights w(small());
+  w.init(1);
+  InferState infer(w, 10, 4);
+  const std::vector<int32_t> ids(8, 1);
+  EXPECT_THROW(infer.forward(ids.data(), 5, nullptr), Error);
+  infer.forward(ids.data(), 4, nullptr);
+  infer.forward(ids.data(), 4, nullptr);
+  EXPECT_THROW(infer.forward(ids.data(), 3, nullptr), Error);
+  EXPECT_THROW(InferState(w, 5000, 4), Error);
 }
 
 }  // namespace

@@ -85,7 +85,9 @@ TEST(Rope, BackwardMatchesFiniteDifferencesAndPreservesNorms) {
     std::mt19937_64 rng(3);
     const int heads = 2, d = 8, rows = 6, seq = 3, ld = heads * d + 3;
     const RopeTable<double> table = make_rope_table<double>(rotary_dim, 100.0, 16);
-    const RopeShape s{rows, seq, 2, heads, d, ld, heads * d};
+    std::vector<int32_t> positions(rows);
+    for (int r = 0; r < rows; ++r) positions[r] = 2 + r % seq;
+    const RopeShape s{rows, positions.data(), heads, d, ld, heads * d};
     auto x = random_vector(size_t(rows) * ld, rng);
     const auto probe = random_vector(size_t(rows) * heads * d, rng);
     std::vector<double> y(probe.size()), dx(x.size(), 0.0);
@@ -113,7 +115,8 @@ TEST(Rope, MatchesTheRotateHalfFormula) {
   const RopeTable<double> table = make_rope_table<double>(4, 100.0, 8);
   const std::vector<double> x = {1, 2, 3, 4, 5, 6};
   std::vector<double> y(6);
-  rope_forward(y.data(), x.data(), table, RopeShape{1, 1, 5, 1, 6, 6, 6});
+  const int32_t position = 5;
+  rope_forward(y.data(), x.data(), table, RopeShape{1, &position, 1, 6, 6, 6});
   for (int i = 0; i < 2; ++i) {
     const double a = 5 * std::pow(100.0, -2.0 * i / 4);
     EXPECT_NEAR(y[i], x[i] * std::cos(a) - x[i + 2] * std::sin(a), 1e-14);

@@ -7,6 +7,7 @@
 
 #include "io/safetensors.h"
 #include "model/layout.h"
+#include "model/weights.h"
 #include "train/adamw.h"
 #include "train/schedule.h"
 
@@ -19,7 +20,8 @@ TEST(AdamW, MatchesTorchWithScheduleAndClipping) {
                             "/optimizer/adamw_cosine_clip.safetensors");
   const json options = json::parse(f.metadata_value("options"));
   const json lrs = json::parse(f.metadata_value("lrs"));
-  const ParamLayout layout(config_from_json(json::parse(f.metadata_value("config")), f.path()));
+  Weights weights(config_from_json(json::parse(f.metadata_value("config")), f.path()));
+  const ParamLayout& layout = weights.layout();
   AdamWOptions o;
   o.beta1 = options["beta1"];
   o.beta2 = options["beta2"];
@@ -30,22 +32,23 @@ TEST(AdamW, MatchesTorchWithScheduleAndClipping) {
       ScheduleKind::cosine, options["lr"], options["min_lr"], options["warmup_steps"], 0,
       options["steps"]};
   AdamW adamw(layout, o);
-  std::vector<float> params(layout.total()), grads(layout.total());
-  auto load = [&](const std::string& prefix, std::vector<float>& into) {
+  Gradients grads(layout);
+  const float* params = weights.data();
+  auto load = [&](const std::string& prefix, float* into) {
     for (const TensorSpec& t : layout.tensors()) {
       const std::vector<float> v = f.read_floats(prefix + t.name);
-      std::copy(v.begin(), v.end(), into.begin() + t.offset);
+      std::copy(v.begin(), v.end(), into + t.offset);
     }
   };
-  load("param.", params);
+  load("param.", weights.data());
   int clipped = 0;
   for (int step = 1; step <= int(options["steps"]); ++step) {
     EXPECT_DOUBLE_EQ(schedule.lr(step - 1), lrs[step - 1].get<double>()) << "step " << step;
-    load("grad." + std::to_string(step) + ".", grads);
+    load("grad." + std::to_string(step) + ".", grads.data());
     clipped += clip_gradients(grads, global_norm(grads), options["grad_clip"]) < 1.0;
-    adamw.step(params.data(), grads.data(), schedule.lr(step - 1));
+    adamw.step(weights, grads, schedule.lr(step - 1));
     std::vector<float> expected(layout.total());
-    load("after." + std::to_string(step) + ".", expected);
+    load("after." + std::to_string(step) + ".", expected.data());
     for (const TensorSpec& t : layout.tensors()) {
       double diff = 0, norm = 0;
       for (int64_t i = t.offset; i < t.offset + t.numel; ++i) {
@@ -93,13 +96,15 @@ TEST(Schedule, WarmupCosineAndWarmupStableDecay) {
 }
 
 TEST(ClipGradients, ScalesToTheMaximumNorm) {
-  std::vector<float> g = {3, 4};
+  Gradients g(2);
+  g.data()[0] = 3, g.data()[1] = 4;
   EXPECT_DOUBLE_EQ(global_norm(g), 5.0);
   EXPECT_NEAR(clip_gradients(g, 5.0, 1.0), 1.0 / (5.0 + 1e-6), 1e-15);
   EXPECT_NEAR(global_norm(g), 1.0, 1e-6);
-  std::vector<float> small = {0.3f, 0.4f};
+  Gradients small(2);
+  small.data()[0] = 0.3f, small.data()[1] = 0.4f;
   EXPECT_EQ(clip_gradients(small, 0.5, 1.0), 1.0);
-  EXPECT_EQ(small[0], 0.3f);
+  EXPECT_EQ(small.data()[0], 0.3f);
 }
 
 }  // namespace

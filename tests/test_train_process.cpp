@@ -89,10 +89,8 @@ class TrainProcess : public ::testing::Test {
     waitpid(pid, &status, 0);
     return status;
   }
-  std::vector<float> final_params(const std::string& out) {
-    std::vector<float> params;
-    load_model(latest_checkpoint((dir_ / out).string()), params);
-    return params;
+  AlignedFloats final_params(const std::string& out) {
+    return std::move(*load_model(latest_checkpoint((dir_ / out).string()))).release();
   }
   std::string text(const std::string& name) {
     std::ifstream in(dir_ / name);
@@ -104,17 +102,18 @@ class TrainProcess : public ::testing::Test {
 TEST_F(TrainProcess, SigtermWritesACheckpointAndResumeMatchesAnUninterruptedRun) {
   const int whole = wait_for(start("whole", {}));
   ASSERT_TRUE(WIFEXITED(whole) && WEXITSTATUS(whole) == 0) << text("whole.stderr");
-  const pid_t pid = start("stopped", {});
-  const fs::path metrics = dir_ / "stopped" / "metrics.jsonl";
-  for (int i = 0; i < 2000 && (!fs::exists(metrics) || fs::file_size(metrics) == 0); ++i)
+  // The run holds at step 5 until the signal arrives, so the signal always lands mid-run.
+  const pid_t pid = start("stopped", {}, {"GATTN_TEST_AWAIT_SIGNAL_AT_STEP=5"});
+  for (int i = 0;
+       i < 6000 && text("stopped.stderr").find("waiting for a signal") == std::string::npos; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   kill(pid, SIGTERM);
   const int status = wait_for(pid);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text("stopped.stderr");
-  const std::string checkpoint = latest_checkpoint((dir_ / "stopped").string());
-  ASSERT_FALSE(checkpoint.empty());
-  if (text("stopped.stderr").find("stopped by signal 15") == std::string::npos)
-    GTEST_SKIP() << "the run finished before the signal arrived";
+  ASSERT_NE(text("stopped.stderr").find("stopped by signal 15 at step 5"), std::string::npos)
+      << text("stopped.stderr");
+  EXPECT_EQ(latest_checkpoint((dir_ / "stopped").string()),
+            (dir_ / "stopped" / "checkpoints" / "step_00000005").string());
   const int resumed = wait_for(start("stopped", {"--resume"}));
   ASSERT_TRUE(WIFEXITED(resumed) && WEXITSTATUS(resumed) == 0) << text("stopped.stderr");
   EXPECT_EQ(final_params("stopped"), final_params("whole"));

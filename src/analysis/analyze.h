@@ -7,7 +7,8 @@
 #include <vector>
 
 #include "io/token_shard.h"
-#include "model/model.h"
+#include "model/train_state.h"
+#include "model/weights.h"
 
 namespace gattn {
 
@@ -26,6 +27,7 @@ struct AnalysisOptions {
 // max_abs_hidden and where, gate statistics (mean score, fraction below 0.1, histogram, mean |Y|
 // before and after), and the model-level f_attn, sink_fraction, m_act, gate_score next to their
 // values under uniform attention. See docs/ANALYSIS.md.
-nlohmann::json analyze(Model& model, const TokenShard& shard, const AnalysisOptions& options);
+nlohmann::json analyze(const Weights& weights, const TokenShard& shard,
+                       const AnalysisOptions& options);
 
 }  // namespace gattn

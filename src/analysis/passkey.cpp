@@ -5,6 +5,7 @@
 #include <random>
 #include <string>
 
+#include "model/train_state.h"
 #include "util/error.h"
 
 namespace gattn {
@@ -23,18 +24,19 @@ void append(std::vector<int32_t>& ids, const std::vector<uint32_t>& more) {
 
 }  // namespace
 
-std::vector<PasskeyResult> passkey_retrieval(Model& model, const Tokenizer& tokenizer,
+std::vector<PasskeyResult> passkey_retrieval(const Weights& weights, const Tokenizer& tokenizer,
                                              const std::vector<int>& lengths, int trials,
                                              uint64_t seed) {
   const std::vector<uint32_t> intro = tokenizer.encode(kIntro);
   const std::vector<uint32_t> filler = tokenizer.encode(kFiller);
   const std::vector<uint32_t> question = tokenizer.encode(kQuestion);
-  const int vocab = model.config().vocab_size;
+  const int vocab = weights.config().vocab_size;
+  TrainState state(weights);
   std::vector<PasskeyResult> results;
   for (const int length : lengths) {
-    if (length > model.config().max_position_embeddings)
+    if (length > weights.config().max_position_embeddings)
       fail("passkey: length ", length, " exceeds the model's context (",
-           model.config().max_position_embeddings, ")");
+           weights.config().max_position_embeddings, ")");
     std::mt19937_64 rng(seed * 1000003 + uint64_t(length));
     PasskeyResult r;
     r.length = length;
@@ -69,7 +71,7 @@ std::vector<PasskeyResult> passkey_retrieval(Model& model, const Tokenizer& toke
         if (id >= vocab)
           fail("passkey: the tokenizer's id ", id, " is beyond the model's vocab_size ", vocab);
       logits.resize(size_t(length) * vocab);
-      model.forward({ids.data(), nullptr, 1, length}, logits.data());
+      state.forward({ids.data(), nullptr, 1, length}, logits.data());
       bool all = true;
       for (size_t a = 0; a < answer.size(); ++a) {
         const float* row = &logits[size_t(answer_at + a - 1) * vocab];

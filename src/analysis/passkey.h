@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/model.h"
+#include "model/weights.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gattn {
@@ -19,7 +19,7 @@ struct PasskeyResult {
 };
 
 // One result per length; trials draw keys and depths from `seed`, the same for every model.
-std::vector<PasskeyResult> passkey_retrieval(Model& model, const Tokenizer& tokenizer,
+std::vector<PasskeyResult> passkey_retrieval(const Weights& weights, const Tokenizer& tokenizer,
                                              const std::vector<int>& lengths, int trials,
                                              uint64_t seed);
 

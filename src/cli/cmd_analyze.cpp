@@ -10,6 +10,7 @@
 #include "cli/inputs.h"
 #include "cli/validators.h"
 #include "io/file.h"
+#include "model/train_state.h"
 #include "train/evaluate.h"
 #include "util/error.h"
 #include "util/threads.h"
@@ -51,15 +52,17 @@ void add_analyze_command(CLI::App& app) {
       }
     }
     std::string folder;
-    const auto model = load_checkpoint_model(checkpoint, folder);
-    const HeldOutTokens tokens(data, tokenizer_path, model->config().vocab_size);
-    const nlohmann::json r = analyze(*model, tokens.shard(), o);
+    const auto weights = load_checkpoint_model(checkpoint, folder);
+    const HeldOutTokens tokens(data, tokenizer_path, weights->config().vocab_size);
+    const nlohmann::json r = analyze(*weights, tokens.shard(), o);
     // A non-finite loss: score the windows again to name the first bad one.
-    if (!std::isfinite(r["loss"].get<double>()))
+    if (!std::isfinite(r["loss"].get<double>())) {
+      TrainState state(*weights);
       require_finite_loss(
-          evaluate(*model, tokens.shard(), o.seq_len, o.bos ? WindowKind::bos : WindowKind::plain,
+          evaluate(state, tokens.shard(), o.seq_len, o.bos ? WindowKind::bos : WindowKind::plain,
                    o.sequences, 1, nullptr),
           folder);
+    }
     require_finite_metrics(r, folder);
     std::printf("checkpoint %s, gate %s\n", folder.c_str(), r["gate"].get<std::string>().c_str());
     std::printf("%lld sequences of %d tokens%s; loss %.4f\n",

@@ -15,7 +15,7 @@
 #include "io/checkpoint.h"
 #include "io/file.h"
 #include "io/token_shard.h"
-#include "model/model.h"
+#include "model/train_state.h"
 #include "train/evaluate.h"
 #include "train/prepare_data.h"
 #include "train/train_checkpoint.h"
@@ -50,9 +50,8 @@ RunResult score(const std::string& run_dir, int64_t windows) {
   r.run_config = read_json(checkpoint + "/state.json").at("run_config");
   const json& data = r.run_config.at("data");
   if (data.at("val").get<std::string>().empty()) fail(run_dir, ": the run has no validation data");
-  std::vector<float> params;
-  Model model(load_model(checkpoint, params));
-  model.params() = params;
+  const std::unique_ptr<Weights> weights = load_model(checkpoint);
+  TrainState state(*weights);
   std::vector<uint32_t> token_bytes;
   const TokenShard shard(data.at("val").get<std::string>());
   if (!data.at("tokenizer").get<std::string>().empty()) {
@@ -62,7 +61,7 @@ RunResult score(const std::string& run_dir, int64_t windows) {
     token_bytes = token_byte_lengths(tokenizer);
   }
   const WindowKind window = data.at("window") == "bos" ? WindowKind::bos : WindowKind::plain;
-  r.eval = evaluate(model, shard, data.at("seq_len").get<int>(), window, windows,
+  r.eval = evaluate(state, shard, data.at("seq_len").get<int>(), window, windows,
                     r.run_config.at("batch_size").get<int>(),
                     token_bytes.empty() ? nullptr : &token_bytes);
   require_finite_loss(r.eval, run_dir);
@@ -70,7 +69,7 @@ RunResult score(const std::string& run_dir, int64_t windows) {
   analysis.seq_len = data.at("seq_len").get<int>();
   analysis.bos = window == WindowKind::bos;
   analysis.from_position = std::min(16, analysis.seq_len - 1);
-  r.analysis = analyze(model, shard, analysis);
+  r.analysis = analyze(*weights, shard, analysis);
   return r;
 }
 

@@ -34,10 +34,11 @@ void add_eval_command(CLI::App& app) {
   cmd->callback([] {
     if (threads > 0) set_num_threads(threads);
     std::string folder;
-    const auto model = with_context(load_checkpoint_model(checkpoint, folder), seq, rope_scaling);
-    const HeldOutTokens tokens(data, tokenizer_path, model->config().vocab_size);
+    const auto weights = with_context(load_checkpoint_model(checkpoint, folder), seq, rope_scaling);
+    TrainState state(*weights);
+    const HeldOutTokens tokens(data, tokenizer_path, weights->config().vocab_size);
     const EvalResult r =
-        evaluate(*model, tokens.shard(), seq, window == "bos" ? WindowKind::bos : WindowKind::plain,
+        evaluate(state, tokens.shard(), seq, window == "bos" ? WindowKind::bos : WindowKind::plain,
                  windows, batch, tokens.token_bytes());
     require_finite_loss(r, folder);
     std::printf("checkpoint %s\n%lld windows of %d tokens (%s), %lld target tokens\n",

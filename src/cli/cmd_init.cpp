@@ -3,7 +3,7 @@
 
 #include "cli/commands.h"
 #include "io/checkpoint.h"
-#include "model/model.h"
+#include "model/weights.h"
 
 namespace gattn {
 
@@ -19,9 +19,9 @@ void add_init_command(CLI::App& app) {
   cmd->add_option("--out", out, "output folder")->required();
   cmd->add_option("--seed", seed, "initialisation seed");
   cmd->callback([] {
-    Model model(load_config(config_path, gate));
-    model.init(seed);
-    save_model(out, model.config(), model.params());
+    Weights weights(load_config(config_path, gate));
+    weights.init(seed);
+    save_model(out, weights);
     std::printf("wrote %s/config.json and %s/model.safetensors\n", out.c_str(), out.c_str());
   });
 }

@@ -34,9 +34,9 @@ void add_passkey_command(CLI::App& app) {
     const Tokenizer tokenizer = Tokenizer::load(tokenizer_path);
     std::string folder;
     const int longest = *std::max_element(lengths.begin(), lengths.end());
-    const auto model =
+    const auto weights =
         with_context(load_checkpoint_model(checkpoint, folder), longest, rope_scaling);
-    const auto results = passkey_retrieval(*model, tokenizer, lengths, trials, seed);
+    const auto results = passkey_retrieval(*weights, tokenizer, lengths, trials, seed);
     std::printf("checkpoint %s%s%s\n  length  retrieved  answer nats\n", folder.c_str(),
                 rope_scaling.empty() ? "" : ", rope scaling ", rope_scaling.c_str());
     nlohmann::json j = nlohmann::json::array();

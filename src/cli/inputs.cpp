@@ -30,27 +30,22 @@ bool is_shard(const std::string& path) {
 }
 }  // namespace
 
-std::unique_ptr<Model> load_checkpoint_model(const std::string& path, std::string& folder) {
+std::unique_ptr<Weights> load_checkpoint_model(const std::string& path, std::string& folder) {
   folder = fs::exists(fs::path(path) / "checkpoints") ? latest_checkpoint(path) : path;
   if (folder.empty()) fail(path, ": the run has no checkpoint");
-  std::vector<float> params;
-  auto model = std::make_unique<Model>(load_model(folder, params));
-  model->params() = params;
-  return model;
+  return load_model(folder);
 }
 
-std::unique_ptr<Model> with_context(std::unique_ptr<Model> model, int positions,
-                                    const std::string& rope_scaling_json) {
-  Config c = model->config();
-  if (positions <= c.max_position_embeddings && rope_scaling_json.empty()) return model;
+std::unique_ptr<Weights> with_context(std::unique_ptr<Weights> weights, int positions,
+                                      const std::string& rope_scaling_json) {
+  Config c = weights->config();
+  if (positions <= c.max_position_embeddings && rope_scaling_json.empty()) return weights;
   c.max_position_embeddings = std::max(c.max_position_embeddings, positions);
   if (!rope_scaling_json.empty()) {
     c.rope_scaling = rope_scaling_from_json(parse_json_text(rope_scaling_json, "--rope-scaling"),
                                             "--rope-scaling");
   }
-  auto extended = std::make_unique<Model>(c);
-  extended->params() = std::move(model->params());
-  return extended;
+  return std::make_unique<Weights>(c, std::move(*weights).release());
 }
 
 HeldOutTokens::HeldOutTokens(const std::vector<std::string>& data, const std::string& tokenizer,

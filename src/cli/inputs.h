@@ -6,18 +6,18 @@
 #include <vector>
 
 #include "io/token_shard.h"
-#include "model/model.h"
+#include "model/weights.h"
 
 namespace gattn {
 
 // `path` is a checkpoint folder or a run folder (its newest checkpoint). Sets `folder` to the one
 // read.
-std::unique_ptr<Model> load_checkpoint_model(const std::string& path, std::string& folder);
+std::unique_ptr<Weights> load_checkpoint_model(const std::string& path, std::string& folder);
 
 // The same weights with a context of at least `positions` and, when rope_scaling_json is not
 // empty, that RoPE scaling (an HF `rope_scaling` object): evaluation beyond the trained length.
-std::unique_ptr<Model> with_context(std::unique_ptr<Model> model, int positions,
-                                    const std::string& rope_scaling_json);
+std::unique_ptr<Weights> with_context(std::unique_ptr<Weights> weights, int positions,
+                                      const std::string& rope_scaling_json);
 
 // A shard, or text files / folders / .jsonl tokenized into a temporary shard (removed with this
 // object). token_bytes (UTF-8 bytes per token id) is filled when a tokenizer is given.

@@ -24,22 +24,21 @@ void save_config(const std::string& path, const Config& config) {
   write_text_file_atomically(path, text);
 }
 
-void save_params(const std::string& path, const ParamLayout& layout,
-                 const std::vector<float>& params,
+void save_params(const std::string& path, const Weights& weights,
                  const std::map<std::string, std::string>& metadata) {
   std::vector<TensorToWrite> tensors;
-  for (const TensorSpec& t : layout.tensors())
-    tensors.push_back({t.name, Dtype::F32, t.shape, params.data() + t.offset});
+  for (const TensorSpec& t : weights.layout().tensors())
+    tensors.push_back({t.name, Dtype::F32, t.shape, weights.at(t.offset)});
   write_safetensors(path, tensors, metadata);
 }
 
-void load_params(const std::string& path, const ParamLayout& layout, std::vector<float>& params) {
-  const SafetensorsReader file(path);
+namespace {
+// Every tensor of the layout is in the file with its shape and a float dtype, and nothing else is.
+void require_params(const SafetensorsReader& file, const ParamLayout& layout) {
+  const std::string& path = file.path();
   for (const TensorView& t : file.tensors())
     if (!layout.find(t.name))
       fail(path, ": unexpected tensor '", t.name, "' (does the config match this checkpoint?)");
-  // Every shape is checked against the file before anything is allocated: the sizes then come
-  // from the file, not from a config.json that may claim any dimension.
   for (const TensorSpec& spec : layout.tensors()) {
     const TensorView* t = file.find(spec.name);
     if (!t)
@@ -51,27 +50,41 @@ void load_params(const std::string& path, const ParamLayout& layout, std::vector
       fail(path, ": tensor '", spec.name, "' has dtype ", dtype_name(t->dtype),
            ", expected F32, BF16 or F16");
   }
-  params.assign(layout.total(), 0.0f);
+}
+
+void read_params(const SafetensorsReader& file, const ParamLayout& layout, float* params) {
+  const std::string& path = file.path();
   for (const TensorSpec& spec : layout.tensors()) {
     const std::vector<float> values = file.read_floats(spec.name);
     for (int64_t i = 0; i < spec.numel; ++i)
       if (!std::isfinite(values[i]))
         fail(path, ": tensor '", spec.name, "' has a non-finite value (", values[i], ") at index ",
              i);
-    std::copy(values.begin(), values.end(), params.begin() + spec.offset);
+    std::copy(values.begin(), values.end(), params + spec.offset);
   }
 }
+}  // namespace
 
-void save_model(const std::string& folder, const Config& config, const std::vector<float>& params) {
-  std::filesystem::create_directories(folder);
-  save_config(folder + "/config.json", config);
-  save_params(folder + "/model.safetensors", ParamLayout(config), params);
+void load_params(const std::string& path, const ParamLayout& layout, float* params) {
+  const SafetensorsReader file(path);
+  require_params(file, layout);
+  read_params(file, layout, params);
 }
 
-Config load_model(const std::string& folder, std::vector<float>& params) {
+void save_model(const std::string& folder, const Weights& weights) {
+  std::filesystem::create_directories(folder);
+  save_config(folder + "/config.json", weights.config());
+  save_params(folder + "/model.safetensors", weights);
+}
+
+std::unique_ptr<Weights> load_model(const std::string& folder) {
   const Config config = load_config(folder + "/config.json");
-  load_params(folder + "/model.safetensors", ParamLayout(config), params);
-  return config;
+  // Shapes first: the buffer is then sized by the file, not by whatever config.json claims.
+  const SafetensorsReader file(folder + "/model.safetensors");
+  require_params(file, ParamLayout(config));
+  auto weights = std::make_unique<Weights>(config);
+  read_params(file, weights->layout(), weights->data());
+  return weights;
 }
 
 }  // namespace gattn

@@ -2,11 +2,12 @@
 // parameter under its Hugging Face name. Both files are written atomically.
 #pragma once
 #include <map>
+#include <memory>
 #include <string>
-#include <vector>
 
 #include "model/config.h"
 #include "model/layout.h"
+#include "model/weights.h"
 
 namespace gattn {
 
@@ -14,16 +15,15 @@ namespace gattn {
 Config load_config(const std::string& path, const std::string& gate_json = "");
 void save_config(const std::string& path, const Config& config);
 
-// Writes params (in layout order) as F32.
-void save_params(const std::string& path, const ParamLayout& layout,
-                 const std::vector<float>& params,
+// Writes every parameter as F32.
+void save_params(const std::string& path, const Weights& weights,
                  const std::map<std::string, std::string>& metadata = {});
-// Fills params from a safetensors file: every tensor of the layout must be present with its shape
-// and a float dtype (F32, BF16, F16 converted), all values finite, and no other tensor present.
-void load_params(const std::string& path, const ParamLayout& layout, std::vector<float>& params);
+// Fills params (layout.total() floats, layout order) from a safetensors file: every tensor of the
+// layout must be present with its shape and a float dtype (F32, BF16, F16 converted), all values
+// finite, and no other tensor present.
+void load_params(const std::string& path, const ParamLayout& layout, float* params);
 
-void save_model(const std::string& folder, const Config& config, const std::vector<float>& params);
-// Returns the config and fills params.
-Config load_model(const std::string& folder, std::vector<float>& params);
+void save_model(const std::string& folder, const Weights& weights);
+std::unique_ptr<Weights> load_model(const std::string& folder);
 
 }  // namespace gattn

@@ -3,7 +3,7 @@
 namespace gattn {
 
 void Arena::plan(float** slot, int64_t floats, std::string name) {
-  constexpr int64_t kAlign = 16;  // 64-byte aligned slices for SIMD loads
+  constexpr int64_t kAlign = kBufferAlignment / sizeof(float);
   slots_.emplace_back(slot, planned_);
   entries_.push_back({std::move(name), floats});
   planned_ += (floats + kAlign - 1) / kAlign * kAlign;

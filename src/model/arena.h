@@ -1,9 +1,11 @@
-// One buffer carved into named tensors: the whole memory plan of a step is visible in one place
-// (entries()) and known before the step runs.
+// One buffer carved into named tensors: the whole memory plan of a pass is known before it runs,
+// and entries() lists it (gattn bench --memory-plan prints it).
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "util/aligned.h"
 
 namespace gattn {
 
@@ -13,7 +15,8 @@ class Arena {
     std::string name;
     int64_t floats;
   };
-  // Registers a tensor; *slot points into the arena after allocate().
+  // Registers a tensor; *slot points into the arena after allocate(). Every tensor starts on a
+  // 64-byte boundary.
   void plan(float** slot, int64_t floats, std::string name);
   void allocate();
   void clear();
@@ -24,7 +27,7 @@ class Arena {
   std::vector<Entry> entries_;
   std::vector<std::pair<float**, int64_t>> slots_;  // slot, offset
   int64_t planned_ = 0;
-  std::vector<float> storage_;
+  AlignedFloats storage_;
 };
 
 }  // namespace gattn

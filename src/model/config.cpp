@@ -4,6 +4,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "model/gate_site.h"
 #include "util/error.h"
 #include "util/json_fields.h"
 
@@ -12,9 +13,11 @@ namespace gattn {
 namespace {
 using json = nlohmann::json;
 
-const std::map<std::string, GatePosition> kPositions = {
-    {"none", GatePosition::none}, {"sdpa", GatePosition::sdpa},   {"value", GatePosition::value},
-    {"key", GatePosition::key},   {"query", GatePosition::query}, {"dense", GatePosition::dense}};
+const std::map<std::string, GatePosition> kPositions = [] {
+  std::map<std::string, GatePosition> names = {{"none", GatePosition::none}};
+  for (const GatePositionInfo& info : gate_positions()) names[info.name] = info.position;
+  return names;
+}();
 const std::map<std::string, GateKind> kKinds = {{"input_dependent", GateKind::input_dependent},
                                                 {"input_independent", GateKind::input_independent},
                                                 {"ns_sigmoid", GateKind::ns_sigmoid},
@@ -30,6 +33,32 @@ const std::map<std::string, RopeScaling::Type> kRopeTypes = {{"default", RopeSca
                                                              {"linear", RopeScaling::Type::linear},
                                                              {"ntk", RopeScaling::Type::ntk},
                                                              {"yarn", RopeScaling::Type::yarn}};
+
+const std::map<std::string, AttentionKind> kAttentionKinds = {
+    {"full_attention", AttentionKind::full}};
+const std::map<std::string, MlpKind> kMlpKinds = {{"dense", MlpKind::dense}};
+
+// `field` (a list of one name per layer) into each layer's spec.
+template <typename Kind>
+void read_layer_kinds(JsonFields& f, const char* field, const std::map<std::string, Kind>& kinds,
+                      int layers, std::vector<LayerSpec>& specs, Kind LayerSpec::*member) {
+  std::vector<std::string> names;
+  f.read(field, names);
+  if (!f.has(field)) return;
+  if (int(names.size()) != layers)
+    fail(f.where(), ": field '", field, "': expected one entry per layer (", layers, "), found ",
+         names.size());
+  specs.resize(layers);
+  for (int l = 0; l < layers; ++l) {
+    if (!kinds.count(names[l])) {
+      std::string choices;
+      for (const auto& [key, value] : kinds) choices += (choices.empty() ? "" : " | ") + key;
+      fail(f.where(), ": field '", field, "': layer ", l, " has type '", names[l],
+           "', which gattn does not support (supported: ", choices, ")");
+    }
+    specs[l].*member = kinds.at(names[l]);
+  }
+}
 
 GateConfig gate_from_json(const json& j, const std::string& source) {
   JsonFields f(j, source + ": gate");
@@ -65,17 +94,14 @@ GateConfig gate_from_json(const json& j, const std::string& source) {
     must_be_absent("activation", "with kind 'ns_sigmoid' (its activation is 0.5 + 0.5*sigmoid)");
     g.activation = GateActivation::ns_sigmoid;
   }
-  if (g.position == GatePosition::dense) {
-    if (g.headwise)
-      fail(f.where(),
-           ": granularity 'headwise' is not allowed at position 'dense' (the o_proj output has no "
-           "heads)");
-    if (g.head_shared)
-      fail(f.where(),
-           ": sharing 'head_shared' is not allowed at position 'dense' (the o_proj output has no "
-           "heads)");
+  const GatePositionInfo& info = gate_position_info(g.position);
+  if (info.heads == GatedHeads::hidden) {
+    const std::string why =
+        " is not allowed at position " + position + " (its tensor has no heads)";
+    if (g.headwise) fail(f.where(), ": granularity 'headwise'", why);
+    if (g.head_shared) fail(f.where(), ": sharing 'head_shared'", why);
   }
-  if (g.position != GatePosition::query && g.position != GatePosition::key)
+  if (info.stage_after_qk_norm == info.stage)
     must_be_absent("after_qk_norm", "at position " + position + " (only 'query' and 'key')");
   return g;
 }
@@ -125,6 +151,9 @@ Config config_from_json(const json& j, const std::string& source) {
   f.read("initializer_range", c.initializer_range);
   f.read("sandwich_norm", c.sandwich_norm);
   f.read("block_output_clip", c.block_output_clip);
+  read_layer_kinds(f, "layer_types", kAttentionKinds, c.num_hidden_layers, c.layer_specs,
+                   &LayerSpec::attention);
+  read_layer_kinds(f, "mlp_types", kMlpKinds, c.num_hidden_layers, c.layer_specs, &LayerSpec::mlp);
   for (const char* info : {"model_type", "architectures", "torch_dtype", "transformers_version",
                            "bos_token_id", "eos_token_id", "pad_token_id", "use_cache"})
     f.ignore(info);
@@ -187,6 +216,13 @@ json config_to_json(const Config& c) {
       if (r.attention_factor > 0) j["rope_scaling"]["attention_factor"] = r.attention_factor;
     }
   }
+  json attention = json::array(), mlp = json::array();
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    attention.push_back(name_of(kAttentionKinds, c.layer(l).attention));
+    mlp.push_back(name_of(kMlpKinds, c.layer(l).mlp));
+  }
+  j["layer_types"] = attention;
+  j["mlp_types"] = mlp;
   const GateConfig& g = c.gate;
   json gate = {{"position", name_of(kPositions, g.position)}};
   if (g.enabled()) {
@@ -196,8 +232,8 @@ json config_to_json(const Config& c) {
       gate["sharing"] = name_of(kSharings, g.head_shared);
       if (g.kind != GateKind::ns_sigmoid) gate["activation"] = name_of(kActivations, g.activation);
       gate["mode"] = name_of(kModes, g.additive);
-      if (g.position == GatePosition::query || g.position == GatePosition::key)
-        gate["after_qk_norm"] = g.after_qk_norm;
+      const GatePositionInfo& info = gate_position_info(g.position);
+      if (info.stage_after_qk_norm != info.stage) gate["after_qk_norm"] = g.after_qk_norm;
     }
   }
   j["gate"] = gate;
@@ -216,43 +252,5 @@ std::string gate_description(const GateConfig& g) {
 }
 
 int Config::rotary_dim() const { return int(std::lround(head_dim * partial_rotary_factor)); }
-
-int Config::gate_heads() const {
-  switch (gate.position) {
-    case GatePosition::sdpa:
-    case GatePosition::query:
-      return num_attention_heads;
-    case GatePosition::value:
-    case GatePosition::key:
-      return num_key_value_heads;
-    case GatePosition::dense:
-      return 1;
-    case GatePosition::none:
-      return 0;
-  }
-  return 0;
-}
-
-int Config::gate_head_dim() const {
-  return gate.position == GatePosition::dense ? hidden_size : head_dim;
-}
-
-int Config::gate_scores() const {
-  if (!gate.has_scores()) return 0;
-  return gate.headwise ? gate_heads() : gate_heads() * gate_head_dim();
-}
-
-GateShape Config::gate_shape(int rows, int ld_y, int ld_y_out, int ld_z) const {
-  return GateShape{rows,
-                   gate_heads(),
-                   gate_head_dim(),
-                   gate.headwise,
-                   gate.head_shared,
-                   gate.additive,
-                   gate.activation,
-                   ld_y,
-                   ld_y_out,
-                   ld_z};
-}
 
 }  // namespace gattn

@@ -2,6 +2,7 @@
 #pragma once
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <vector>
 
 #include "ops/gate.h"
 #include "ops/rope.h"
@@ -30,6 +31,17 @@ struct GateConfig {
   bool has_scores() const { return has_weight() || has_logit(); }
 };
 
+// What a layer is made of. Hugging Face's `layer_types` names the attention kind per layer
+// ("full_attention"; Qwen3-Next also has "linear_attention", not modelled yet); gattn's
+// `mlp_types` the MLP kind ("dense"; MoE later).
+enum class AttentionKind { full };
+enum class MlpKind { dense };
+
+struct LayerSpec {
+  AttentionKind attention = AttentionKind::full;
+  MlpKind mlp = MlpKind::dense;
+};
+
 struct Config {
   int vocab_size = 0;
   int hidden_size = 0;
@@ -49,16 +61,14 @@ struct Config {
   bool sandwich_norm = false;
   double block_output_clip = 0;  // 0: no clamp
   GateConfig gate;
+  std::vector<LayerSpec> layer_specs;  // empty: every layer the default spec
 
+  LayerSpec layer(int l) const {
+    return l < int(layer_specs.size()) ? layer_specs[l] : LayerSpec{};
+  }
   int rotary_dim() const;
   int q_dim() const { return num_attention_heads * head_dim; }
   int kv_dim() const { return num_key_value_heads * head_dim; }
-  // Heads and channels per head of the gated tensor (dense: one head of hidden_size).
-  int gate_heads() const;
-  int gate_head_dim() const;
-  // Gate scores per token (0 without a scoring gate).
-  int gate_scores() const;
-  GateShape gate_shape(int rows, int ld_y, int ld_y_out, int ld_z) const;
 };
 
 // Parses and validates; every error names `source` (a file name or "config") and the field.

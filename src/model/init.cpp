@@ -4,16 +4,11 @@
 #include <cmath>
 #include <numbers>
 
+#include "util/splitmix64.h"
+
 namespace gattn {
 
 namespace {
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 uint64_t stream_key(uint64_t seed, const std::string& name) {
   uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a of the name
   for (unsigned char ch : name) h = (h ^ ch) * 0x100000001b3ULL;

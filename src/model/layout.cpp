@@ -1,23 +1,11 @@
 #include "model/layout.h"
 
+#include "model/gate_site.h"
+
 namespace gattn {
 
 std::string gate_tensor_prefix(GatePosition position) {
-  switch (position) {
-    case GatePosition::sdpa:
-      return "sdpa_gate";
-    case GatePosition::value:
-      return "value_gate";
-    case GatePosition::key:
-      return "key_gate";
-    case GatePosition::query:
-      return "query_gate";
-    case GatePosition::dense:
-      return "dense_gate";
-    case GatePosition::none:
-      break;
-  }
-  return "";
+  return std::string(gate_position_info(position).name) + "_gate";
 }
 
 int64_t ParamLayout::add(std::string name, std::vector<int64_t> shape, Init init,
@@ -31,14 +19,14 @@ int64_t ParamLayout::add(std::string name, std::vector<int64_t> shape, Init init
 
 ParamLayout::ParamLayout(const Config& c) {
   const int64_t C = c.hidden_size, V = c.vocab_size, I = c.intermediate_size;
-  const int64_t q = c.q_dim(), kv = c.kv_dim(), d = c.head_dim, scores = c.gate_scores();
+  const int64_t q = c.q_dim(), kv = c.kv_dim(), d = c.head_dim, scores = gate_site(c).scores;
   const GateConfig& g = c.gate;
   attn_proj_rows = int(q + 2 * kv + (g.has_weight() ? scores : 0));
 
   embed = add("model.embed_tokens.weight", {V, C}, Init::normal, "embedding");
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
-    const std::string gate = p + "self_attn." + gate_tensor_prefix(g.position);
+    const std::string gate = g.enabled() ? p + "self_attn." + gate_tensor_prefix(g.position) : "";
     LayerOffsets o{};
     o.input_norm = add(p + "input_layernorm.weight", {C}, Init::ones, "norms");
     o.attn_proj = add(p + "self_attn.q_proj.weight", {q, C}, Init::normal, "attention q/k/v/o");

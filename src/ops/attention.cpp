@@ -19,15 +19,38 @@ T* scratch(std::vector<T>& buffer, size_t count) {
   return buffer.data();
 }
 
-// Keys k0 + j with j < visible(i) are at or before query q0 + i.
-inline int visible_keys(int q0, int i, int k0, int nk) { return std::min(nk, q0 + i - k0 + 1); }
+int tile_count(int rows) { return (rows + kAttentionTile - 1) / kAttentionTile; }
+
+// How many keys query row i of a sequence sees: those at or before its position.
+int keys_seen(const AttentionShape& s, int i) { return std::min(s.kv_len, s.q_offset + i + 1); }
+
+// Keys k0 + j with j < visible_keys(...) are seen by query row i (0 when the tile is all later).
+int visible_keys(const AttentionShape& s, int i, int k0, int nk) {
+  return std::clamp(keys_seen(s, i) - k0, 0, nk);
+}
 }  // namespace
+
+AttentionShape self_attention_shape(int batch, int seq_len, int q_heads, int kv_heads, int head_dim,
+                                    int ld_q, int ld_k, int ld_v, int ld_out) {
+  return {.batch = batch,
+          .q_len = seq_len,
+          .kv_len = seq_len,
+          .q_offset = 0,
+          .kv_stride = seq_len,
+          .q_heads = q_heads,
+          .kv_heads = kv_heads,
+          .head_dim = head_dim,
+          .ld_q = ld_q,
+          .ld_k = ld_k,
+          .ld_v = ld_v,
+          .ld_out = ld_out};
+}
 
 template <typename T>
 void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
                        const AttentionShape& s) {
-  const int d = s.head_dim, T_ = s.seq_len, group = s.q_heads / s.kv_heads;
-  const int tiles = (T_ + kAttentionTile - 1) / kAttentionTile;
+  const int d = s.head_dim, group = s.q_heads / s.kv_heads;
+  const int tiles = tile_count(s.q_len);
   const T scale = T(1) / std::sqrt(T(d));
   const int64_t tasks = int64_t(s.batch) * s.q_heads * tiles;
 #pragma omp parallel
@@ -41,21 +64,22 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
     for (int64_t task = 0; task < tasks; ++task) {
       const int qt = int(task % tiles), h = int(task / tiles % s.q_heads);
       const int b = int(task / tiles / s.q_heads), kvh = h / group;
-      const int q0 = qt * kAttentionTile, nq = std::min(kAttentionTile, T_ - q0);
-      const int64_t row0 = int64_t(b) * T_;
-      const T* q_tile = q + (row0 + q0) * s.ld_q + h * d;
+      const int q0 = qt * kAttentionTile, nq = std::min(kAttentionTile, s.q_len - q0);
+      const int64_t q_row0 = int64_t(b) * s.q_len, kv_row0 = b * s.kv_stride;
+      const T* q_tile = q + (q_row0 + q0) * s.ld_q + h * d;
       std::fill(acc, acc + nq * d, T(0));
       std::fill(row_max, row_max + nq, -std::numeric_limits<T>::infinity());
       std::fill(row_sum, row_sum + nq, T(0));
-      for (int kt = 0; kt <= qt; ++kt) {
-        const int k0 = kt * kAttentionTile, nk = std::min(kAttentionTile, T_ - k0);
-        const T* k_tile = k + (row0 + k0) * s.ld_k + kvh * d;
-        const T* v_tile = v + (row0 + k0) * s.ld_v + kvh * d;
+      const int key_tiles = tile_count(keys_seen(s, q0 + nq - 1));
+      for (int kt = 0; kt < key_tiles; ++kt) {
+        const int k0 = kt * kAttentionTile, nk = std::min(kAttentionTile, s.kv_len - k0);
+        const T* k_tile = k + (kv_row0 + k0) * s.ld_k + kvh * d;
+        const T* v_tile = v + (kv_row0 + k0) * s.ld_v + kvh * d;
         matmul<T>(scores, q_tile, k_tile, nq, nk, d, false, true, scale, 0, s.ld_q, s.ld_k,
                   kAttentionTile);
         for (int i = 0; i < nq; ++i) {
           T* row = scores + i * kAttentionTile;
-          const int visible = visible_keys(q0, i, k0, nk);
+          const int visible = visible_keys(s, q0 + i, k0, nk);
           T new_max = row_max[i];
           for (int j = 0; j < visible; ++j) new_max = std::max(new_max, row[j]);
           T sum = 0;
@@ -69,9 +93,9 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
         matmul<T>(acc, scores, v_tile, nq, d, nk, false, false, 1, 1, kAttentionTile, s.ld_v, d);
       }
       for (int i = 0; i < nq; ++i) {
-        T* o = out + (row0 + q0 + i) * s.ld_out + h * d;
+        T* o = out + (q_row0 + q0 + i) * s.ld_out + h * d;
         for (int c = 0; c < d; ++c) o[c] = acc[i * d + c] / row_sum[i];
-        lse[(row0 + q0 + i) * s.q_heads + h] = row_max[i] + std::log(row_sum[i]);
+        lse[(q_row0 + q0 + i) * s.q_heads + h] = row_max[i] + std::log(row_sum[i]);
       }
     }
   }
@@ -80,8 +104,8 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
 template <typename T>
 void attention_backward(T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, const T* lse,
                         const T* q, const T* k, const T* v, const AttentionShape& s) {
-  const int d = s.head_dim, T_ = s.seq_len, group = s.q_heads / s.kv_heads;
-  const int tiles = (T_ + kAttentionTile - 1) / kAttentionTile;
+  const int d = s.head_dim, group = s.q_heads / s.kv_heads;
+  const int tiles = tile_count(s.q_len);
   const T scale = T(1) / std::sqrt(T(d));
   // One task per (batch, kv head) owns d_k, d_v of that head and d_q of its query heads,
   // so every gradient is summed in one fixed order without atomics.
@@ -89,46 +113,47 @@ void attention_backward(T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, co
 #pragma omp parallel
   {
     thread_local std::vector<T> buffer;
-    T* probs = scratch(buffer, size_t(2) * kAttentionTile * kAttentionTile + T_);
+    T* probs = scratch(buffer, size_t(2) * kAttentionTile * kAttentionTile + s.q_len);
     T* d_scores = probs + kAttentionTile * kAttentionTile;
     T* out_dot = d_scores + kAttentionTile * kAttentionTile;  // D_t = sum_c dO O
 #pragma omp for schedule(static)
     for (int64_t task = 0; task < tasks; ++task) {
       const int kvh = int(task % s.kv_heads), b = int(task / s.kv_heads);
-      const int64_t row0 = int64_t(b) * T_;
-      for (int t = 0; t < T_; ++t) {
-        std::fill_n(d_k + (row0 + t) * s.ld_k + kvh * d, d, T(0));
-        std::fill_n(d_v + (row0 + t) * s.ld_v + kvh * d, d, T(0));
+      const int64_t q_row0 = int64_t(b) * s.q_len, kv_row0 = b * s.kv_stride;
+      for (int t = 0; t < s.kv_len; ++t) {
+        std::fill_n(d_k + (kv_row0 + t) * s.ld_k + kvh * d, d, T(0));
+        std::fill_n(d_v + (kv_row0 + t) * s.ld_v + kvh * d, d, T(0));
       }
       for (int h = kvh * group; h < (kvh + 1) * group; ++h) {
-        for (int t = 0; t < T_; ++t) {
-          const T* o = out + (row0 + t) * s.ld_out + h * d;
-          const T* dout = d_out + (row0 + t) * s.ld_out + h * d;
+        for (int t = 0; t < s.q_len; ++t) {
+          const T* o = out + (q_row0 + t) * s.ld_out + h * d;
+          const T* dout = d_out + (q_row0 + t) * s.ld_out + h * d;
           T dot = 0;
           for (int c = 0; c < d; ++c) dot += o[c] * dout[c];
           out_dot[t] = dot;
-          std::fill_n(d_q + (row0 + t) * s.ld_q + h * d, d, T(0));
+          std::fill_n(d_q + (q_row0 + t) * s.ld_q + h * d, d, T(0));
         }
         for (int qt = 0; qt < tiles; ++qt) {
-          const int q0 = qt * kAttentionTile, nq = std::min(kAttentionTile, T_ - q0);
-          const T* q_tile = q + (row0 + q0) * s.ld_q + h * d;
-          const T* dout_tile = d_out + (row0 + q0) * s.ld_out + h * d;
-          T* dq_tile = d_q + (row0 + q0) * s.ld_q + h * d;
-          for (int kt = 0; kt <= qt; ++kt) {
-            const int k0 = kt * kAttentionTile, nk = std::min(kAttentionTile, T_ - k0);
-            const T* k_tile = k + (row0 + k0) * s.ld_k + kvh * d;
-            const T* v_tile = v + (row0 + k0) * s.ld_v + kvh * d;
+          const int q0 = qt * kAttentionTile, nq = std::min(kAttentionTile, s.q_len - q0);
+          const T* q_tile = q + (q_row0 + q0) * s.ld_q + h * d;
+          const T* dout_tile = d_out + (q_row0 + q0) * s.ld_out + h * d;
+          T* dq_tile = d_q + (q_row0 + q0) * s.ld_q + h * d;
+          const int key_tiles = tile_count(keys_seen(s, q0 + nq - 1));
+          for (int kt = 0; kt < key_tiles; ++kt) {
+            const int k0 = kt * kAttentionTile, nk = std::min(kAttentionTile, s.kv_len - k0);
+            const T* k_tile = k + (kv_row0 + k0) * s.ld_k + kvh * d;
+            const T* v_tile = v + (kv_row0 + k0) * s.ld_v + kvh * d;
             matmul<T>(probs, q_tile, k_tile, nq, nk, d, false, true, scale, 0, s.ld_q, s.ld_k,
                       kAttentionTile);
             for (int i = 0; i < nq; ++i) {
               T* row = probs + i * kAttentionTile;
-              const int visible = visible_keys(q0, i, k0, nk);
-              const T row_lse = lse[(row0 + q0 + i) * s.q_heads + h];
+              const int visible = visible_keys(s, q0 + i, k0, nk);
+              const T row_lse = lse[(q_row0 + q0 + i) * s.q_heads + h];
               for (int j = 0; j < visible; ++j) row[j] = fast_exp(row[j] - row_lse);
               for (int j = visible; j < nk; ++j) row[j] = 0;
             }
             // d_v += P^T dO
-            matmul<T>(d_v + (row0 + k0) * s.ld_v + kvh * d, probs, dout_tile, nk, d, nq, true,
+            matmul<T>(d_v + (kv_row0 + k0) * s.ld_v + kvh * d, probs, dout_tile, nk, d, nq, true,
                       false, 1, 1, kAttentionTile, s.ld_out, s.ld_v);
             // dP = dO v^T, then dS = P (dP - D) scale
             matmul<T>(d_scores, dout_tile, v_tile, nq, nk, d, false, true, 1, 0, s.ld_out, s.ld_v,
@@ -142,7 +167,7 @@ void attention_backward(T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, co
             // d_q += dS k;  d_k += dS^T q
             matmul<T>(dq_tile, d_scores, k_tile, nq, d, nk, false, false, 1, 1, kAttentionTile,
                       s.ld_k, s.ld_q);
-            matmul<T>(d_k + (row0 + k0) * s.ld_k + kvh * d, d_scores, q_tile, nk, d, nq, true,
+            matmul<T>(d_k + (kv_row0 + k0) * s.ld_k + kvh * d, d_scores, q_tile, nk, d, nq, true,
                       false, 1, 1, kAttentionTile, s.ld_q, s.ld_k);
           }
         }

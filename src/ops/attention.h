@@ -2,25 +2,36 @@
 // is ever stored. Forward saves the log-sum-exp of each query row; backward recomputes the
 // probabilities from it (as FlashAttention-2 does).
 #pragma once
+#include <cstdint>
 
 namespace gattn {
 
 inline constexpr int kAttentionTile = 64;  // query and key rows per tile
 
+// Queries of a sequence may be fewer than its keys (a prefill chunk or a decode step against a KV
+// cache): query row i of a sequence sits at key position q_offset + i and sees the keys
+// j <= q_offset + i (and j < kv_len). A training batch has q_offset 0 and q_len == kv_len.
 struct AttentionShape {
-  int batch;
-  int seq_len;   // row r = b * seq_len + t
-  int q_heads;   // H
-  int kv_heads;  // K; query head h reads kv head h / (H / K)
+  int batch;          // sequences
+  int q_len;          // query rows per sequence: row r = b * q_len + i (q, out, lse)
+  int kv_len;         // key/value rows per sequence
+  int q_offset;       // key position of query row 0
+  int64_t kv_stride;  // rows from one sequence's keys to the next (kv_len, or a cache's capacity)
+  int q_heads;        // H
+  int kv_heads;       // K; query head h reads kv head h / (H / K)
   int head_dim;
   int ld_q, ld_k, ld_v, ld_out;  // row strides of q, k, v, out (and of their gradients)
 };
 
-// out[r, h*d .. ] = softmax(q k^T / sqrt(d)) v over keys t' <= t; lse[r * H + h] saved.
+// The shape of a training batch: every sequence attends to itself from position 0.
+AttentionShape self_attention_shape(int batch, int seq_len, int q_heads, int kv_heads, int head_dim,
+                                    int ld_q, int ld_k, int ld_v, int ld_out);
+
+// out[r, h*d .. ] = softmax(q k^T / sqrt(d)) v over the visible keys; lse[r * H + h] saved.
 template <typename T>
 void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s);
 
-// Writes (not accumulates) d_q, d_k, d_v.
+// Writes (not accumulates) d_q, d_k, d_v (kv_len rows of each sequence).
 template <typename T>
 void attention_backward(T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, const T* lse,
                         const T* q, const T* k, const T* v, const AttentionShape& s);

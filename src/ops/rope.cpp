@@ -66,11 +66,13 @@ namespace {
 template <typename T>
 void rotate(T* out, const T* in, const RopeTable<T>& table, const RopeShape& s, T sign) {
   const int half = table.rotary_dim / 2;
-  if (s.pos0 + s.seq_len > table.max_positions)
-    fail("rope: position ", s.pos0 + s.seq_len - 1, " is beyond the table's ", table.max_positions);
+  for (int64_t r = 0; r < s.rows; ++r)
+    if (s.positions[r] < 0 || s.positions[r] >= table.max_positions)
+      fail("rope: position ", s.positions[r], " is outside the table's [0, ", table.max_positions,
+           ")");
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < s.rows; ++r) {
-    const int64_t p = s.pos0 + r % s.seq_len;
+    const int64_t p = s.positions[r];
     const T* cos = table.cos.data() + p * half;
     const T* sin = table.sin.data() + p * half;
     for (int h = 0; h < s.heads; ++h) {

@@ -1,6 +1,7 @@
 // Rotary position embedding in Hugging Face's rotate-half convention, on the first rotary_dim
 // channels of each head (channel i pairs with i + rotary_dim/2); the other channels pass through.
 #pragma once
+#include <cstdint>
 #include <vector>
 
 namespace gattn {
@@ -39,9 +40,8 @@ RopeTable<T> make_rope_table(int rotary_dim, double theta, int max_positions,
                              const RopeScaling& scaling = {});
 
 struct RopeShape {
-  int rows;  // tokens; row r sits at position pos0 + r % seq_len
-  int seq_len;
-  int pos0;
+  int rows;                  // tokens
+  const int32_t* positions;  // [rows]: the position of each row's token
   int heads;
   int head_dim;
   int ld_in;   // row stride of in and d_in

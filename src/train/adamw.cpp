@@ -13,7 +13,7 @@ bool AdamW::decays(const TensorSpec& t) const {
   return true;
 }
 
-void AdamW::step(float* params, const float* grads, double lr) {
+void AdamW::step(Weights& weights, const Gradients& grads, double lr) {
   ++steps_;
   const double bias1 = 1 - std::pow(options_.beta1, double(steps_));
   const double bias2_sqrt = std::sqrt(1 - std::pow(options_.beta2, double(steps_)));
@@ -22,8 +22,8 @@ void AdamW::step(float* params, const float* grads, double lr) {
   const float b2_weight = float(1 - options_.beta2), eps = float(options_.eps);
   for (const TensorSpec& t : layout_.tensors()) {
     const float keep = decays(t) ? float(1 - lr * options_.weight_decay) : 1.0f;
-    float* p = params + t.offset;
-    const float* g = grads + t.offset;
+    float* p = weights.data() + t.offset;
+    const float* g = grads.data() + t.offset;
     float* m = m_.data() + t.offset;
     float* v = v_.data() + t.offset;
 #pragma omp parallel for schedule(static)
@@ -36,18 +36,19 @@ void AdamW::step(float* params, const float* grads, double lr) {
   }
 }
 
-double global_norm(const std::vector<float>& grads) {
+double global_norm(const Gradients& grads) {
   double sum = 0;
-  for (float g : grads) sum += double(g) * g;
+  for (float g : grads.values()) sum += double(g) * g;
   return std::sqrt(sum);
 }
 
-double clip_gradients(std::vector<float>& grads, double norm, double max_norm) {
+double clip_gradients(Gradients& grads, double norm, double max_norm) {
   const double coefficient = std::min(1.0, max_norm / (norm + 1e-6));
   if (coefficient < 1.0) {
     const float c = float(coefficient);
+    float* g = grads.data();
 #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < grads.size(); ++i) grads[i] *= c;
+    for (int64_t i = 0; i < grads.size(); ++i) g[i] *= c;
   }
   return coefficient;
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/layout.h"
+#include "model/weights.h"
 
 namespace gattn {
 
@@ -22,26 +23,26 @@ class AdamW {
  public:
   AdamW(const ParamLayout& layout, const AdamWOptions& options);
 
-  // One update with learning rate lr; increments steps().
-  void step(float* params, const float* grads, double lr);
+  // One update of the weights with learning rate lr; increments steps().
+  void step(Weights& weights, const Gradients& grads, double lr);
 
   int64_t steps() const { return steps_; }
   void set_steps(int64_t steps) { steps_ = steps; }
-  std::vector<float>& first_moment() { return m_; }
-  std::vector<float>& second_moment() { return v_; }
+  AlignedFloats& first_moment() { return m_; }
+  AlignedFloats& second_moment() { return v_; }
   bool decays(const TensorSpec& t) const;
 
  private:
   const ParamLayout& layout_;
   AdamWOptions options_;
-  std::vector<float> m_, v_;
+  AlignedFloats m_, v_;
   int64_t steps_ = 0;
 };
 
 // The L2 norm of all gradients (accumulated in double, in a fixed order).
-double global_norm(const std::vector<float>& grads);
+double global_norm(const Gradients& grads);
 // Scales the gradients to norm max_norm when above it (as torch.nn.utils.clip_grad_norm_:
 // coefficient max_norm / (norm + 1e-6), capped at 1). Returns the coefficient.
-double clip_gradients(std::vector<float>& grads, double norm, double max_norm);
+double clip_gradients(Gradients& grads, double norm, double max_norm);
 
 }  // namespace gattn

@@ -8,7 +8,7 @@
 
 namespace gattn {
 
-EvalResult evaluate(Model& model, const TokenShard& shard, int seq_len, WindowKind window,
+EvalResult evaluate(TrainState& state, const TokenShard& shard, int seq_len, WindowKind window,
                     int64_t max_windows, int batch, const std::vector<uint32_t>* token_bytes) {
   DataLoader loader(shard, {batch, seq_len, window, 0, false});
   const int64_t windows = max_windows > 0 ? std::min(max_windows, loader.windows_per_epoch())
@@ -21,7 +21,7 @@ EvalResult evaluate(Model& model, const TokenShard& shard, int seq_len, WindowKi
     const int rows = int(std::min<int64_t>(batch, windows - first));
     loader.fill(first, rows, ids.data(), targets.data());
     const LossSum loss =
-        model.forward({ids.data(), targets.data(), rows, seq_len}, nullptr, token_nats.data());
+        state.forward({ids.data(), targets.data(), rows, seq_len}, nullptr, token_nats.data());
     nats += loss.nats;
     for (int row = 0; row < rows; ++row) {
       double sum = 0;

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "io/token_shard.h"
-#include "model/model.h"
+#include "model/train_state.h"
 #include "train/loader.h"
 
 namespace gattn {
@@ -22,7 +22,7 @@ struct EvalResult {
 
 // Evaluates the first `max_windows` windows (0: all) of the shard in stream order, `batch` rows
 // at a time. token_bytes[id], when given, is the number of UTF-8 bytes token id decodes to.
-EvalResult evaluate(Model& model, const TokenShard& shard, int seq_len, WindowKind window,
+EvalResult evaluate(TrainState& state, const TokenShard& shard, int seq_len, WindowKind window,
                     int64_t max_windows, int batch, const std::vector<uint32_t>* token_bytes);
 
 // A non-finite loss is a broken model (overflowing weights), never a result to print: fails with

@@ -3,17 +3,9 @@
 #include <numeric>
 
 #include "util/error.h"
+#include "util/splitmix64.h"
 
 namespace gattn {
-
-namespace {
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-}  // namespace
 
 DataLoader::DataLoader(const TokenShard& shard, const LoaderOptions& options)
     : shard_(shard), options_(options) {

@@ -4,7 +4,8 @@
 #pragma once
 #include <cstdint>
 
-#include "model/model.h"
+#include "model/train_state.h"
+#include "model/weights.h"
 #include "train/adamw.h"
 
 namespace gattn {
@@ -23,7 +24,8 @@ struct StepResult {
   bool updated = false;  // false when the loss or the gradient was not finite (no update made)
 };
 
-StepResult optimizer_step(Model& model, AdamW& optimizer, const StepBatch& batch, double lr,
-                          double grad_clip);
+// Gradients in `state`, the update in `weights` (which `state` reads).
+StepResult optimizer_step(Weights& weights, TrainState& state, AdamW& optimizer,
+                          const StepBatch& batch, double lr, double grad_clip);
 
 }  // namespace gattn

@@ -56,19 +56,19 @@ void save_json(const fs::path& path, const nlohmann::json& j) {
 }
 }  // namespace
 
-std::string save_training_checkpoint(const std::string& run_dir, const Model& model,
-                                     AdamW& optimizer, const TrainingState& state,
+std::string save_training_checkpoint(const std::string& run_dir, const Weights& weights,
+                                     AdamW& optimizer, const TrainingProgress& state,
                                      const nlohmann::json& run_config, int keep) {
   const fs::path folder = fs::path(run_dir) / "checkpoints";
   const fs::path final_path = folder / step_name(state.step);
   const fs::path partial = folder / ("." + step_name(state.step) + ".partial");
   fs::remove_all(partial);
   fs::create_directories(partial);
-  save_model(partial.string(), model.config(), model.params());
+  save_model(partial.string(), weights);
   // Fault injection for the crash-safety test: die as kill -9 would, halfway through.
   if (std::getenv("GATTN_TEST_KILL_IN_CHECKPOINT")) std::raise(SIGKILL);
   std::vector<TensorToWrite> moments;
-  for (const TensorSpec& t : model.layout().tensors()) {
+  for (const TensorSpec& t : weights.layout().tensors()) {
     moments.push_back(
         {"exp_avg." + t.name, Dtype::F32, t.shape, optimizer.first_moment().data() + t.offset});
     moments.push_back(
@@ -96,16 +96,16 @@ std::string latest_checkpoint(const std::string& run_dir) {
   return all.empty() ? "" : all.back().string();
 }
 
-TrainingState load_training_checkpoint(const std::string& folder, Model& model, AdamW& optimizer) {
-  std::vector<float> params;
-  const Config saved = load_model(folder, params);
-  if (config_to_json(saved) != config_to_json(model.config()))
+TrainingProgress load_training_checkpoint(const std::string& folder, Weights& weights,
+                                          AdamW& optimizer) {
+  const Config saved = load_config(folder + "/config.json");
+  if (config_to_json(saved) != config_to_json(weights.config()))
     fail(folder, ": checkpoint's model config differs from the run's (checkpoint: ",
-         config_to_json(saved).dump(), "; run: ", config_to_json(model.config()).dump(), ")");
-  model.params() = params;
+         config_to_json(saved).dump(), "; run: ", config_to_json(weights.config()).dump(), ")");
+  load_params(folder + "/model.safetensors", weights.layout(), weights.data());
 
   const SafetensorsReader moments(folder + "/optimizer.safetensors");
-  for (const TensorSpec& t : model.layout().tensors()) {
+  for (const TensorSpec& t : weights.layout().tensors()) {
     for (auto [prefix, target] : {std::pair{"exp_avg.", &optimizer.first_moment()},
                                   std::pair{"exp_avg_sq.", &optimizer.second_moment()}}) {
       const std::string name = prefix + t.name;

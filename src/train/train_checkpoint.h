@@ -8,12 +8,12 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "model/model.h"
+#include "model/weights.h"
 #include "train/adamw.h"
 
 namespace gattn {
 
-struct TrainingState {
+struct TrainingProgress {
   int64_t step = 0;  // optimizer steps done
   int64_t tokens_seen = 0;
   int64_t skipped_steps = 0;  // non-finite loss or gradient
@@ -21,15 +21,15 @@ struct TrainingState {
 
 // Writes the checkpoint of `state.step`, then removes all but the newest `keep`. Returns its
 // folder.
-std::string save_training_checkpoint(const std::string& run_dir, const Model& model,
-                                     AdamW& optimizer, const TrainingState& state,
+std::string save_training_checkpoint(const std::string& run_dir, const Weights& weights,
+                                     AdamW& optimizer, const TrainingProgress& state,
                                      const nlohmann::json& run_config, int keep);
 
 // The newest complete checkpoint folder of a run, or "" if there is none.
 std::string latest_checkpoint(const std::string& run_dir);
 
-// Restores model parameters and optimizer state; the checkpoint's model config must equal the
-// model's.
-TrainingState load_training_checkpoint(const std::string& folder, Model& model, AdamW& optimizer);
+// Restores the weights and optimizer state; the checkpoint's model config must equal the weights'.
+TrainingProgress load_training_checkpoint(const std::string& folder, Weights& weights,
+                                          AdamW& optimizer);
 
 }  // namespace gattn

@@ -6,12 +6,15 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "io/file.h"
 #include "io/token_shard.h"
-#include "model/model.h"
+#include "model/train_state.h"
+#include "model/weights.h"
 #include "ops/matmul.h"
 #include "train/adamw.h"
 #include "train/evaluate.h"
@@ -86,144 +89,213 @@ void truncate_metrics(const fs::path& path, int64_t step) {
   }
   write_text_file_atomically(path.string(), kept);
 }
+
+// One run from its first (or resumed) step to its last, in named steps.
+class TrainingRun {
+ public:
+  TrainingRun(const RunConfig& run, const std::vector<uint32_t>& token_bytes)
+      : run_(run),
+        token_bytes_(token_bytes),
+        train_shard_(run.train_data),
+        weights_(run.model),
+        state_(weights_),
+        optimizer_(weights_.layout(), run.adamw),
+        run_json_(run_config_to_json(run)),
+        loader_(train_shard_, {run.batch_size, run.seq_len, run.window, run.seed, true}),
+        rows_per_step_(int64_t(run.batch_size) * run.grad_accum),
+        ids_(rows_per_step_ * run.seq_len),
+        targets_(ids_.size()),
+        live_(::isatty(STDERR_FILENO)) {
+    if (!run.val_data.empty()) val_shard_ = std::make_unique<TokenShard>(run.val_data);
+    for (const TokenShard* shard :
+         {&train_shard_, static_cast<const TokenShard*>(val_shard_.get())})
+      if (shard && int64_t(shard->info().vocab_size) > run.model.vocab_size)
+        fail(shard->path(), ": tokens go up to ", shard->info().vocab_size,
+             " but the model's vocab_size is ", run.model.vocab_size);
+    weights_.init(run.seed);
+  }
+
+  TrainOutcome run(bool resume, int64_t stop_at_step);
+
+ private:
+  void start_or_resume(bool resume);
+  json take_step();  // one optimizer step; returns its metrics record
+  void report(const json& record);
+  void checkpoint() {
+    save_training_checkpoint(run_.out, weights_, optimizer_, progress_, run_json_,
+                             run_.keep_checkpoints);
+  }
+  EvalResult evaluate_now() {
+    return evaluate(state_, *val_shard_, run_.seq_len, run_.window, run_.eval_windows,
+                    run_.batch_size, token_bytes_.empty() ? nullptr : &token_bytes_);
+  }
+  void await_test_signal();
+  json summary(double seconds) const;
+
+  const RunConfig& run_;
+  const std::vector<uint32_t>& token_bytes_;
+  const TokenShard train_shard_;
+  std::unique_ptr<TokenShard> val_shard_;
+  Weights weights_;
+  TrainState state_;
+  AdamW optimizer_;
+  TrainingProgress progress_;
+  const json run_json_;
+  DataLoader loader_;
+  const int64_t rows_per_step_;
+  std::vector<int32_t> ids_, targets_;
+  const bool live_;
+  std::optional<MetricsWriter> metrics_;
+  StopSignals signals_;
+  Clock::time_point start_;
+  int64_t first_step_ = 0;
+  double last_loss_ = 0;
+  json final_eval_;
+};
+
+void TrainingRun::start_or_resume(bool resume) {
+  fs::create_directories(run_.out);
+  const std::string latest = latest_checkpoint(run_.out);
+  if (resume) {
+    if (latest.empty()) fail(run_.out, ": --resume given but the run has no checkpoint");
+    progress_ = load_training_checkpoint(latest, weights_, optimizer_);
+    std::fprintf(stderr, "resumed from %s (step %lld)\n", latest.c_str(),
+                 (long long)progress_.step);
+  } else if (!latest.empty()) {
+    fail(run_.out,
+         ": holds checkpoints of an earlier run; pass --resume to continue it or choose another "
+         "'out'");
+  }
+  const fs::path metrics_path = fs::path(run_.out) / "metrics.jsonl";
+  if (resume)
+    truncate_metrics(metrics_path, progress_.step);
+  else
+    fs::remove(metrics_path);
+  metrics_.emplace(metrics_path.string());
+  first_step_ = progress_.step;
+  start_ = Clock::now();
+}
+
+json TrainingRun::take_step() {
+  const auto t0 = Clock::now();
+  loader_.fill(progress_.step * rows_per_step_, int(rows_per_step_), ids_.data(), targets_.data());
+  const double lr = run_.schedule.lr(progress_.step);
+  const StepResult result =
+      optimizer_step(weights_, state_, optimizer_,
+                     {ids_.data(), targets_.data(), run_.grad_accum, run_.batch_size, run_.seq_len},
+                     lr, run_.grad_clip);
+  last_loss_ = result.loss;
+  if (!result.updated) {
+    if (run_.on_nonfinite == NonFinitePolicy::abort)
+      fail("step ", progress_.step, ": non-finite loss (", result.loss, ") or gradient norm (",
+           result.grad_norm, "); on_nonfinite is 'abort'");
+    ++progress_.skipped_steps;
+  }
+  ++progress_.step;
+  progress_.tokens_seen += rows_per_step_ * run_.seq_len;
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  json record = {{"step", progress_.step},
+                 {"loss", result.loss},
+                 {"lr", lr},
+                 {"grad_norm", result.grad_norm},
+                 {"tokens_per_s", double(rows_per_step_ * run_.seq_len) / seconds},
+                 {"max_abs_hidden", state_.max_abs_hidden()},
+                 {"tokens_seen", progress_.tokens_seen}};
+  if (!result.updated) record["skipped"] = "non-finite loss or gradient";
+  const bool last = progress_.step == run_.steps;
+  if (val_shard_ && (last || (run_.eval_every > 0 && progress_.step % run_.eval_every == 0))) {
+    const json eval = eval_json(evaluate_now());
+    record.update(eval);
+    if (last) final_eval_ = eval;
+  }
+  return record;
+}
+
+// The progress line: live on a terminal, every 50 steps in a log, always with a validation loss.
+void TrainingRun::report(const json& record) {
+  const int64_t step = progress_.step;
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+  const double eta = elapsed / double(step - first_step_) * double(run_.steps - step);
+  char line[256];
+  std::snprintf(line, sizeof line, "step %lld/%lld | loss %.4f | lr %.2e | %.0f tok/s | ETA %s%s",
+                (long long)step, (long long)run_.steps, record["loss"].get<double>(),
+                record["lr"].get<double>(), record["tokens_per_s"].get<double>(),
+                duration_text(eta).c_str(),
+                record.contains("skipped") ? " | skipped (non-finite)" : "");
+  if (record.contains("val_loss")) {
+    std::fprintf(stderr, "%s%s | val loss %.4f\n", live_ ? "\r\033[K" : "", line,
+                 record["val_loss"].get<double>());
+  } else if (live_) {
+    std::fprintf(stderr, "\r\033[K%s", line);
+  } else if (step % 50 == 0 || step == first_step_ + 1) {
+    std::fprintf(stderr, "%s\n", line);
+  }
+}
+
+// Test hook: GATTN_TEST_AWAIT_SIGNAL_AT_STEP=N holds the run at step N until a stop signal
+// arrives, so a test's signal always lands mid-run (at most 60 s, then it fails).
+void TrainingRun::await_test_signal() {
+  static const char* at = std::getenv("GATTN_TEST_AWAIT_SIGNAL_AT_STEP");
+  if (!at || progress_.step != std::atoll(at)) return;
+  std::fprintf(stderr, "waiting for a signal at step %lld\n", (long long)progress_.step);
+  for (int i = 0; i < 60000 && !signals_.received(); ++i) ::usleep(1000);
+  if (!signals_.received()) fail("GATTN_TEST_AWAIT_SIGNAL_AT_STEP: no signal within 60 s");
+}
+
+json TrainingRun::summary(double seconds) const {
+  json s = final_eval_.is_null() ? json::object() : final_eval_;
+  s.update({{"steps", progress_.step},
+            {"tokens_seen", progress_.tokens_seen},
+            {"skipped_steps", progress_.skipped_steps},
+            {"parameters", weights_.layout().total()},
+            {"train_seconds", seconds},
+            {"tokens_per_s",
+             double((progress_.step - first_step_) * rows_per_step_ * run_.seq_len) / seconds},
+            {"gate", gate_description(run_.model.gate)},
+            {"final_train_loss", last_loss_}});
+  return s;
+}
+
+TrainOutcome TrainingRun::run(bool resume, int64_t stop_at_step) {
+  start_or_resume(resume);
+  TrainOutcome outcome;
+  while (progress_.step < run_.steps) {
+    await_test_signal();
+    if (signals_.received() || (stop_at_step > 0 && progress_.step >= stop_at_step)) {
+      checkpoint();
+      if (signals_.received())
+        std::fprintf(
+            stderr,
+            "%sstopped by signal %d at step %lld; checkpoint written, continue with --resume\n",
+            live_ ? "\n" : "", signals_.received(), (long long)progress_.step);
+      outcome.stopped_by_signal = signals_.received() != 0;
+      outcome.steps_done = progress_.step;
+      return outcome;
+    }
+    const json record = take_step();
+    metrics_->append(record.dump());
+    report(record);
+    if (progress_.step == run_.steps ||
+        (run_.checkpoint_every > 0 && progress_.step % run_.checkpoint_every == 0))
+      checkpoint();
+  }
+  outcome.steps_done = progress_.step;
+  outcome.summary = summary(std::chrono::duration<double>(Clock::now() - start_).count());
+  write_text_file_atomically((fs::path(run_.out) / "summary.json").string(),
+                             outcome.summary.dump(2) + "\n");
+  return outcome;
+}
 }  // namespace
 
 TrainOutcome train(const RunConfig& run, bool resume, const std::vector<uint32_t>& token_bytes,
                    int64_t stop_at_step) {
-  if (run.threads > 0) set_num_threads(run.threads);
+  const ThreadScope threads(run.threads);
   struct Bf16Scope {  // the run's GEMM precision, restored when training ends or throws
     explicit Bf16Scope(bool on) : before(bf16_gemm_inputs()) { set_bf16_gemm_inputs(on); }
     ~Bf16Scope() { set_bf16_gemm_inputs(before); }
     bool before;
   } bf16_scope(run.precision == GemmPrecision::bf16);
-  const TokenShard train_shard(run.train_data);
-  std::unique_ptr<TokenShard> val_shard;
-  if (!run.val_data.empty()) val_shard = std::make_unique<TokenShard>(run.val_data);
-  for (const TokenShard* shard : {&train_shard, static_cast<const TokenShard*>(val_shard.get())})
-    if (shard && int64_t(shard->info().vocab_size) > run.model.vocab_size)
-      fail(shard->path(), ": tokens go up to ", shard->info().vocab_size,
-           " but the model's vocab_size is ", run.model.vocab_size);
-  Model model(run.model);
-  model.init(run.seed);
-  AdamW optimizer(model.layout(), run.adamw);
-  TrainingState state;
-  const json run_json = run_config_to_json(run);
-  fs::create_directories(run.out);
-  if (resume) {
-    const std::string latest = latest_checkpoint(run.out);
-    if (latest.empty()) fail(run.out, ": --resume given but the run has no checkpoint");
-    state = load_training_checkpoint(latest, model, optimizer);
-    std::fprintf(stderr, "resumed from %s (step %lld)\n", latest.c_str(), (long long)state.step);
-  } else if (!latest_checkpoint(run.out).empty()) {
-    fail(run.out,
-         ": holds checkpoints of an earlier run; pass --resume to continue it or choose another "
-         "'out'");
-  }
-  const fs::path metrics_path = fs::path(run.out) / "metrics.jsonl";
-  if (resume)
-    truncate_metrics(metrics_path, state.step);
-  else
-    fs::remove(metrics_path);
-  MetricsWriter metrics(metrics_path.string());
-
-  DataLoader loader(train_shard, {run.batch_size, run.seq_len, run.window, run.seed, true});
-  const int64_t rows_per_step = int64_t(run.batch_size) * run.grad_accum;
-  std::vector<int32_t> ids(rows_per_step * run.seq_len), targets(ids.size());
-  const bool live = ::isatty(STDERR_FILENO);
-  StopSignals signals;
-  TrainOutcome outcome;
-  auto evaluate_now = [&] {
-    return evaluate(model, *val_shard, run.seq_len, run.window, run.eval_windows, run.batch_size,
-                    token_bytes.empty() ? nullptr : &token_bytes);
-  };
-  auto checkpoint_now = [&] {
-    save_training_checkpoint(run.out, model, optimizer, state, run_json, run.keep_checkpoints);
-  };
-
-  const auto run_start = Clock::now();
-  const int64_t first_step = state.step;
-  double tokens_per_second = 0, last_loss = 0;
-  for (; state.step < run.steps;) {
-    const bool stop_here = stop_at_step > 0 && state.step >= stop_at_step;
-    if (signals.received() || stop_here) {
-      checkpoint_now();
-      if (signals.received())
-        std::fprintf(
-            stderr,
-            "%sstopped by signal %d at step %lld; checkpoint written, continue with --resume\n",
-            live ? "\n" : "", signals.received(), (long long)state.step);
-      outcome.stopped_by_signal = signals.received() != 0;
-      outcome.steps_done = state.step;
-      return outcome;
-    }
-    const auto t0 = Clock::now();
-    loader.fill(state.step * rows_per_step, int(rows_per_step), ids.data(), targets.data());
-    const double lr = run.schedule.lr(state.step);
-    const StepResult result = optimizer_step(
-        model, optimizer, {ids.data(), targets.data(), run.grad_accum, run.batch_size, run.seq_len},
-        lr, run.grad_clip);
-    const double mean_loss = result.loss, grad_norm = result.grad_norm;
-    last_loss = mean_loss;
-    const float max_hidden = model.max_abs_hidden();
-    const bool finite = result.updated;
-    if (!finite) {
-      if (run.on_nonfinite == NonFinitePolicy::abort)
-        fail("step ", state.step, ": non-finite loss (", mean_loss, ") or gradient norm (",
-             grad_norm, "); on_nonfinite is 'abort'");
-      ++state.skipped_steps;
-    }
-    ++state.step;
-    state.tokens_seen += rows_per_step * run.seq_len;
-    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    tokens_per_second = double(rows_per_step * run.seq_len) / seconds;
-
-    json record = {{"step", state.step},
-                   {"loss", mean_loss},
-                   {"lr", lr},
-                   {"grad_norm", grad_norm},
-                   {"tokens_per_s", tokens_per_second},
-                   {"max_abs_hidden", max_hidden},
-                   {"tokens_seen", state.tokens_seen}};
-    if (!finite) record["skipped"] = "non-finite loss or gradient";
-    const bool last = state.step == run.steps;
-    if (val_shard && (last || (run.eval_every > 0 && state.step % run.eval_every == 0))) {
-      const EvalResult r = evaluate_now();
-      record.update(eval_json(r));
-      if (last) outcome.summary = eval_json(r);
-    }
-    metrics.append(record.dump());
-
-    const double elapsed = std::chrono::duration<double>(Clock::now() - run_start).count();
-    const double eta = elapsed / double(state.step - first_step) * double(run.steps - state.step);
-    char line[256];
-    std::snprintf(line, sizeof line, "step %lld/%lld | loss %.4f | lr %.2e | %.0f tok/s | ETA %s%s",
-                  (long long)state.step, (long long)run.steps, mean_loss, lr, tokens_per_second,
-                  duration_text(eta).c_str(), finite ? "" : " | skipped (non-finite)");
-    if (record.contains("val_loss")) {
-      std::fprintf(stderr, "%s%s | val loss %.4f\n", live ? "\r\033[K" : "", line,
-                   record["val_loss"].get<double>());
-    } else if (live) {
-      std::fprintf(stderr, "\r\033[K%s", line);
-    } else if (state.step % 50 == 0 || state.step == first_step + 1) {
-      std::fprintf(stderr, "%s\n", line);
-    }
-    if (last || (run.checkpoint_every > 0 && state.step % run.checkpoint_every == 0))
-      checkpoint_now();
-  }
-  const double seconds = std::chrono::duration<double>(Clock::now() - run_start).count();
-  outcome.steps_done = state.step;
-  outcome.summary.update(
-      {{"steps", state.step},
-       {"tokens_seen", state.tokens_seen},
-       {"skipped_steps", state.skipped_steps},
-       {"parameters", model.layout().total()},
-       {"train_seconds", seconds},
-       {"tokens_per_s", double((state.step - first_step) * rows_per_step * run.seq_len) / seconds},
-       {"gate", gate_description(run.model.gate)},
-       {"final_train_loss", last_loss}});
-  const std::string text = outcome.summary.dump(2) + "\n";
-  write_text_file_atomically((fs::path(run.out) / "summary.json").string(), text);
-  return outcome;
+  return TrainingRun(run, token_bytes).run(resume, stop_at_step);
 }
 
 }  // namespace gattn

@@ -86,10 +86,11 @@ TEST_F(Train, StopsWhenNoPairIsLeft) {
 TEST_F(Train, ThreadCountDoesNotChangeTheResult) {
   const testing::Sample& s = testing::sample();
   const std::string doc = s.folder + "/05_ru.txt";
-  set_num_threads(1);
-  const Tokenizer one = Tokenizer::train({doc, s.folder + "/02_ja.txt"}, 2000);
-  set_num_threads(2);
-  const Tokenizer two = Tokenizer::train({doc, s.folder + "/02_ja.txt"}, 2000);
+  auto train_with = [&](int threads) {
+    const ThreadScope scope(threads);
+    return Tokenizer::train({doc, s.folder + "/02_ja.txt"}, 2000);
+  };
+  const Tokenizer one = train_with(1), two = train_with(2);
   EXPECT_EQ(one.merges(), two.merges());
 }
 

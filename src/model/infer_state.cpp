@@ -1,0 +1,47 @@
+#include "model/infer_state.h"
+
+#include "ops/matmul.h"
+#include "util/error.h"
+
+namespace gattn {
+
+InferState::InferState(const Weights& weights, int context, int max_chunk)
+    : w_(weights), max_chunk_(max_chunk), positions_(max_chunk) {
+  const Config& c = w_.config();
+  if (context < 1 || context > c.max_position_embeddings)
+    fail("inference context ", context,
+         " is outside [1, max_position_embeddings = ", c.max_position_embeddings, "]");
+  if (max_chunk < 1) fail("inference chunk must hold at least one token, got ", max_chunk);
+  cache_.capacity = context;
+  cache_.keys.assign(c.num_hidden_layers, nullptr);
+  cache_.values.assign(c.num_hidden_layers, nullptr);
+  const int64_t floats = int64_t(context) * c.kv_dim();
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    cache_.storage.plan(&cache_.keys[l], floats, "kv cache keys");
+    cache_.storage.plan(&cache_.values[l], floats, "kv cache values");
+  }
+  cache_.storage.allocate();
+  plan_pass_buffers(acts_, w_, max_chunk, buffers_);
+  acts_.allocate();
+}
+
+void InferState::forward(const int32_t* ids, int count, float* logits) {
+  if (count < 1 || count > max_chunk_)
+    fail("inference: ", count, " tokens in one chunk, expected 1 to ", max_chunk_);
+  if (length_ + count > cache_.capacity)
+    fail("inference: ", length_ + count, " positions exceed the context of ", cache_.capacity);
+  for (int i = 0; i < count; ++i) positions_[i] = length_ + i;
+  const PassContext pass{.weights = w_,
+                         .batch = 1,
+                         .seq_len = count,
+                         .positions = positions_.data(),
+                         .cache = &cache_};
+  forward_layers(pass, ids, buffers_);
+  length_ += count;
+  const Config& c = w_.config();
+  if (logits)
+    linear_forward(logits, buffers_.final_out, w_.at(w_.layout().lm_head), count, c.hidden_size,
+                   c.vocab_size);
+}
+
+}  // namespace gattn

@@ -1,0 +1,239 @@
+// The forward pass of one decoder layer (docs/MODEL.md, Forward). The gate is applied at the
+// stage its site names: each stage passes its tensor through gate_at(), which returns it
+// unchanged everywhere but at the site.
+#include <algorithm>
+#include <cstring>
+
+#include "model/pass.h"
+#include "ops/attention.h"
+#include "ops/elementwise.h"
+#include "ops/embedding.h"
+#include "ops/gate.h"
+#include "ops/matmul.h"
+#include "ops/mlp.h"
+#include "ops/rmsnorm.h"
+#include "util/error.h"
+
+namespace gattn {
+
+const float* gate_scores_z(const Weights& w, int l, const LayerActivations& a, int* ld_z) {
+  const Config& c = w.config();
+  const LayerPlan& plan = w.layer(l);
+  *ld_z = 0;
+  switch (plan.gate.source) {
+    case GateScoreSource::projection:
+      *ld_z = w.projection_stride();
+      return a.proj + c.q_dim() + 2 * c.kv_dim();
+    case GateScoreSource::logit:
+      return w.at(plan.offsets.gate_logit);
+    case GateScoreSource::none:
+      break;
+  }
+  return nullptr;
+}
+
+namespace {
+
+class LayerForward {
+ public:
+  LayerForward(const PassContext& pass, int l, LayerActivations& a)
+      : pass_(pass),
+        w_(pass.weights),
+        c_(w_.config()),
+        plan_(w_.layer(l)),
+        o_(plan_.offsets),
+        a_(a),
+        l_(l),
+        N_(pass.rows()),
+        eps_(float(c_.rms_norm_eps)) {
+    z_ = gate_scores_z(w_, l, a, &ld_z_);
+  }
+
+  // The layer's kinds (LayerSpec) pick its blocks; a new kind is a new block function here and
+  // in layer_backward.cpp.
+  void run(const float* resid_in, float* resid_out) {
+    switch (plan_.spec.attention) {
+      case AttentionKind::full:
+        full_attention_block(resid_in);
+        break;
+    }
+    switch (plan_.spec.mlp) {
+      case MlpKind::dense:
+        dense_mlp_block(resid_out);
+        break;
+    }
+  }
+
+ private:
+  void full_attention_block(const float* resid_in);  // writes a_.resid_mid
+  void dense_mlp_block(float* resid_out);
+  TensorRef gate_at(GateStage here, TensorRef x);
+  TensorRef head_path(bool is_query);
+  AttentionShape attention_inputs(TensorRef q, TensorRef& k, TensorRef& v);
+  void block_output(float* resid_out, const float* resid_in, const float* raw, int64_t norm_weight,
+                    float* rstd, float* normed);
+
+  const PassContext& pass_;
+  const Weights& w_;
+  const Config& c_;
+  const LayerPlan& plan_;
+  const LayerOffsets& o_;
+  LayerActivations& a_;
+  const int l_, N_;
+  const float eps_;
+  const float* z_;
+  int ld_z_;
+};
+
+TensorRef LayerForward::gate_at(GateStage here, TensorRef x) {
+  const GateSite& site = plan_.gate;
+  if (!site.at(here)) return x;
+  a_.gate_in = x;
+  switch (site.op) {
+    case GateOp::scores:
+      gate_forward(a_.gate_out, x.data, z_, site.shape(N_, x.ld, ld_z_));
+      break;
+    case GateOp::silu:
+      if (x.ld != site.width()) fail("gate: silu needs a packed input");
+      silu_forward(a_.gate_out, x.data, int64_t(N_) * site.width());
+      break;
+    case GateOp::head_rmsnorm:
+      rmsnorm_forward(a_.gate_out, a_.gate_rstd, x.data, w_.at(o_.sdpa_norm),
+                      {N_, site.heads, site.head_dim, x.ld, site.width(), site.head_dim}, eps_);
+      break;
+  }
+  return {a_.gate_out, site.width()};
+}
+
+// q or k as attention reads it: projection -> [gate] -> [QK-norm] -> RoPE -> [gate].
+TensorRef LayerForward::head_path(bool is_query) {
+  const int heads = is_query ? c_.num_attention_heads : c_.num_key_value_heads;
+  const int d = c_.head_dim, dim = heads * d;
+  const int64_t norm = is_query ? o_.q_norm : o_.k_norm;
+  float* rot = is_query ? a_.q_rot : a_.k_rot;
+  float* rstd = is_query ? a_.q_rstd : a_.k_rstd;
+  TensorRef x{a_.proj + (is_query ? 0 : c_.q_dim()), w_.projection_stride()};
+  x = gate_at(is_query ? GateStage::query_projection : GateStage::key_projection, x);
+  RopeShape rs{N_, pass_.positions, heads, d, x.ld, dim};
+  if (norm != kAbsent) {
+    rmsnorm_forward(rot, rstd, x.data, w_.at(norm), {N_, heads, d, x.ld, dim, 0}, eps_);
+    rs.ld_in = dim;
+    rope_forward(rot, rot, w_.rope(), rs);
+  } else {
+    rope_forward(rot, x.data, w_.rope(), rs);
+  }
+  return gate_at(is_query ? GateStage::query_rotated : GateStage::key_rotated, {rot, dim});
+}
+
+// Without a cache each sequence attends to its own rows. With one, the pass's keys and values
+// are appended to the cache at their positions and attention reads every cached position.
+AttentionShape LayerForward::attention_inputs(TensorRef q, TensorRef& k, TensorRef& v) {
+  const int H = c_.num_attention_heads, K = c_.num_key_value_heads, d = c_.head_dim;
+  const int kvd = c_.kv_dim();
+  if (!pass_.cache)
+    return self_attention_shape(pass_.batch, pass_.seq_len, H, K, d, q.ld, k.ld, v.ld, c_.q_dim());
+  KvCache& cache = *pass_.cache;
+  const int pos0 = pass_.positions[0];
+  for (int b = 0; b < pass_.batch; ++b)
+    for (int t = 0; t < pass_.seq_len; ++t) {
+      const int64_t row = int64_t(b) * pass_.seq_len + t;
+      const int64_t slot = int64_t(b) * cache.capacity + pos0 + t;
+      std::memcpy(cache.keys[l_] + slot * kvd, k.data + row * k.ld, sizeof(float) * kvd);
+      std::memcpy(cache.values[l_] + slot * kvd, v.data + row * v.ld, sizeof(float) * kvd);
+    }
+  k = {cache.keys[l_], kvd};
+  v = {cache.values[l_], kvd};
+  return {.batch = pass_.batch,
+          .q_len = pass_.seq_len,
+          .kv_len = pos0 + pass_.seq_len,
+          .q_offset = pos0,
+          .kv_stride = cache.capacity,
+          .q_heads = H,
+          .kv_heads = K,
+          .head_dim = d,
+          .ld_q = q.ld,
+          .ld_k = kvd,
+          .ld_v = kvd,
+          .ld_out = c_.q_dim()};
+}
+
+void LayerForward::block_output(float* resid_out, const float* resid_in, const float* raw,
+                                int64_t norm_weight, float* rstd, float* normed) {
+  const int C = c_.hidden_size;
+  const float* out = raw;
+  if (c_.sandwich_norm) {
+    rmsnorm_forward(normed, rstd, raw, w_.at(norm_weight), {N_, 1, C, C, C, 0}, eps_);
+    out = normed;
+  }
+  residual_add(resid_out, resid_in, out, int64_t(N_) * C, float(c_.block_output_clip));
+}
+
+void LayerForward::full_attention_block(const float* resid_in) {
+  const int N = N_, C = c_.hidden_size, qd = c_.q_dim(), kvd = c_.kv_dim();
+  const int P = w_.projection_stride();
+  OpSections ops(pass_.profile);
+  ops.next("norms");
+  rmsnorm_forward(a_.ln1_out, a_.ln1_rstd, resid_in, w_.at(o_.input_norm), {N, 1, C, C, C, 0},
+                  eps_);
+  ops.next("q/k/v/gate projection");
+  linear_forward(a_.proj, a_.ln1_out, w_.at(o_.attn_proj), N, C, w_.layout().attn_proj_rows, false,
+                 P);
+  ops.next("q/k norm and rope (and a q/k gate)");
+  a_.q = head_path(true);
+  a_.k = head_path(false);
+  ops.next("gate");
+  a_.v = gate_at(GateStage::value_projection, {a_.proj + qd + kvd, P});
+  ops.next("attention");
+  TensorRef k = a_.k, v = a_.v;
+  const AttentionShape shape = attention_inputs(a_.q, k, v);
+  attention_forward(a_.attn_out, a_.attn_lse, a_.q.data, k.data, v.data, shape);
+  ops.next("gate");
+  const TensorRef o_in = gate_at(GateStage::attention_output, {a_.attn_out, qd});
+  ops.next("o_proj");
+  linear_forward(a_.o_out, o_in.data, w_.at(o_.o_proj), N, qd, C);
+  ops.next("gate");
+  const TensorRef attn_raw = gate_at(GateStage::output_projection, {a_.o_out, C});
+  ops.next("residual (and sandwich norm, clip)");
+  block_output(a_.resid_mid, resid_in, attn_raw.data, o_.attn_output_norm, a_.attn_norm_rstd,
+               a_.attn_normed);
+}
+
+void LayerForward::dense_mlp_block(float* resid_out) {
+  const int N = N_, C = c_.hidden_size, I = c_.intermediate_size;
+  OpSections ops(pass_.profile);
+  ops.next("norms");
+  rmsnorm_forward(a_.ln2_out, a_.ln2_rstd, a_.resid_mid, w_.at(o_.post_attn_norm),
+                  {N, 1, C, C, C, 0}, eps_);
+  ops.next("mlp gate/up projection");
+  linear_forward(a_.gate_up, a_.ln2_out, w_.at(o_.mlp_gate_up), N, C, 2 * I);
+  ops.next("swiglu");
+  swiglu_forward(a_.mlp_act, a_.gate_up, N, I);
+  ops.next("mlp down projection");
+  linear_forward(a_.down_out, a_.mlp_act, w_.at(o_.mlp_down), N, I, C);
+  ops.next("residual (and sandwich norm, clip)");
+  block_output(resid_out, a_.resid_mid, a_.down_out, o_.mlp_output_norm, a_.mlp_norm_rstd,
+               a_.mlp_normed);
+}
+
+}  // namespace
+
+void layer_forward(const PassContext& pass, int l, const float* resid_in, LayerActivations& a,
+                   float* resid_out) {
+  LayerForward(pass, l, a).run(resid_in, resid_out);
+}
+
+void forward_layers(const PassContext& pass, const int32_t* ids, PassBuffers& b) {
+  const Weights& w = pass.weights;
+  const Config& c = w.config();
+  const int C = c.hidden_size, L = c.num_hidden_layers;
+  OpSections ops(pass.profile);
+  ops.next("embedding");
+  embedding_forward(b.resid[0], ids, w.at(w.layout().embed), pass.rows(), C, c.vocab_size);
+  ops.next(nullptr);
+  for (int l = 0; l < L; ++l) layer_forward(pass, l, b.resid[l], b.layers[l], b.resid[l + 1]);
+  ops.next("norms");
+  rmsnorm_forward(b.final_out, b.final_rstd, b.resid[L], w.at(w.layout().final_norm),
+                  {pass.rows(), 1, C, C, C, 0}, float(c.rms_norm_eps));
+}
+
+}  // namespace gattn

@@ -1,0 +1,117 @@
+#include "model/train_state.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "ops/embedding.h"
+#include "ops/matmul.h"
+#include "ops/rmsnorm.h"
+#include "util/error.h"
+
+namespace gattn {
+
+int64_t count_targets(const Batch& batch) {
+  int64_t n = 0;
+  for (int64_t i = 0; i < int64_t(batch.batch) * batch.seq_len; ++i) n += batch.targets[i] >= 0;
+  return n;
+}
+
+Gradients& TrainState::grads() {
+  if (!grads_) grads_ = std::make_unique<Gradients>(w_.layout());
+  return *grads_;
+}
+
+void TrainState::plan(int batch, int seq_len, bool backward) {
+  const Config& c = w_.config();
+  if (batch < 1 || seq_len < 1) fail("batch shape must be positive, got ", batch, " x ", seq_len);
+  if (seq_len > c.max_position_embeddings)
+    fail("sequence length ", seq_len, " exceeds max_position_embeddings (",
+         c.max_position_embeddings, ")");
+  const int64_t N = int64_t(batch) * seq_len;
+  if (batch != batch_ || seq_len != seq_len_) {
+    positions_.resize(N);
+    for (int64_t r = 0; r < N; ++r) positions_[r] = int32_t(r % seq_len);
+  }
+  batch_ = batch;
+  seq_len_ = seq_len;
+  // Buffers are addressed by row, so a plan for more rows serves fewer without reallocating.
+  if (N <= capacity_rows_ && (planned_backward_ || !backward)) return;
+  planned_backward_ = backward;
+  capacity_rows_ = N;
+  acts_.clear();
+  scratch_.clear();
+  plan_pass_buffers(acts_, w_, N, buffers_);
+  acts_.allocate();
+
+  chunk_rows_ = int(std::min<int64_t>(N, std::max<int64_t>(64, (int64_t(1) << 22) / c.vocab_size)));
+  scratch_.plan(&logits_chunk_, int64_t(chunk_rows_) * c.vocab_size, "logits chunk");
+  if (backward) plan_backward_scratch(scratch_, w_, N, s_);
+  scratch_.allocate();
+}
+
+TrainState::LayerView TrainState::layer_view(int l) const {
+  const LayerActivations& a = buffers_.layers.at(l);
+  LayerView v{.q = a.q.data,
+              .k = a.k.data,
+              .ld_q = a.q.ld,
+              .ld_k = a.k.ld,
+              .attn_lse = a.attn_lse,
+              .gate_in = a.gate_in.data,
+              .gate_out = a.gate_in.data ? a.gate_out : nullptr,
+              .ld_gate_in = a.gate_in.ld,
+              .ld_gate_out = w_.layer(l).gate.width(),
+              .gate_z = nullptr,
+              .ld_gate_z = 0,
+              .output = buffers_.resid[l + 1]};
+  v.gate_z = gate_scores_z(w_, l, a, &v.ld_gate_z);
+  return v;
+}
+
+float TrainState::max_abs_hidden() const {
+  const Config& c = w_.config();
+  float max = 0;
+  const int64_t count = int64_t(batch_rows()) * c.hidden_size;
+  for (int l = 1; l <= c.num_hidden_layers; ++l)
+    for (int64_t i = 0; i < count; ++i) max = std::max(max, std::abs(buffers_.resid[l][i]));
+  return max;
+}
+
+LossSum TrainState::forward(const Batch& batch, float* logits, double* token_nats) {
+  plan(batch.batch, batch.seq_len, false);
+  forward_layers(context(), batch.ids, buffers_);
+  const Config& c = w_.config();
+  const float* head = w_.at(w_.layout().lm_head);
+  if (logits)
+    linear_forward(logits, buffers_.final_out, head, batch_rows(), c.hidden_size, c.vocab_size);
+  if (!batch.targets) return {};
+  return lm_head_cross_entropy<float>(nullptr, nullptr, logits_chunk_, buffers_.final_out, head,
+                                      batch.targets, batch_rows(), c.hidden_size, c.vocab_size,
+                                      chunk_rows_, 0.0f, token_nats);
+}
+
+LossSum TrainState::forward_backward(const Batch& batch, float grad_scale) {
+  if (!batch.targets) fail("forward_backward needs targets");
+  Gradients& g = grads();
+  plan(batch.batch, batch.seq_len, true);
+  const PassContext pass = context();
+  forward_layers(pass, batch.ids, buffers_);
+  const Config& c = w_.config();
+  const ParamLayout& layout = w_.layout();
+  const int C = c.hidden_size, L = c.num_hidden_layers, N = batch_rows();
+  OpSections ops(profile_);
+  ops.next("lm head and cross-entropy (forward and backward)");
+  const LossSum loss = lm_head_cross_entropy<float>(
+      s_.d_ln, g.at(layout.lm_head), logits_chunk_, buffers_.final_out, w_.at(layout.lm_head),
+      batch.targets, N, C, c.vocab_size, chunk_rows_, grad_scale);
+  ops.next("norms");
+  rmsnorm_backward(s_.d_resid, g.at(layout.final_norm), s_.d_ln, buffers_.resid[L],
+                   w_.at(layout.final_norm), buffers_.final_rstd, {N, 1, C, C, C, 0}, false);
+  ops.next(nullptr);
+  for (int l = L - 1; l >= 0; --l)
+    layer_backward(pass, l, buffers_.resid[l], buffers_.layers[l], s_, g);
+  ops.next("embedding");
+  embedding_backward(g.at(layout.embed), s_.d_resid, batch.ids, N, C);
+  return loss;
+}
+
+}  // namespace gattn

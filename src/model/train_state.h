@@ -1,0 +1,92 @@
+// What one user of a model needs to run rectangular batches of whole sequences through it:
+// activations, the backward pass's scratch and the gradients, planned for a batch shape. Training
+// runs forward_backward(); evaluation and analysis run forward() and read layer_view().
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "model/pass.h"
+#include "model/weights.h"
+#include "ops/cross_entropy.h"
+
+namespace gattn {
+
+struct Batch {
+  const int32_t* ids;      // [batch, seq_len]
+  const int32_t* targets;  // [batch, seq_len], -1 = no target; may be null for forward()
+  int batch;
+  int seq_len;
+};
+
+class TrainState {
+ public:
+  explicit TrainState(const Weights& weights) : w_(weights) {}
+  TrainState(const TrainState&) = delete;  // holds pointers into its own arenas
+  TrainState& operator=(const TrainState&) = delete;
+
+  const Weights& weights() const { return w_; }
+
+  // Forward only. Returns the summed loss over targets (when given); writes logits
+  // [batch * seq_len, vocab] and each position's loss (0 where no target) when asked.
+  LossSum forward(const Batch& batch, float* logits = nullptr, double* token_nats = nullptr);
+  // Forward and backward: adds the gradient of grad_scale * (summed loss) to grads().
+  // For the mean loss of one batch, grad_scale = 1 / (number of targets).
+  LossSum forward_backward(const Batch& batch, float grad_scale);
+  Gradients& grads();  // allocated (zero) on first use
+  void zero_grads() { grads().zero(); }
+  // Attach a profile to receive the wall time of each op (null: none).
+  void set_profile(OpProfile* profile) { profile_ = profile; }
+  // max |hidden state| over every layer's output in the last forward pass (massive activations).
+  float max_abs_hidden() const;
+
+  // What the analysis reads of layer l after a forward pass; rows r = b * seq_len + t of the last
+  // batch. Pointers stay valid until the next pass.
+  struct LayerView {
+    const float *q, *k;  // as attention used them (after QK-norm, RoPE and any q/k gate)
+    int ld_q, ld_k;
+    const float* attn_lse;  // [rows, H] log-sum-exp of each query's scaled scores
+    // The gated tensor before and after the gate (null without a gate); heads of head_dim.
+    const float *gate_in, *gate_out;
+    int ld_gate_in, ld_gate_out;
+    const float* gate_z;  // pre-activation scores (null for the parameter-free kinds)
+    int ld_gate_z;        // 0: one shared row (input-independent)
+    const float* output;  // the layer's output hidden state [rows, hidden]
+  };
+  LayerView layer_view(int l) const;
+  int batch_rows() const { return batch_ * seq_len_; }
+  int batch_seq_len() const { return seq_len_; }
+
+  // The memory plan of the last batch shape: what the backward pass keeps, and the scratch it
+  // works in.
+  const Arena& activations() const { return acts_; }
+  const Arena& scratch() const { return scratch_; }
+
+ private:
+  void plan(int batch, int seq_len, bool backward);
+  PassContext context() const {
+    return {.weights = w_,
+            .batch = batch_,
+            .seq_len = seq_len_,
+            .positions = positions_.data(),
+            .profile = profile_};
+  }
+
+  const Weights& w_;
+  std::unique_ptr<Gradients> grads_;
+  OpProfile* profile_ = nullptr;
+
+  int batch_ = 0, seq_len_ = 0;
+  int64_t capacity_rows_ = 0;
+  bool planned_backward_ = false;
+  std::vector<int32_t> positions_;  // [rows]: t of row b * seq_len + t
+  Arena acts_, scratch_;
+  PassBuffers buffers_;
+  float* logits_chunk_ = nullptr;
+  int chunk_rows_ = 0;
+  BackwardScratch s_{};
+};
+
+int64_t count_targets(const Batch& batch);
+
+}  // namespace gattn

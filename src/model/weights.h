@@ -1,0 +1,75 @@
+// A model's read-only side: config, parameter layout, the plan of each layer, the RoPE table and
+// one 64-byte aligned buffer holding every parameter in layout order. Passes never write it, so
+// several users (a trainer and its evaluation, server requests) can share one Weights; only the
+// optimizer (or a loader) changes the values, between passes.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "model/config.h"
+#include "model/gate_site.h"
+#include "model/layout.h"
+#include "ops/rope.h"
+#include "util/aligned.h"
+
+namespace gattn {
+
+// What every pass needs to know of layer l, decided once from the config.
+struct LayerPlan {
+  LayerSpec spec;
+  GateSite gate;
+  LayerOffsets offsets;  // of its parameters in the buffer
+};
+
+class Weights {
+ public:
+  explicit Weights(const Config& config);               // parameters zero: init() or load them
+  Weights(const Config& config, AlignedFloats values);  // values in layout order
+  // Passes hold a reference: never copied or moved (a 1.7B model is 7 GB).
+  Weights(const Weights&) = delete;
+  Weights& operator=(const Weights&) = delete;
+
+  const Config& config() const { return config_; }
+  const ParamLayout& layout() const { return layout_; }
+  const LayerPlan& layer(int l) const { return layers_[l]; }
+  const RopeTable<float>& rope() const { return rope_; }
+  // Row stride of the fused q/k/v/gate projection output, padded to whole cache lines.
+  int projection_stride() const { return projection_stride_; }
+
+  const float* data() const { return values_.data(); }
+  float* data() { return values_.data(); }
+  int64_t size() const { return int64_t(values_.size()); }
+  const float* at(int64_t offset) const { return values_.data() + offset; }
+  const AlignedFloats& values() const { return values_; }
+  AlignedFloats& values() { return values_; }
+  // Hands the buffer over (e.g. to Weights of the same layout with a longer context).
+  AlignedFloats release() && { return std::move(values_); }
+
+  void init(uint64_t seed);
+
+ private:
+  Config config_;
+  ParamLayout layout_;
+  std::vector<LayerPlan> layers_;
+  RopeTable<float> rope_;
+  int projection_stride_;
+  AlignedFloats values_;
+};
+
+// One float per parameter in layout order: what a backward pass accumulates into.
+class Gradients {
+ public:
+  explicit Gradients(const ParamLayout& layout) : Gradients(layout.total()) {}
+  explicit Gradients(int64_t count) : values_(count, 0.0f) {}
+  float* at(int64_t offset) { return values_.data() + offset; }
+  const float* data() const { return values_.data(); }
+  float* data() { return values_.data(); }
+  int64_t size() const { return int64_t(values_.size()); }
+  const AlignedFloats& values() const { return values_; }
+  void zero() { std::fill(values_.begin(), values_.end(), 0.0f); }
+
+ private:
+  AlignedFloats values_;
+};
+
+}  // namespace gattn

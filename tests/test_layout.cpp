@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "io/checkpoint.h"
+#include "model/flops.h"
 #include "model/layout.h"
 
 namespace gattn {
@@ -57,6 +58,18 @@ TEST(ParamLayout, FusedProjectionsAreContiguous) {
   EXPECT_EQ(layout.attn_proj_rows, 8 + 4 + 4 + 4);
   EXPECT_EQ(layout.find(p + "mlp.up_proj.weight")->offset, layout.layers[1].mlp_gate_up + 6 * 8);
   EXPECT_EQ(layout.find("lm_head.weight")->numel, 80);
+}
+
+// PaLM's count for gattn bench: 6 x (parameters that are GEMM weights) + 6 L H d T per token.
+TEST(Flops, TrainingStepCountsWeightsOnceAndCausalAttention) {
+  Config c = load_config(std::string(GATTN_CONFIG_DIR) + "/default.json");  // tied, 2,508,992
+  const double attention = 6.0 * 4 * 3 * 64 * 256;
+  EXPECT_EQ(training_flops_per_token(c, 256), 6.0 * 2508992 + attention);
+  // Untied: one more [4096, 192] matrix (the LM head), but the embedding lookup is no GEMM.
+  c.tie_word_embeddings = false;
+  EXPECT_EQ(ParamLayout(c).total(), 2508992 + 4096 * 192);
+  EXPECT_EQ(training_flops_per_token(c, 256), 6.0 * 2508992 + attention);
+  EXPECT_EQ(training_flops_per_token(c, 512) - training_flops_per_token(c, 256), attention);
 }
 
 }  // namespace

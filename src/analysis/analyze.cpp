@@ -267,6 +267,22 @@ json Analysis::result(double loss, int64_t sequences) const {
   return result;
 }
 
+// The loss of the same sequences without the interventions, to report beside the changed one.
+double unmodified_loss(const Weights& weights, DataLoader& loader, int64_t sequences,
+                       const AnalysisOptions& o) {
+  TrainState state(weights);
+  std::vector<int32_t> ids(int64_t(o.batch) * o.seq_len), targets(ids.size());
+  LossSum sum;
+  for (int64_t first = 0; first < sequences; first += o.batch) {
+    const int rows = int(std::min<int64_t>(o.batch, sequences - first));
+    loader.fill(first, rows, ids.data(), targets.data());
+    const LossSum loss = state.forward({ids.data(), targets.data(), rows, o.seq_len});
+    sum.nats += loss.nats;
+    sum.tokens += loss.tokens;
+  }
+  return sum.nats / double(sum.tokens);
+}
+
 void check_options(const Config& c, const AnalysisOptions& o) {
   if (o.from_position < 1 || o.from_position >= o.seq_len)
     fail("--from-position must be in [1, ", o.seq_len, "), got ", o.from_position);
@@ -283,6 +299,7 @@ json analyze(const Weights& weights, const TokenShard& shard, const AnalysisOpti
   DataLoader loader(shard, {o.batch, T, o.bos ? WindowKind::bos : WindowKind::plain, 0, false});
   const int64_t sequences = std::min<int64_t>(o.sequences, loader.windows_per_epoch());
   TrainState state(weights);
+  if (o.interventions.any()) state.set_interventions(&o.interventions);
   Analysis analysis(weights, o);
   json maps = json::array();
   std::vector<int32_t> ids(int64_t(o.batch) * T), targets(ids.size());
@@ -301,6 +318,10 @@ json analyze(const Weights& weights, const TokenShard& shard, const AnalysisOpti
   }
   json result = analysis.result(nats / double(tokens), sequences);
   result["attention_maps"] = maps;
+  if (o.interventions.any()) {
+    result["interventions"] = o.interventions.specs;
+    result["unmodified_loss"] = unmodified_loss(weights, loader, sequences, o);
+  }
   return result;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "io/token_shard.h"
+#include "model/intervention.h"
 #include "model/train_state.h"
 #include "model/weights.h"
 
@@ -21,6 +22,7 @@ struct AnalysisOptions {
   int batch = 8;
   std::vector<std::pair<int, int>> maps;  // (layer, head) attention maps of the first sequence
   int map_size = 64;                      // positions shown in a map
+  Interventions interventions;            // analyse the model changed so (--intervene)
 };
 
 // JSON with per layer and head first_token_attention (positions >= 1 and >= from_position),

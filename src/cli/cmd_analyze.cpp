@@ -10,6 +10,7 @@
 #include "cli/inputs.h"
 #include "cli/validators.h"
 #include "io/file.h"
+#include "model/intervention.h"
 #include "model/train_state.h"
 #include "train/evaluate.h"
 #include "util/error.h"
@@ -21,7 +22,7 @@ void add_analyze_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "analyze", "Attention sinks, gate scores and massive activations of a checkpoint");
   static std::string checkpoint, tokenizer_path, out, html;
-  static std::vector<std::string> data, maps;
+  static std::vector<std::string> data, maps, intervene;
   static AnalysisOptions o;
   static bool no_bos = false;
   static int threads = 0;
@@ -39,6 +40,9 @@ void add_analyze_command(CLI::App& app) {
   cmd->add_option("--out", out, "write the full results as JSON here");
   cmd->add_option("--html", html, "write an HTML report with plots here");
   add_threads_option(cmd, threads, "threads (default: all cores)");
+  cmd->add_option("--intervene", intervene,
+                  "[layer:L:]gate=constant:X|open|closed (repeatable); the loss is reported "
+                  "next to the unmodified one");
   cmd->callback([] {
     if (threads > 0) set_num_threads(threads);
     o.bos = !no_bos;
@@ -53,6 +57,8 @@ void add_analyze_command(CLI::App& app) {
     }
     std::string folder;
     const auto weights = load_checkpoint_model(checkpoint, folder);
+    for (const std::string& spec : intervene)
+      add_intervention(o.interventions, spec, weights->config().num_hidden_layers);
     const HeldOutTokens tokens(data, tokenizer_path, weights->config().vocab_size);
     const nlohmann::json r = analyze(*weights, tokens.shard(), o);
     // A non-finite loss: score the windows again to name the first bad one.
@@ -68,6 +74,10 @@ void add_analyze_command(CLI::App& app) {
     std::printf("%lld sequences of %d tokens%s; loss %.4f\n",
                 (long long)r["sequences"].get<int64_t>(), o.seq_len,
                 o.bos ? ", BOS at position 0" : "", r["loss"].get<double>());
+    if (r.contains("unmodified_loss"))
+      std::printf("with --intervene %s; unmodified loss %.4f (%+.4f)\n",
+                  r["interventions"].dump().c_str(), r["unmodified_loss"].get<double>(),
+                  r["loss"].get<double>() - r["unmodified_loss"].get<double>());
     std::printf("\n  layer   F-Attn  F-Attn(>=%d)   max |h|   at (seq, pos, ch)   gate score\n",
                 o.from_position);
     for (const auto& layer : r["layers"]) {

@@ -4,6 +4,7 @@
 #include "cli/commands.h"
 #include "cli/inputs.h"
 #include "cli/validators.h"
+#include "model/intervention.h"
 #include "train/evaluate.h"
 #include "util/threads.h"
 
@@ -12,7 +13,7 @@ namespace gattn {
 void add_eval_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("eval", "Loss, perplexity and bits per byte of a checkpoint");
   static std::string checkpoint, tokenizer_path, window = "bos", rope_scaling;
-  static std::vector<std::string> data;
+  static std::vector<std::string> data, intervene;
   static int seq = 256, batch = 8, threads = 0;
   static int64_t windows = 0;
   cmd->add_option("--checkpoint", checkpoint, "checkpoint folder, or a run folder (its newest)")
@@ -27,6 +28,9 @@ void add_eval_command(CLI::App& app) {
       ->check(CLI::IsMember({"bos", "plain"}));
   cmd->add_option("--batch", batch, "windows per forward pass")->check(positive_integer());
   add_threads_option(cmd, threads, "threads (default: all cores)");
+  cmd->add_option("--intervene", intervene,
+                  "[layer:L:]gate=constant:X|open|closed (repeatable); the loss is reported "
+                  "next to the unmodified one");
   cmd->add_option(
       "--rope-scaling", rope_scaling,
       "an HF rope_scaling object replacing the checkpoint's, e.g. "
@@ -37,9 +41,17 @@ void add_eval_command(CLI::App& app) {
     const auto weights = with_context(load_checkpoint_model(checkpoint, folder), seq, rope_scaling);
     TrainState state(*weights);
     const HeldOutTokens tokens(data, tokenizer_path, weights->config().vocab_size);
+    const WindowKind kind = window == "bos" ? WindowKind::bos : WindowKind::plain;
+    Interventions interventions;
+    for (const std::string& spec : intervene)
+      add_intervention(interventions, spec, weights->config().num_hidden_layers);
+    double unmodified = 0;
+    if (interventions.any()) {
+      unmodified = evaluate(state, tokens.shard(), seq, kind, windows, batch, nullptr).loss;
+      state.set_interventions(&interventions);
+    }
     const EvalResult r =
-        evaluate(state, tokens.shard(), seq, window == "bos" ? WindowKind::bos : WindowKind::plain,
-                 windows, batch, tokens.token_bytes());
+        evaluate(state, tokens.shard(), seq, kind, windows, batch, tokens.token_bytes());
     require_finite_loss(r, folder);
     std::printf("checkpoint %s\n%lld windows of %d tokens (%s), %lld target tokens\n",
                 folder.c_str(), (long long)r.windows, seq, window.c_str(), (long long)r.tokens);
@@ -47,6 +59,11 @@ void add_eval_command(CLI::App& app) {
     if (r.bytes > 0)
       std::printf(", bits per byte %.4f (%lld bytes)", r.bits_per_byte, (long long)r.bytes);
     std::printf("\n");
+    if (interventions.any()) {
+      std::printf("with --intervene");
+      for (const std::string& spec : interventions.specs) std::printf(" %s", spec.c_str());
+      std::printf("; unmodified loss %.4f nats/token (%+.4f)\n", unmodified, r.loss - unmodified);
+    }
   });
 }
 

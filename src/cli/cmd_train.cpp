@@ -10,7 +10,7 @@ namespace gattn {
 
 void add_train_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("train", "Train a model from a run config");
-  static std::string config_path, gate, out;
+  static std::string config_path, gate, out, init_from;
   static bool resume = false;
   static int64_t stop_at = 0, seed = -1;
   cmd->add_option("--config", config_path, "run config JSON")->required();
@@ -18,12 +18,15 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--out", out, "run folder replacing the config's 'out'");
   cmd->add_option("--seed", seed, "seed replacing the config's (initialisation and data order)");
   cmd->add_flag("--resume", resume, "continue from the run's newest checkpoint");
+  cmd->add_option("--init-from", init_from,
+                  "start from this model's weights (fine-tuning; a gate it lacks is retrofitted)");
   cmd->add_option("--stop-at-step", stop_at,
                   "end this session after that step (with a checkpoint)");
   cmd->callback([] {
     RunConfig run = load_run_config(config_path, gate);
     if (!out.empty()) run.out = out;
     if (seed >= 0) run.seed = uint64_t(seed);
+    if (!init_from.empty()) run.init_from = init_from;
     std::vector<uint32_t> token_bytes;
     if (!run.tokenizer.empty()) {
       const Tokenizer tokenizer = Tokenizer::load(run.tokenizer);

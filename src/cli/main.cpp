@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   gattn::add_eval_command(app);
   gattn::add_analyze_command(app);
   gattn::add_passkey_command(app);
+  gattn::add_generate_command(app);
   gattn::add_compare_command(app);
   try {
     app.parse(argc, argv);

@@ -29,6 +29,7 @@ const std::map<std::string, GateActivation> kActivations = {{"sigmoid", GateActi
                                                             {"silu", GateActivation::silu},
                                                             {"identity", GateActivation::identity}};
 const std::map<std::string, bool> kModes = {{"multiplicative", false}, {"additive", true}};
+const std::map<std::string, bool> kGateInits = {{"random", false}, {"identity", true}};
 const std::map<std::string, RopeScaling::Type> kRopeTypes = {{"default", RopeScaling::Type::none},
                                                              {"linear", RopeScaling::Type::linear},
                                                              {"ntk", RopeScaling::Type::ntk},
@@ -70,12 +71,14 @@ GateConfig gate_from_json(const json& j, const std::string& source) {
   f.read("activation", g.activation, kActivations);
   f.read("mode", g.additive, kModes);
   f.read("after_qk_norm", g.after_qk_norm);
+  f.read("init", g.identity_init, kGateInits);
   f.reject_unknown();
 
   auto must_be_absent = [&](const char* field, const std::string& because) {
     if (f.has(field)) fail(f.where(), ": field '", field, "' is not allowed ", because);
   };
-  const char* options[] = {"kind", "granularity", "sharing", "activation", "mode", "after_qk_norm"};
+  const char* options[] = {"kind", "granularity",   "sharing", "activation",
+                           "mode", "after_qk_norm", "init"};
   if (g.position == GatePosition::none) {
     for (const char* field : options) must_be_absent(field, "with position 'none'");
     return g;
@@ -103,6 +106,15 @@ GateConfig gate_from_json(const json& j, const std::string& source) {
   }
   if (info.stage_after_qk_norm == info.stage)
     must_be_absent("after_qk_norm", "at position " + position + " (only 'query' and 'key')");
+  if (g.identity_init &&
+      (info.stage != GateStage::attention_output && info.stage != GateStage::value_projection))
+    fail(f.where(),
+         ": init 'identity' needs position 'sdpa' or 'value' (their output reaches "
+         "o_proj linearly, so doubling o_proj undoes a score of 0.5), found ",
+         position);
+  if (g.identity_init &&
+      (g.activation != GateActivation::sigmoid || g.additive || g.kind == GateKind::ns_sigmoid))
+    fail(f.where(), ": init 'identity' needs a multiplicative sigmoid gate (score 0.5 at zero)");
   return g;
 }
 }  // namespace
@@ -234,6 +246,7 @@ json config_to_json(const Config& c) {
       gate["mode"] = name_of(kModes, g.additive);
       const GatePositionInfo& info = gate_position_info(g.position);
       if (info.stage_after_qk_norm != info.stage) gate["after_qk_norm"] = g.after_qk_norm;
+      if (g.identity_init) gate["init"] = "identity";
     }
   }
   j["gate"] = gate;

@@ -20,6 +20,9 @@ struct GateConfig {
   GateActivation activation = GateActivation::sigmoid;  // ns_sigmoid kind: ns_sigmoid
   bool additive = false;
   bool after_qk_norm = false;
+  // "init": "identity": the gate starts as the identity of the model without it: scores 0.5
+  // (zero weights or logits) and o_proj doubled. Retrofits a gate without a loss spike.
+  bool identity_init = false;
 
   bool enabled() const { return position != GatePosition::none; }
   // A gate whose scores come from X W^T, computed in the same GEMM as q, k and v.

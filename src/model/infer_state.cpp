@@ -25,7 +25,7 @@ InferState::InferState(const Weights& weights, int context, int max_chunk)
   acts_.allocate();
 }
 
-void InferState::forward(const int32_t* ids, int count, float* logits) {
+void InferState::run(const int32_t* ids, int count) {
   if (count < 1 || count > max_chunk_)
     fail("inference: ", count, " tokens in one chunk, expected 1 to ", max_chunk_);
   if (length_ + count > cache_.capacity)
@@ -38,10 +38,21 @@ void InferState::forward(const int32_t* ids, int count, float* logits) {
                          .cache = &cache_};
   forward_layers(pass, ids, buffers_);
   length_ += count;
+}
+
+void InferState::forward(const int32_t* ids, int count, float* logits) {
+  run(ids, count);
   const Config& c = w_.config();
   if (logits)
     linear_forward(logits, buffers_.final_out, w_.at(w_.layout().lm_head), count, c.hidden_size,
                    c.vocab_size);
+}
+
+void InferState::forward_last(const int32_t* ids, int count, float* logits) {
+  run(ids, count);
+  const Config& c = w_.config();
+  linear_forward(logits, buffers_.final_out + int64_t(count - 1) * c.hidden_size,
+                 w_.at(w_.layout().lm_head), 1, c.hidden_size, c.vocab_size);
 }
 
 }  // namespace gattn

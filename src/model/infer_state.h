@@ -24,10 +24,14 @@ class InferState {
   // Runs `count` tokens at positions length() .. length() + count - 1, appending their keys and
   // values to the cache; writes their logits [count, vocab] when asked.
   void forward(const int32_t* ids, int count, float* logits);
+  // The same, with the logits [vocab] of the last token only (prefill and decode).
+  void forward_last(const int32_t* ids, int count, float* logits);
   // The final hidden states (after the last norm) of the last forward()'s rows.
   const float* final_hidden() const { return buffers_.final_out; }
 
  private:
+  void run(const int32_t* ids, int count);
+
   const Weights& w_;
   int max_chunk_;
   int length_ = 0;

@@ -34,6 +34,18 @@ const float* gate_scores_z(const Weights& w, int l, const LayerActivations& a, i
 
 namespace {
 
+// The gate's output with its scores replaced by one forced score (an intervention).
+void forced_gate(float* out, TensorRef x, int rows, const GateSite& site, float score) {
+  const int width = site.width();
+  const bool add = site.op == GateOp::scores && site.additive;
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r)
+    for (int j = 0; j < width; ++j) {
+      const float y = x.data[r * x.ld + j];
+      out[r * width + j] = add ? y + score : y * score;
+    }
+}
+
 class LayerForward {
  public:
   LayerForward(const PassContext& pass, int l, LayerActivations& a)
@@ -89,6 +101,12 @@ TensorRef LayerForward::gate_at(GateStage here, TensorRef x) {
   const GateSite& site = plan_.gate;
   if (!site.at(here)) return x;
   a_.gate_in = x;
+  const GateOverride forced =
+      pass_.interventions ? pass_.interventions->gate_at(l_) : GateOverride{};
+  if (forced.active()) {
+    forced_gate(a_.gate_out, x, N_, site, forced_gate_score(forced, site, l_));
+    return {a_.gate_out, site.width()};
+  }
   switch (site.op) {
     case GateOp::scores:
       gate_forward(a_.gate_out, x.data, z_, site.shape(N_, x.ld, ld_z_));

@@ -32,7 +32,8 @@ ParamLayout::ParamLayout(const Config& c) {
     o.attn_proj = add(p + "self_attn.q_proj.weight", {q, C}, Init::normal, "attention q/k/v/o");
     add(p + "self_attn.k_proj.weight", {kv, C}, Init::normal, "attention q/k/v/o");
     add(p + "self_attn.v_proj.weight", {kv, C}, Init::normal, "attention q/k/v/o");
-    if (g.has_weight()) add(gate + ".weight", {scores, C}, Init::normal, "gate");
+    if (g.has_weight())
+      add(gate + ".weight", {scores, C}, g.identity_init ? Init::zeros : Init::normal, "gate");
     if (g.has_logit()) o.gate_logit = add(gate + ".logit", {scores}, Init::zeros, "gate");
     if (c.use_qk_norm) {
       o.q_norm = add(p + "self_attn.q_norm.weight", {d}, Init::ones, "qk_norm");

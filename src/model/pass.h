@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/arena.h"
+#include "model/intervention.h"
 #include "model/weights.h"
 #include "util/op_profile.h"
 
@@ -50,6 +51,7 @@ struct PassContext {
   int seq_len;               // rows per sequence: row r = b * seq_len + t
   const int32_t* positions;  // [rows] each row's position (RoPE, and the cache slot)
   KvCache* cache = nullptr;  // null: each sequence attends to its own rows from position 0
+  const Interventions* interventions = nullptr;  // forward passes of analysis only
   OpProfile* profile = nullptr;
 
   int rows() const { return batch * seq_len; }

@@ -49,6 +49,15 @@ void TrainState::plan(int batch, int seq_len, bool backward) {
   scratch_.allocate();
 }
 
+void TrainState::set_interventions(const Interventions* interventions) {
+  if (interventions)
+    for (int l = 0; l < w_.config().num_hidden_layers; ++l) {
+      const GateOverride forced = interventions->gate_at(l);
+      if (forced.active()) forced_gate_score(forced, w_.layer(l).gate, l);
+    }
+  interventions_ = interventions;
+}
+
 TrainState::LayerView TrainState::layer_view(int l) const {
   const LayerActivations& a = buffers_.layers.at(l);
   LayerView v{.q = a.q.data,
@@ -64,6 +73,7 @@ TrainState::LayerView TrainState::layer_view(int l) const {
               .ld_gate_z = 0,
               .output = buffers_.resid[l + 1]};
   v.gate_z = gate_scores_z(w_, l, a, &v.ld_gate_z);
+  if (interventions_ && interventions_->gate_at(l).active()) v.gate_z = nullptr;  // not applied
   return v;
 }
 
@@ -91,6 +101,7 @@ LossSum TrainState::forward(const Batch& batch, float* logits, double* token_nat
 
 LossSum TrainState::forward_backward(const Batch& batch, float grad_scale) {
   if (!batch.targets) fail("forward_backward needs targets");
+  if (interventions_) fail("forward_backward: interventions are for forward passes only");
   Gradients& g = grads();
   plan(batch.batch, batch.seq_len, true);
   const PassContext pass = context();

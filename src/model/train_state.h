@@ -35,6 +35,9 @@ class TrainState {
   LossSum forward_backward(const Batch& batch, float grad_scale);
   Gradients& grads();  // allocated (zero) on first use
   void zero_grads() { grads().zero(); }
+  // Forward passes with these changes (null: none); an Error if the model cannot take them.
+  // forward_backward() refuses to run with interventions.
+  void set_interventions(const Interventions* interventions);
   // Attach a profile to receive the wall time of each op (null: none).
   void set_profile(OpProfile* profile) { profile_ = profile; }
   // max |hidden state| over every layer's output in the last forward pass (massive activations).
@@ -69,12 +72,14 @@ class TrainState {
             .batch = batch_,
             .seq_len = seq_len_,
             .positions = positions_.data(),
+            .interventions = interventions_,
             .profile = profile_};
   }
 
   const Weights& w_;
   std::unique_ptr<Gradients> grads_;
   OpProfile* profile_ = nullptr;
+  const Interventions* interventions_ = nullptr;
 
   int batch_ = 0, seq_len_ = 0;
   int64_t capacity_rows_ = 0;

@@ -1,9 +1,20 @@
 #include "model/weights.h"
 
+#include <algorithm>
+#include <string>
+
 #include "model/init.h"
 #include "util/error.h"
 
 namespace gattn {
+
+namespace {
+std::string dims(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+}  // namespace
 
 Weights::Weights(const Config& config) : Weights(config, AlignedFloats()) {}
 
@@ -25,6 +36,35 @@ Weights::Weights(const Config& config, AlignedFloats values)
 
 void Weights::init(uint64_t seed) {
   init_params(values_.data(), layout_, seed, config_.initializer_range);
+  if (config_.gate.identity_init) double_output_projections();
+}
+
+// A gate with scores 0.5 halves what reaches o_proj; twice the weights undo it exactly.
+void Weights::double_output_projections() {
+  for (const LayerPlan& layer : layers_) {
+    float* w = values_.data() + layer.offsets.o_proj;
+    const int64_t count = int64_t(config_.hidden_size) * config_.q_dim();
+    for (int64_t i = 0; i < count; ++i) w[i] *= 2;
+  }
+}
+
+std::vector<std::string> Weights::init_from(const Weights& source) {
+  std::vector<std::string> fresh;
+  bool new_gate = false;
+  for (const TensorSpec& t : layout_.tensors()) {
+    const TensorSpec* s = source.layout().find(t.name);
+    if (!s) {
+      fresh.push_back(t.name);
+      new_gate = new_gate || t.component == "gate";
+      continue;
+    }
+    if (s->shape != t.shape)
+      fail("--init-from: tensor '", t.name, "' has shape ", dims(s->shape), " in the source but ",
+           dims(t.shape), " in this model");
+    std::copy_n(source.at(s->offset), t.numel, values_.data() + t.offset);
+  }
+  if (new_gate && config_.gate.identity_init) double_output_projections();
+  return fresh;
 }
 
 }  // namespace gattn

@@ -46,8 +46,14 @@ class Weights {
   AlignedFloats release() && { return std::move(values_); }
 
   void init(uint64_t seed);
+  // Copies every tensor `source` has (same name and shape; an Error otherwise) and keeps this
+  // model's values for the rest: a pretrained model to fine-tune, a gate retrofitted onto it
+  // (with init "identity", o_proj is doubled when the gate is new). Returns the names not found.
+  std::vector<std::string> init_from(const Weights& source);
 
  private:
+  void double_output_projections();
+
   Config config_;
   ParamLayout layout_;
   std::vector<LayerPlan> layers_;

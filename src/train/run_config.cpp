@@ -121,9 +121,11 @@ RunConfig load_run_config(const std::string& path, const std::string& gate_json)
   f.read("on_nonfinite", run.on_nonfinite, kPolicies);
   f.read("precision", run.precision, kPrecisions);
   f.read("out", run.out);
+  f.read("init_from", run.init_from);
   f.reject_unknown();
   if (run.out.empty()) fail(path, ": field 'out' is required (the run folder)");
   run.out = resolve(folder, run.out);
+  run.init_from = resolve(folder, run.init_from);
   if (run.seq_len > run.model.max_position_embeddings)
     fail(path, ": data: seq_len ", run.seq_len, " exceeds the model's max_position_embeddings (",
          run.model.max_position_embeddings, ")");
@@ -131,36 +133,38 @@ RunConfig load_run_config(const std::string& path, const std::string& gate_json)
 }
 
 json run_config_to_json(const RunConfig& run) {
-  return {{"model", config_to_json(run.model)},
-          {"data",
-           {{"train", run.train_data},
-            {"val", run.val_data},
-            {"tokenizer", run.tokenizer},
-            {"window", name_of(kWindows, run.window)},
-            {"seq_len", run.seq_len}}},
-          {"batch_size", run.batch_size},
-          {"grad_accum", run.grad_accum},
-          {"steps", run.steps},
-          {"optimizer",
-           {{"lr", run.schedule.max_lr},
-            {"min_lr", run.schedule.min_lr},
-            {"beta1", run.adamw.beta1},
-            {"beta2", run.adamw.beta2},
-            {"eps", run.adamw.eps},
-            {"weight_decay", run.adamw.weight_decay},
-            {"no_decay", run.adamw.no_decay},
-            {"grad_clip", run.grad_clip}}},
-          {"schedule",
-           {{"kind", name_of(kSchedules, run.schedule.kind)},
-            {"warmup_steps", run.schedule.warmup_steps},
-            {"decay_steps", run.schedule.decay_steps}}},
-          {"eval", {{"every", run.eval_every}, {"windows", run.eval_windows}}},
-          {"checkpoint", {{"every", run.checkpoint_every}, {"keep", run.keep_checkpoints}}},
-          {"seed", run.seed},
-          {"threads", run.threads},
-          {"on_nonfinite", name_of(kPolicies, run.on_nonfinite)},
-          {"precision", name_of(kPrecisions, run.precision)},
-          {"out", run.out}};
+  json j = {{"model", config_to_json(run.model)},
+            {"data",
+             {{"train", run.train_data},
+              {"val", run.val_data},
+              {"tokenizer", run.tokenizer},
+              {"window", name_of(kWindows, run.window)},
+              {"seq_len", run.seq_len}}},
+            {"batch_size", run.batch_size},
+            {"grad_accum", run.grad_accum},
+            {"steps", run.steps},
+            {"optimizer",
+             {{"lr", run.schedule.max_lr},
+              {"min_lr", run.schedule.min_lr},
+              {"beta1", run.adamw.beta1},
+              {"beta2", run.adamw.beta2},
+              {"eps", run.adamw.eps},
+              {"weight_decay", run.adamw.weight_decay},
+              {"no_decay", run.adamw.no_decay},
+              {"grad_clip", run.grad_clip}}},
+            {"schedule",
+             {{"kind", name_of(kSchedules, run.schedule.kind)},
+              {"warmup_steps", run.schedule.warmup_steps},
+              {"decay_steps", run.schedule.decay_steps}}},
+            {"eval", {{"every", run.eval_every}, {"windows", run.eval_windows}}},
+            {"checkpoint", {{"every", run.checkpoint_every}, {"keep", run.keep_checkpoints}}},
+            {"seed", run.seed},
+            {"threads", run.threads},
+            {"on_nonfinite", name_of(kPolicies, run.on_nonfinite)},
+            {"precision", name_of(kPrecisions, run.precision)},
+            {"out", run.out}};
+  if (!run.init_from.empty()) j["init_from"] = run.init_from;
+  return j;
 }
 
 }  // namespace gattn

@@ -37,6 +37,9 @@ struct RunConfig {
   NonFinitePolicy on_nonfinite = NonFinitePolicy::skip;
   GemmPrecision precision = GemmPrecision::fp32;
   std::string out;  // run folder: metrics.jsonl, checkpoints/, summary.json
+  // A model folder whose weights start the run (gattn train --init-from): tensors it has are
+  // copied, the rest (a retrofitted gate) keep their fresh initialisation; empty: none.
+  std::string init_from;
 
   int64_t tokens_per_step() const { return int64_t(batch_size) * grad_accum * seq_len; }
 };

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <optional>
 
+#include "io/checkpoint.h"
 #include "io/file.h"
 #include "io/token_shard.h"
 #include "model/train_state.h"
@@ -165,6 +166,11 @@ void TrainingRun::start_or_resume(bool resume) {
     fail(run_.out,
          ": holds checkpoints of an earlier run; pass --resume to continue it or choose another "
          "'out'");
+  } else if (!run_.init_from.empty()) {
+    const std::vector<std::string> fresh = weights_.init_from(*load_model(run_.init_from));
+    std::fprintf(stderr, "weights from %s; %zu tensor(s) it lacks start fresh%s%s\n",
+                 run_.init_from.c_str(), fresh.size(), fresh.empty() ? "" : ", e.g. ",
+                 fresh.empty() ? "" : fresh[0].c_str());
   }
   const fs::path metrics_path = fs::path(run_.out) / "metrics.jsonl";
   if (resume)

@@ -1,0 +1,86 @@
+// gattn generate: text from a checkpoint, streamed to stdout as it is produced.
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/commands.h"
+#include "cli/inputs.h"
+#include "cli/validators.h"
+#include "infer/generate.h"
+#include "io/file.h"
+#include "util/error.h"
+#include "util/threads.h"
+
+namespace gattn {
+
+namespace {
+struct GenerateFlags {
+  std::string checkpoint, tokenizer, prompt, prompt_file, system;
+  bool chat = false, stats = false;
+  int threads = 0;
+  GenerateOptions options;
+};
+
+// --tokenizer, else the checkpoint folder's tokenizer.json.
+Tokenizer load_tokenizer(const std::string& flag, const std::string& folder) {
+  if (!flag.empty()) return Tokenizer::load(flag);
+  const std::string beside = folder + "/tokenizer.json";
+  if (std::filesystem::exists(beside)) return Tokenizer::load(beside);
+  fail(folder, ": no tokenizer.json in the checkpoint folder; pass --tokenizer");
+}
+}  // namespace
+
+void add_generate_command(CLI::App& app) {
+  auto* cmd =
+      app.add_subcommand("generate", "Generate text from a checkpoint (KV cache, sampling)");
+  static GenerateFlags f;
+  GenerateOptions& o = f.options;
+  cmd->add_option("--checkpoint", f.checkpoint, "checkpoint folder, or a run folder (its newest)")
+      ->required();
+  cmd->add_option("--tokenizer", f.tokenizer, "tokenizer.json (default: the checkpoint's)");
+  auto* prompt = cmd->add_option("--prompt", f.prompt, "the prompt text");
+  cmd->add_option("--prompt-file", f.prompt_file, "read the prompt from this file")
+      ->excludes(prompt);
+  cmd->add_option("--max-tokens", o.max_tokens, "tokens to generate at most")
+      ->capture_default_str();
+  cmd->add_option("--temperature", o.sampling.temperature, "0: greedy")->capture_default_str();
+  cmd->add_option("--top-k", o.sampling.top_k, "keep the k most likely tokens (0: off)");
+  cmd->add_option("--top-p", o.sampling.top_p, "nucleus: the smallest set with this mass");
+  cmd->add_option("--min-p", o.sampling.min_p, "keep tokens with p >= min_p * max p");
+  cmd->add_option("--repeat-penalty", o.sampling.repeat_penalty, "penalty on tokens seen (1: off)");
+  cmd->add_option("--seed", o.sampling.seed, "sampling seed")->capture_default_str();
+  cmd->add_option("--stop", o.stop, "stop before this string (repeatable)");
+  cmd->add_flag("--chat", f.chat, "wrap the prompt in Qwen's ChatML template");
+  cmd->add_option("--system", f.system, "with --chat: a system message");
+  cmd->add_flag("--stats", f.stats, "print prompt and generation speed to stderr");
+  add_threads_option(cmd, f.threads, "threads (default: all cores)");
+  cmd->callback([] {
+    if (f.threads > 0) set_num_threads(f.threads);
+    if (f.prompt.empty() == f.prompt_file.empty())
+      fail("give the prompt with --prompt or --prompt-file");
+    std::string folder;
+    const auto weights = load_checkpoint_model(f.checkpoint, folder);
+    const Tokenizer tokenizer = load_tokenizer(f.tokenizer, folder);
+    std::string text = f.prompt_file.empty() ? f.prompt : read_text_file(f.prompt_file);
+    GenerateOptions options = f.options;
+    options.end_tokens = {tokenizer.end_of_text_id()};
+    if (f.chat) {
+      text = chatml_prompt(tokenizer, text, f.system);
+      options.end_tokens.push_back(*tokenizer.token_to_id("<|im_end|>"));
+    }
+    const GenerateResult r =
+        generate(*weights, tokenizer, tokenizer.encode(text), options, [](std::string_view s) {
+          std::fwrite(s.data(), 1, s.size(), stdout);
+          std::fflush(stdout);
+        });
+    std::printf("\n");
+    if (f.stats)
+      std::fprintf(stderr,
+                   "prompt %d tokens in %.3f s (%.1f tokens/s); generated %zu tokens in %.3f s "
+                   "(%.1f tokens/s); finish: %s\n",
+                   r.prompt_tokens, r.prefill_seconds, r.prompt_tokens / r.prefill_seconds,
+                   r.tokens.size(), r.decode_seconds, r.tokens.size() / r.decode_seconds,
+                   r.finish_reason.c_str());
+  });
+}
+
+}  // namespace gattn

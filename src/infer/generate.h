@@ -1,0 +1,44 @@
+// Text generation with a KV cache: the prompt is prefilled in chunks, then one token at a time is
+// sampled, decoded and streamed, until max_tokens, an end token or a stop string.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "infer/sampler.h"
+#include "model/weights.h"
+#include "tokenizer/tokenizer.h"
+
+namespace gattn {
+
+struct GenerateOptions {
+  int max_tokens = 128;
+  SamplingOptions sampling = {};
+  std::vector<std::string> stop = {}; // generation ends before the first of these strings
+  std::vector<uint32_t> end_tokens = {}; // generation ends after one of these ids (not printed)
+  int prefill_chunk = 256;           // prompt tokens per forward pass
+};
+
+struct GenerateResult {
+  std::vector<uint32_t> tokens;  // generated, the end token included if one ended it
+  std::string text;              // their text, cut before a stop string
+  std::string finish_reason;     // "length", "stop" (stop string or end token)
+  int prompt_tokens = 0;
+  double prefill_seconds = 0, decode_seconds = 0;
+};
+
+// The ChatML prompt of Qwen models for one user message (with an optional system message),
+// ending where the assistant's reply starts. An error if the tokenizer lacks <|im_start|> or
+// <|im_end|>.
+std::string chatml_prompt(const Tokenizer& tokenizer, const std::string& user,
+                          const std::string& system = "");
+
+// on_text receives the text as it is produced, in whole UTF-8 characters, never a part of a stop
+// string. An error if the prompt and max_tokens do not fit in the model's context.
+GenerateResult generate(const Weights& weights, const Tokenizer& tokenizer,
+                        const std::vector<uint32_t>& prompt, const GenerateOptions& options,
+                        const std::function<void(std::string_view)>& on_text = {});
+
+}  // namespace gattn

@@ -1,0 +1,74 @@
+#include "model/intervention.h"
+
+#include <cmath>
+#include <cstdlib>
+
+#include "model/gate_site.h"
+#include "util/error.h"
+
+namespace gattn {
+
+namespace {
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// A whole-string number, or an Error naming the spec.
+double number(const std::string& text, const std::string& spec, const char* what) {
+  char* end = nullptr;
+  const double x = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(x))
+    fail("--intervene '", spec, "': ", what, " '", text, "' is not a finite number");
+  return x;
+}
+
+GateOverride gate_action(const std::string& action, const std::string& spec) {
+  if (action == "open") return {.kind = GateOverride::Kind::open};
+  if (action == "closed") return {.kind = GateOverride::Kind::closed};
+  if (starts_with(action, "constant:"))
+    return {.kind = GateOverride::Kind::constant,
+            .score = number(action.substr(9), spec, "the constant")};
+  fail("--intervene '", spec, "': gate action '", action,
+       "' is not one of constant:X | open | closed");
+}
+}  // namespace
+
+float forced_gate_score(const GateOverride& forced, const GateSite& site, int layer) {
+  if (site.stage == GateStage::none) fail("--intervene: layer ", layer, " has no gate");
+  using Kind = GateOverride::Kind;
+  if (forced.kind == Kind::open) return site.op == GateOp::scores && site.additive ? 0.0f : 1.0f;
+  if (site.op != GateOp::scores)
+    fail("--intervene: layer ", layer, "'s gate has no scores; only 'open' applies to it");
+  if (forced.kind == Kind::closed) {
+    if (site.additive) fail("--intervene: layer ", layer, "'s gate is additive; it cannot close");
+    return 0.0f;
+  }
+  return float(forced.score);
+}
+
+void add_intervention(Interventions& into, const std::string& spec, int layers) {
+  std::string rest = spec;
+  int first = 0, last = layers - 1;
+  if (starts_with(rest, "layer:")) {
+    const size_t colon = rest.find(':', 6);
+    if (colon == std::string::npos)
+      fail("--intervene '", spec, "': expected layer:L:TARGET=ACTION");
+    const double l = number(rest.substr(6, colon - 6), spec, "the layer");
+    if (l != std::floor(l) || l < 0 || l >= layers)
+      fail("--intervene '", spec, "': layer ", rest.substr(6, colon - 6),
+           " is not one of the model's layers 0..", layers - 1);
+    first = last = int(l);
+    rest = rest.substr(colon + 1);
+  }
+  const size_t equals = rest.find('=');
+  if (equals == std::string::npos) fail("--intervene '", spec, "': expected TARGET=ACTION");
+  const std::string target = rest.substr(0, equals), action = rest.substr(equals + 1);
+  if (target != "gate")
+    fail("--intervene '", spec, "': unknown target '", target, "' (supported: gate)");
+  const GateOverride override_ = gate_action(action, spec);
+  into.gate.resize(layers);
+  for (int l = first; l <= last; ++l) into.gate[l] = override_;
+  into.specs.push_back(spec);
+}
+
+}  // namespace gattn

@@ -34,8 +34,8 @@ int main(int argc, char** argv) {
   } catch (const gattn::Error& e) {
     std::fprintf(stderr, "gattn: error: %s\n", e.what());
     return 1;
-  } catch (
-      const std::bad_alloc&) {  // sizes read from files are bounded; a flag may still ask too much
+  } catch (const std::bad_alloc&) {
+    // Sizes read from files are bounded by the files; a flag may still ask for too much.
     std::fprintf(stderr, "gattn: error: out of memory\n");
     return 1;
   } catch (const std::exception& e) {

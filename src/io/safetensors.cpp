@@ -53,6 +53,12 @@ float half_to_float(uint16_t h) {
   return f;
 }
 
+uint64_t byte_size(const TensorToWrite& t) {
+  uint64_t bytes = dtype_bytes(t.dtype);
+  for (int64_t d : t.shape) bytes *= uint64_t(d);
+  return bytes;
+}
+
 template <typename From>
 From load(const uint8_t* p) {
   From v;
@@ -273,19 +279,16 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   json header = json::object();
   uint64_t offset = 0;
   for (const TensorToWrite& t : tensors) {
-    uint64_t bytes = dtype_bytes(t.dtype);
-    for (int64_t d : t.shape) bytes *= uint64_t(d);
+    const uint64_t bytes = byte_size(t);
     header[t.name] = {{"dtype", dtype_name(t.dtype)},
                       {"shape", t.shape},
                       {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::map<std::string, std::string> metadata_and_checksums = metadata;
-  for (const TensorToWrite& t : tensors) {
-    uint64_t bytes = dtype_bytes(t.dtype);
-    for (int64_t d : t.shape) bytes *= uint64_t(d);
-    metadata_and_checksums[kChecksumPrefix + t.name] = checksum_hex(checksum64(t.data, bytes));
-  }
+  for (const TensorToWrite& t : tensors)
+    metadata_and_checksums[kChecksumPrefix + t.name] =
+        checksum_hex(checksum64(t.data, byte_size(t)));
   if (!metadata_and_checksums.empty()) header["__metadata__"] = metadata_and_checksums;
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
@@ -293,11 +296,7 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
     const uint64_t length = text.size();
     write(&length, 8);
     write(text.data(), text.size());
-    for (const TensorToWrite& t : tensors) {
-      uint64_t bytes = dtype_bytes(t.dtype);
-      for (int64_t d : t.shape) bytes *= uint64_t(d);
-      write(t.data, bytes);
-    }
+    for (const TensorToWrite& t : tensors) write(t.data, byte_size(t));
   });
 }
 

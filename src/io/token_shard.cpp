@@ -49,19 +49,19 @@ void write_token_shard(const std::string& path, const std::vector<uint32_t>& tok
   store(header + 32, vocab_size);
   store(header + 36, bos_id);
   store(header + 40, text_bytes);
-  std::vector<uint8_t> data(tokens.size() * token_bytes + document_starts.size() * 8);
-  if (token_bytes == 4) {
-    std::memcpy(data.data(), tokens.data(), tokens.size() * 4);
-  } else {
-    for (size_t i = 0; i < tokens.size(); ++i) store(data.data() + 2 * i, uint16_t(tokens[i]));
-  }
-  std::memcpy(data.data() + tokens.size() * token_bytes, document_starts.data(),
-              document_starts.size() * 8);
-  store(header + 48, checksum64(data.data(), data.size()));
+  std::vector<uint16_t> narrow;
+  if (token_bytes == 2) narrow.assign(tokens.begin(), tokens.end());
+  const void* ids = token_bytes == 2 ? static_cast<const void*>(narrow.data()) : tokens.data();
+  const size_t ids_bytes = tokens.size() * token_bytes;
+  StreamingChecksum checksum;  // of what follows the header, which comes first in the file
+  checksum.update(ids, ids_bytes);
+  checksum.update(document_starts.data(), document_starts.size() * 8);
+  store(header + 48, checksum.value());
   store(header + 56, tokenizer_fingerprint);
   write_file_atomically(path, [&](const WriteChunk& write) {
     write(header, kHeaderBytes);
-    write(data.data(), data.size());
+    write(ids, ids_bytes);
+    write(document_starts.data(), document_starts.size() * 8);
   });
 }
 

@@ -10,4 +10,18 @@ namespace gattn {
 uint64_t checksum64(const void* data, size_t bytes);
 std::string checksum_hex(uint64_t checksum);  // 16 lower-case hex digits
 
+// checksum64 of the concatenation of every update(), without holding it in one buffer.
+class StreamingChecksum {
+ public:
+  StreamingChecksum();
+  ~StreamingChecksum();
+  StreamingChecksum(const StreamingChecksum&) = delete;
+  StreamingChecksum& operator=(const StreamingChecksum&) = delete;
+  void update(const void* data, size_t bytes);
+  uint64_t value() const;
+
+ private:
+  void* state_;  // XXH3_state_t, kept out of this header
+};
+
 }  // namespace gattn

@@ -155,5 +155,16 @@ TEST_F(Checkpoint, RejectsABadConfigFile) {
   EXPECT_NE(load_error().find("config.json: not valid JSON"), std::string::npos) << load_error();
 }
 
+// A config.json claiming a huge dimension allocated its parameters before any shape was checked.
+TEST_F(Checkpoint, AHugeDimensionInConfigIsAShapeErrorNotAnAllocation) {
+  Config huge = small();
+  huge.intermediate_size = 1 << 28;  // 2 layers x 3 x 16 x 2^28 floats: 100 GB
+  save_config((dir_ / "config.json").string(), huge);
+  EXPECT_NE(load_error().find("model.safetensors: tensor 'model.layers.0.mlp.gate_proj.weight' has "
+                              "shape [24, 16], expected [268435456, 16]"),
+            std::string::npos)
+      << load_error();
+}
+
 }  // namespace
 }  // namespace gattn

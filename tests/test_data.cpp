@@ -36,10 +36,15 @@ class Shards : public ::testing::Test {
     return "";
   }
   void corrupt(const std::string& name, size_t offset, const std::string& bytes) {
-    fs::copy_file(path("a.bin"), path(name));
+    if (!fs::exists(path(name))) fs::copy_file(path("a.bin"), path(name));
     std::fstream f(path(name), std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(offset);
     f.write(bytes.data(), bytes.size());
+  }
+  // A copy of a.bin as format version 1 (no checksum, no tokenizer fingerprint).
+  void as_version_1(const std::string& name) {
+    corrupt(name, 8, std::string("\x01\x00\x00\x00", 4));
+    corrupt(name, 48, std::string(16, '\0'));
   }
   fs::path dir_;
   std::vector<uint32_t> tokens_;
@@ -70,17 +75,35 @@ TEST_F(Shards, RejectsBadFiles) {
   EXPECT_NE(error_of(path("magic.bin")).find("not a token shard (wrong magic bytes)"),
             std::string::npos);
   corrupt("version.bin", 8, std::string("\x07\x00\x00\x00", 4));
-  EXPECT_NE(error_of(path("version.bin")).find("format version 7, this build reads 1"),
+  EXPECT_NE(error_of(path("version.bin")).find("format version 7, this build reads 1 and 2"),
             std::string::npos);
+  // Version 2 checks its data against the header's checksum first; version 1 only its ranges.
+  corrupt("flipped.bin", 64 + 2 * 5 + 1, std::string("\x01", 1));
+  EXPECT_NE(error_of(path("flipped.bin")).find("token data is corrupt: checksum "),
+            std::string::npos);
+  as_version_1("token.bin");
   corrupt("token.bin", 64 + 2 * 5, std::string("\x20\x00", 2));
   EXPECT_NE(error_of(path("token.bin"))
                 .find("token 32 at position 5 is not below the vocabulary size 17"),
             std::string::npos);
+  as_version_1("starts.bin");
   corrupt("starts.bin", 64 + 2 * tokens_.size() + 8, std::string("\x05\0\0\0\0\0\0\0", 8));
   EXPECT_NE(error_of(path("starts.bin")).find("document 1 starts at 5"), std::string::npos);
   std::ofstream(path("text.bin")) << "hello";
   EXPECT_NE(error_of(path("text.bin")).find("not a token shard (5 bytes"), std::string::npos);
   EXPECT_THROW(write_token_shard(path("bad.bin"), {0, 20}, {0}, 17, 0, 1), Error);
+}
+
+TEST_F(Shards, Version1StillReadsAndVersion2RecordsTheTokenizer) {
+  as_version_1("v1.bin");
+  const TokenShard v1(path("v1.bin"));
+  EXPECT_EQ(v1.info().version, 1u);
+  EXPECT_EQ(v1.info().tokenizer_fingerprint, 0u);
+  EXPECT_EQ(v1.token(5), tokens_[5]);
+  write_token_shard(path("v2.bin"), tokens_, starts_, 17, 0, 123, 0x1234abcdULL);
+  const TokenShard v2(path("v2.bin"));
+  EXPECT_EQ(v2.info().version, 2u);
+  EXPECT_EQ(v2.info().tokenizer_fingerprint, 0x1234abcdULL);
 }
 
 TEST_F(Shards, BosWindowsStartWithBosAndCoverTheStreamOncePerEpoch) {

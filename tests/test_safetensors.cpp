@@ -96,7 +96,7 @@ TEST_F(Safetensors, RejectsEveryLieInTheHeader) {
   };
   const std::vector<Case> cases = {
       {"{" + ok_entry + "}", 8, 1u << 30, "header length 1073741824 does not fit"},
-      {"{\"a\":", 8, 0, "header is not valid JSON"},
+      {"{\"a\":", 8, 0, "header: not valid JSON"},
       {"[1,2]", 8, 0, "header is not a JSON object"},
       {R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 12, 0,
        "data_offsets span 8 bytes but F32 [3] needs 12"},
@@ -126,6 +126,26 @@ TEST_F(Safetensors, RejectsEveryLieInTheHeader) {
   std::ofstream(path("tiny")) << "abc";
   EXPECT_NE(error_of(path("tiny")).find("not a safetensors file (3 bytes"), std::string::npos);
   EXPECT_NE(error_of(path("absent")).find("cannot open"), std::string::npos);
+}
+
+// A flipped bit inside tensor data loaded silently before checksums.
+TEST_F(Safetensors, ChecksumsCatchAFlippedBitAndFilesWithoutThemStillLoad) {
+  const std::vector<float> a = {1, 2, 3, 4};
+  const std::string file = path("c.safetensors");
+  write_safetensors(file, {{"w", Dtype::F32, {4}, a.data()}, {"v", Dtype::F32, {4}, a.data()}});
+  EXPECT_EQ(SafetensorsReader(file).metadata().count("gattn.xxh3:v"), 1u);
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(-1, std::ios::end);  // the last byte: tensor v's, written after w
+    const char last = char(f.get());
+    f.seekp(-1, std::ios::end);
+    f.put(char(last ^ 1));
+  }
+  const std::string message = error_of(file);
+  EXPECT_EQ(message.rfind(file + ": tensor 'v' is corrupt: its data has checksum ", 0), 0u)
+      << message;
+  EXPECT_EQ(
+      error_of(raw("foreign", R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8)), "");
 }
 
 TEST_F(Safetensors, ReadersCheckTheDtype) {

@@ -1,13 +1,18 @@
 // gattn analyze: the paper's measurements of a checkpoint on held-out text (docs/ANALYSIS.md).
+#include <cmath>
 #include <cstdio>
 #include <string>
 
 #include "analysis/analyze.h"
+#include "analysis/finite_metrics.h"
 #include "analysis/report_html.h"
 #include "cli/commands.h"
 #include "cli/inputs.h"
-#include "model/intervention.h"
+#include "cli/validators.h"
 #include "io/file.h"
+#include "model/intervention.h"
+#include "model/train_state.h"
+#include "train/evaluate.h"
 #include "util/error.h"
 #include "util/threads.h"
 
@@ -26,7 +31,7 @@ void add_analyze_command(CLI::App& app) {
   cmd->add_option("--data", data, "a token shard, or text files / folders / .jsonl")->required();
   cmd->add_option("--tokenizer", tokenizer_path, "tokenizer.json (needed for text)");
   cmd->add_option("--sequences", o.sequences, "held-out windows (the first of the data)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_integer());
   cmd->add_option("--seq", o.seq_len, "tokens per window")->check(CLI::Range(2, 1 << 20));
   cmd->add_flag("--no-bos", no_bos, "plain windows: no BOS at position 0");
   cmd->add_option("--from-position", o.from_position,
@@ -34,7 +39,7 @@ void add_analyze_command(CLI::App& app) {
   cmd->add_option("--map", maps, "LAYER:HEAD of an attention map of the first sequence");
   cmd->add_option("--out", out, "write the full results as JSON here");
   cmd->add_option("--html", html, "write an HTML report with plots here");
-  cmd->add_option("--threads", threads, "threads (default: all cores)");
+  add_threads_option(cmd, threads, "threads (default: all cores)");
   cmd->add_option("--intervene", intervene,
                   "[layer:L:]gate=constant:X|open|closed (repeatable); the loss is reported "
                   "next to the unmodified one");
@@ -56,6 +61,15 @@ void add_analyze_command(CLI::App& app) {
       add_intervention(o.interventions, spec, weights->config().num_hidden_layers);
     const HeldOutTokens tokens(data, tokenizer_path, weights->config().vocab_size);
     const nlohmann::json r = analyze(*weights, tokens.shard(), o);
+    // A non-finite loss: score the windows again to name the first bad one.
+    if (!std::isfinite(r["loss"].get<double>())) {
+      TrainState state(*weights);
+      require_finite_loss(
+          evaluate(state, tokens.shard(), o.seq_len, o.bos ? WindowKind::bos : WindowKind::plain,
+                   o.sequences, 1, nullptr),
+          folder);
+    }
+    require_finite_metrics(r, folder);
     std::printf("checkpoint %s, gate %s\n", folder.c_str(), r["gate"].get<std::string>().c_str());
     std::printf("%lld sequences of %d tokens%s; loss %.4f\n",
                 (long long)r["sequences"].get<int64_t>(), o.seq_len,

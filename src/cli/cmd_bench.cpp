@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/validators.h"
 #include "io/checkpoint.h"
 #include "model/flops.h"
 #include "model/train_state.h"
@@ -220,13 +221,13 @@ void add_bench_command(CLI::App& app) {
   static BenchOptions o;
   cmd->add_option("--config", o.config_path, "model config JSON")->required();
   cmd->add_option("--gate", o.gate, "gate object replacing the config's");
-  cmd->add_option("--batch", o.batch, "sequences per step")->check(CLI::PositiveNumber);
-  cmd->add_option("--seq", o.seq, "tokens per sequence")->check(CLI::PositiveNumber);
+  cmd->add_option("--batch", o.batch, "sequences per step")->check(positive_integer());
+  cmd->add_option("--seq", o.seq, "tokens per sequence")->check(positive_integer());
   cmd->add_option("--steps", o.steps, "timed steps (the median is reported)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", o.warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
+      ->check(positive_integer());
+  cmd->add_option("--warmup", o.warmup, "untimed steps first")->check(non_negative_integer());
   cmd->add_option("--seed", o.seed, "initialisation and token seed");
-  cmd->add_option("--threads", o.threads, "threads (default: all cores)");
+  add_threads_option(cmd, o.threads, "threads (default: all cores)");
   cmd->add_flag("--json", o.json_output, "one JSON object instead of the table");
   cmd->add_flag("--train-only", o.skip_forward, "skip the forward-only timing");
   cmd->add_flag("--profile", o.profile, "time each op of the training steps too");

@@ -11,6 +11,7 @@
 #include "analysis/paired.h"
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/validators.h"
 #include "io/checkpoint.h"
 #include "io/file.h"
 #include "io/token_shard.h"
@@ -19,6 +20,7 @@
 #include "train/prepare_data.h"
 #include "train/train_checkpoint.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 #include "util/threads.h"
 
 namespace gattn {
@@ -34,13 +36,7 @@ struct RunResult {
   json analysis;  // analysis/analyze.h on the first validation windows
 };
 
-json read_json(const std::string& path) {
-  try {
-    return json::parse(read_text_file(path));
-  } catch (const json::exception& e) {
-    fail(path, ": not valid JSON (", e.what(), ")");
-  }
-}
+json read_json(const std::string& path) { return parse_json_file(path); }
 
 // Scores a finished run's final checkpoint on its validation shard.
 RunResult score(const std::string& run_dir, int64_t windows) {
@@ -57,13 +53,18 @@ RunResult score(const std::string& run_dir, int64_t windows) {
   const std::unique_ptr<Weights> weights = load_model(checkpoint);
   TrainState state(*weights);
   std::vector<uint32_t> token_bytes;
-  if (!data.at("tokenizer").get<std::string>().empty())
-    token_bytes = token_byte_lengths(Tokenizer::load(data.at("tokenizer").get<std::string>()));
   const TokenShard shard(data.at("val").get<std::string>());
+  if (!data.at("tokenizer").get<std::string>().empty()) {
+    const std::string tokenizer_path = data.at("tokenizer").get<std::string>();
+    const Tokenizer tokenizer = Tokenizer::load(tokenizer_path);
+    require_shard_tokenizer(shard, tokenizer, tokenizer_path);
+    token_bytes = token_byte_lengths(tokenizer);
+  }
   const WindowKind window = data.at("window") == "bos" ? WindowKind::bos : WindowKind::plain;
   r.eval = evaluate(state, shard, data.at("seq_len").get<int>(), window, windows,
                     r.run_config.at("batch_size").get<int>(),
                     token_bytes.empty() ? nullptr : &token_bytes);
+  require_finite_loss(r.eval, run_dir);
   AnalysisOptions analysis;
   analysis.seq_len = data.at("seq_len").get<int>();
   analysis.bos = window == WindowKind::bos;
@@ -99,8 +100,9 @@ void add_compare_command(CLI::App& app) {
   cmd->add_option("--candidate", candidate_dirs,
                   "run folders of the candidate, same seeds, same order")
       ->required();
-  cmd->add_option("--windows", windows, "validation windows to score (0: all)");
-  cmd->add_option("--threads", threads, "threads (default: all cores)");
+  cmd->add_option("--windows", windows, "validation windows to score (0: all)")
+      ->check(non_negative_integer());
+  add_threads_option(cmd, threads, "threads (default: all cores)");
   cmd->callback([] {
     if (baseline_dirs.size() != candidate_dirs.size())
       fail("--baseline has ", baseline_dirs.size(), " runs and --candidate ", candidate_dirs.size(),

@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "cli/validators.h"
 #include "model/intervention.h"
 #include "train/evaluate.h"
 #include "util/threads.h"
@@ -21,11 +22,12 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--tokenizer", tokenizer_path,
                   "tokenizer.json (needed for text and for bits per byte)");
   cmd->add_option("--seq", seq, "tokens per window")->check(CLI::Range(2, 1 << 20));
-  cmd->add_option("--windows", windows, "windows to evaluate, in stream order (0: all)");
+  cmd->add_option("--windows", windows, "windows to evaluate, in stream order (0: all)")
+      ->check(non_negative_integer());
   cmd->add_option("--window", window, "bos (BOS at position 0) or plain")
       ->check(CLI::IsMember({"bos", "plain"}));
-  cmd->add_option("--batch", batch, "windows per forward pass")->check(CLI::PositiveNumber);
-  cmd->add_option("--threads", threads, "threads (default: all cores)");
+  cmd->add_option("--batch", batch, "windows per forward pass")->check(positive_integer());
+  add_threads_option(cmd, threads, "threads (default: all cores)");
   cmd->add_option("--intervene", intervene,
                   "[layer:L:]gate=constant:X|open|closed (repeatable); the loss is reported "
                   "next to the unmodified one");
@@ -50,6 +52,7 @@ void add_eval_command(CLI::App& app) {
     }
     const EvalResult r =
         evaluate(state, tokens.shard(), seq, kind, windows, batch, tokens.token_bytes());
+    require_finite_loss(r, folder);
     std::printf("checkpoint %s\n%lld windows of %d tokens (%s), %lld target tokens\n",
                 folder.c_str(), (long long)r.windows, seq, window.c_str(), (long long)r.tokens);
     std::printf("loss %.4f nats/token, perplexity %.3f", r.loss, r.perplexity);

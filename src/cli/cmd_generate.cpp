@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "cli/validators.h"
 #include "infer/generate.h"
 #include "io/file.h"
 #include "util/error.h"
@@ -51,7 +52,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_flag("--chat", f.chat, "wrap the prompt in Qwen's ChatML template");
   cmd->add_option("--system", f.system, "with --chat: a system message");
   cmd->add_flag("--stats", f.stats, "print prompt and generation speed to stderr");
-  cmd->add_option("--threads", f.threads, "threads (default: all cores)");
+  add_threads_option(cmd, f.threads, "threads (default: all cores)");
   cmd->callback([] {
     if (f.threads > 0) set_num_threads(f.threads);
     if (f.prompt.empty() == f.prompt_file.empty())

@@ -6,6 +6,7 @@
 #include "analysis/passkey.h"
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "cli/validators.h"
 #include "io/file.h"
 #include "util/threads.h"
 
@@ -22,12 +23,12 @@ void add_passkey_command(CLI::App& app) {
   cmd->add_option("--tokenizer", tokenizer_path, "the model's tokenizer.json")->required();
   cmd->add_option("--lengths", lengths, "prompt lengths in tokens")->capture_default_str();
   cmd->add_option("--trials", trials, "prompts per length (keys and depths from --seed)")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_integer())
       ->capture_default_str();
   cmd->add_option("--seed", seed)->capture_default_str();
   cmd->add_option("--rope-scaling", rope_scaling, "an HF rope_scaling object (as gattn eval)");
   cmd->add_option("--out", out, "write the results as JSON here");
-  cmd->add_option("--threads", threads, "threads (default: all cores)");
+  add_threads_option(cmd, threads, "threads (default: all cores)");
   cmd->callback([] {
     if (threads > 0) set_num_threads(threads);
     const Tokenizer tokenizer = Tokenizer::load(tokenizer_path);

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/validators.h"
 #include "io/documents.h"
 #include "io/file.h"
 #include "tokenizer/tokenizer.h"
@@ -42,7 +43,7 @@ void add_train(CLI::App& parent) {
                   "tokens in all: 256 bytes + merges + the special token <|endoftext|>")
       ->required();
   cmd->add_option("--out", out, "tokenizer.json to write")->required();
-  cmd->add_option("--threads", threads, "threads for counting (default: all cores)");
+  add_threads_option(cmd, threads, "threads for counting (default: all cores)");
   cmd->callback([] {
     if (threads > 0) set_num_threads(threads);
     TrainOptions options;
@@ -124,8 +125,8 @@ void add_bench(CLI::App& parent) {
   cmd->add_option("--mode", mode,
                   "batch (encode_batch, parallel) or sequential (encode, one thread)")
       ->check(CLI::IsMember({"batch", "sequential"}));
-  cmd->add_option("--repeat", repeat, "timed runs")->check(CLI::PositiveNumber);
-  cmd->add_option("--threads", threads, "threads for batch mode (default: all cores)");
+  cmd->add_option("--repeat", repeat, "timed runs")->check(positive_integer());
+  add_threads_option(cmd, threads, "threads for batch mode (default: all cores)");
   cmd->callback([] {
     if (threads > 0) set_num_threads(threads);
     const Tokenizer tokenizer = Tokenizer::load(tokenizer_path);

@@ -27,9 +27,13 @@ void add_train_command(CLI::App& app) {
     if (!out.empty()) run.out = out;
     if (seed >= 0) run.seed = uint64_t(seed);
     if (!init_from.empty()) run.init_from = init_from;
-    const std::vector<uint32_t> token_bytes =
-        run.tokenizer.empty() ? std::vector<uint32_t>{}
-                              : token_byte_lengths(Tokenizer::load(run.tokenizer));
+    std::vector<uint32_t> token_bytes;
+    if (!run.tokenizer.empty()) {
+      const Tokenizer tokenizer = Tokenizer::load(run.tokenizer);
+      if (!run.val_data.empty())
+        require_shard_tokenizer(TokenShard(run.val_data), tokenizer, run.tokenizer);
+      token_bytes = token_byte_lengths(tokenizer);
+    }
     const TrainOutcome outcome = train(run, resume, token_bytes, stop_at);
     if (!outcome.stopped_by_signal && outcome.steps_done == run.steps)
       std::printf("%s\n", outcome.summary.dump(2).c_str());

@@ -6,22 +6,27 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "io/checkpoint.h"
 #include "train/prepare_data.h"
 #include "train/train_checkpoint.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 
 namespace gattn {
 
 namespace {
 namespace fs = std::filesystem;
 
+// A shard by its content: a file that looks like one is opened as one (so bad magic bytes, a bad
+// version or size is an error naming it), anything else is text.
 bool is_shard(const std::string& path) {
+  if (fs::is_directory(path)) return false;
   std::ifstream in(path, std::ios::binary);
-  char magic[8] = {};
-  in.read(magic, 8);
-  return in && std::string(magic, 8) == "GATTNTOK";
+  char head[64] = {};
+  in.read(head, sizeof head);
+  return looks_like_token_shard(std::string_view(head, size_t(in.gcount())), fs::file_size(path));
 }
 }  // namespace
 
@@ -37,36 +42,35 @@ std::unique_ptr<Weights> with_context(std::unique_ptr<Weights> weights, int posi
   if (positions <= c.max_position_embeddings && rope_scaling_json.empty()) return weights;
   c.max_position_embeddings = std::max(c.max_position_embeddings, positions);
   if (!rope_scaling_json.empty()) {
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(rope_scaling_json);
-    } catch (const nlohmann::json::exception& e) {
-      fail("--rope-scaling: not valid JSON (", e.what(), ")");
-    }
-    c.rope_scaling = rope_scaling_from_json(j, "--rope-scaling");
+    c.rope_scaling = rope_scaling_from_json(parse_json_text(rope_scaling_json, "--rope-scaling"),
+                                            "--rope-scaling");
   }
   return std::make_unique<Weights>(c, std::move(*weights).release());
 }
 
 HeldOutTokens::HeldOutTokens(const std::vector<std::string>& data, const std::string& tokenizer,
                              int vocab_size) {
+  for (const std::string& path : data)
+    if (!fs::exists(path)) fail(path, ": no such file or folder");
   std::string shard_path = data.size() == 1 && is_shard(data[0]) ? data[0] : "";
-  if (!tokenizer.empty() || shard_path.empty()) {
-    if (tokenizer.empty()) fail("--tokenizer is needed to read text");
-    const Tokenizer t = Tokenizer::load(tokenizer);
-    token_bytes_ = token_byte_lengths(t);
-    if (shard_path.empty()) {
-      temporary_ =
-          (fs::temp_directory_path() / ("gattn_text_" + std::to_string(::getpid()) + ".bin"))
-              .string();
-      write_shard_from_text(data, t, temporary_);
-      shard_path = temporary_;
-    }
+  std::optional<Tokenizer> t;
+  if (!tokenizer.empty()) {
+    t = Tokenizer::load(tokenizer);
+    token_bytes_ = token_byte_lengths(*t);
+  }
+  if (shard_path.empty()) {
+    if (!t) fail("--tokenizer is needed to read text (", data[0], " is not a token shard)");
+    temporary_ = (fs::temp_directory_path() / ("gattn_text_" + std::to_string(::getpid()) + ".bin"))
+                     .string();
+    write_shard_from_text(data, *t, temporary_);
+    shard_path = temporary_;
   }
   shard_ = std::make_unique<TokenShard>(shard_path);
+  if (t) require_shard_tokenizer(*shard_, *t, tokenizer);
+  // For text, name the tokenizer whose ids these are, not the temporary shard.
   if (int64_t(shard_->info().vocab_size) > vocab_size)
-    fail(shard_path, ": tokens go up to ", shard_->info().vocab_size,
-         " but the model's vocab_size is ", vocab_size);
+    fail(temporary_.empty() ? shard_path : tokenizer, ": tokens go up to ",
+         shard_->info().vocab_size, " but the model's vocab_size is ", vocab_size);
 }
 
 HeldOutTokens::~HeldOutTokens() {

@@ -1,6 +1,9 @@
 // gattn: train, analyse and run decoder-only transformers with gated attention.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <new>
 
 #include "cli/commands.h"
 #include "util/error.h"
@@ -23,14 +26,27 @@ int main(int argc, char** argv) {
   gattn::add_compare_command(app);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ValidationError& e) {  // a bad flag value: said like any other bad input
+    std::fprintf(stderr, "gattn: error: %s\n", e.what());
+    return 1;
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const gattn::Error& e) {
     std::fprintf(stderr, "gattn: error: %s\n", e.what());
     return 1;
+  } catch (const std::bad_alloc&) {
+    // Sizes read from files are bounded by the files; a flag may still ask for too much.
+    std::fprintf(stderr, "gattn: error: out of memory\n");
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gattn: internal error: %s\n", e.what());
     return 2;
+  }
+  // Results printed to a full disk or a closed pipe are an error too, not a silent exit 0.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "gattn: error: writing standard output failed (%s)\n",
+                 std::strerror(errno));
+    return 1;
   }
   return 0;
 }

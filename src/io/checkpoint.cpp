@@ -8,22 +8,14 @@
 #include "io/file.h"
 #include "io/safetensors.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 
 namespace gattn {
 
 Config load_config(const std::string& path, const std::string& gate_json) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(read_text_file(path));
-  } catch (const nlohmann::json::exception& e) {
-    fail(path, ": not valid JSON (", e.what(), ")");
-  }
+  nlohmann::json j = parse_json_file(path);
   if (gate_json.empty()) return config_from_json(j, path);
-  try {
-    j["gate"] = nlohmann::json::parse(gate_json);
-  } catch (const nlohmann::json::exception& e) {
-    fail("--gate: not valid JSON (", e.what(), ")");
-  }
+  j["gate"] = parse_json_text(gate_json, "--gate");
   return config_from_json(j, path + " with --gate");
 }
 
@@ -40,8 +32,10 @@ void save_params(const std::string& path, const Weights& weights,
   write_safetensors(path, tensors, metadata);
 }
 
-void load_params(const std::string& path, const ParamLayout& layout, float* params) {
-  const SafetensorsReader file(path);
+namespace {
+// Every tensor of the layout is in the file with its shape and a float dtype, and nothing else is.
+void require_params(const SafetensorsReader& file, const ParamLayout& layout) {
+  const std::string& path = file.path();
   for (const TensorView& t : file.tensors())
     if (!layout.find(t.name))
       fail(path, ": unexpected tensor '", t.name, "' (does the config match this checkpoint?)");
@@ -55,6 +49,12 @@ void load_params(const std::string& path, const ParamLayout& layout, float* para
     if (t->dtype != Dtype::F32 && t->dtype != Dtype::BF16 && t->dtype != Dtype::F16)
       fail(path, ": tensor '", spec.name, "' has dtype ", dtype_name(t->dtype),
            ", expected F32, BF16 or F16");
+  }
+}
+
+void read_params(const SafetensorsReader& file, const ParamLayout& layout, float* params) {
+  const std::string& path = file.path();
+  for (const TensorSpec& spec : layout.tensors()) {
     const std::vector<float> values = file.read_floats(spec.name);
     for (int64_t i = 0; i < spec.numel; ++i)
       if (!std::isfinite(values[i]))
@@ -62,6 +62,13 @@ void load_params(const std::string& path, const ParamLayout& layout, float* para
              i);
     std::copy(values.begin(), values.end(), params + spec.offset);
   }
+}
+}  // namespace
+
+void load_params(const std::string& path, const ParamLayout& layout, float* params) {
+  const SafetensorsReader file(path);
+  require_params(file, layout);
+  read_params(file, layout, params);
 }
 
 void save_model(const std::string& folder, const Weights& weights) {
@@ -71,8 +78,12 @@ void save_model(const std::string& folder, const Weights& weights) {
 }
 
 std::unique_ptr<Weights> load_model(const std::string& folder) {
-  auto weights = std::make_unique<Weights>(load_config(folder + "/config.json"));
-  load_params(folder + "/model.safetensors", weights->layout(), weights->data());
+  const Config config = load_config(folder + "/config.json");
+  // Shapes first: the buffer is then sized by the file, not by whatever config.json claims.
+  const SafetensorsReader file(folder + "/model.safetensors");
+  require_params(file, ParamLayout(config));
+  auto weights = std::make_unique<Weights>(config);
+  read_params(file, weights->layout(), weights->data());
   return weights;
 }
 

@@ -6,7 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include "io/file.h"
+#include "io/safetensors.h"
+#include "io/token_shard.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 
 namespace gattn {
 
@@ -21,12 +24,7 @@ void read_jsonl(const std::string& path,
   for (int64_t number = 1; std::getline(in, line); ++number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = path + ":" + std::to_string(number);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      fail(where, ": not valid JSON (", e.what(), ")");
-    }
+    const nlohmann::json j = parse_json_text(line, where);
     if (!j.is_object() || !j.contains("text") || !j.at("text").is_string())
       fail(where, ": expected an object with a string field \"text\"");
     visit(j.at("text").get_ref<const std::string&>(), where);
@@ -37,6 +35,12 @@ void read_file(const fs::path& path,
                const std::function<void(std::string_view, const std::string&)>& visit) {
   if (path.extension() == ".jsonl") return read_jsonl(path.string(), visit);
   const std::string text = read_text_file(path.string());
+  // Any bytes are text to a byte-level tokenizer, so gattn's own binary files given as text are
+  // told apart by their layout: they would otherwise be tokenized silently.
+  if (looks_like_token_shard(text, text.size()))
+    fail(path.string(), ": a token shard (or a damaged one), not text");
+  if (looks_like_safetensors(text, text.size()))
+    fail(path.string(), ": a safetensors file, not text");
   visit(text, path.string());
 }
 }  // namespace

@@ -1,24 +1,76 @@
 #include "io/file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "util/error.h"
 
 namespace gattn {
 
+namespace {
+long long fault_from_environment() {
+  const char* text = std::getenv("GATTN_FAULT_WRITE_ENOSPC");
+  return text ? std::atoll(text) : 0;
+}
+std::atomic<long long> g_fail_write_at{fault_from_environment()};
+std::atomic<long long> g_writes{0};
+
+bool injected_failure() {
+  const long long at = g_fail_write_at.load();
+  return at > 0 && ++g_writes == at;
+}
+}  // namespace
+
+void inject_write_failure(long long nth) {
+  g_writes = 0;
+  g_fail_write_at = nth;
+}
+
+void write_all(int fd, const void* data, size_t bytes, const std::string& path) {
+  const char* p = static_cast<const char*>(data);
+  if (injected_failure()) {
+    errno = ENOSPC;
+    fail(path, ": write failed (", std::strerror(errno), ")");
+  }
+  while (bytes > 0) {
+    const ssize_t n = ::write(fd, p, bytes);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail(path, ": write failed (", std::strerror(n < 0 ? errno : EIO), ")");
+    p += n;
+    bytes -= size_t(n);
+  }
+}
+
 std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, ": cannot open for reading (", std::strerror(errno), ")");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(path, ": cannot open for reading (", std::strerror(errno), ")");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    fail(path, ": cannot open for reading (it is a folder, not a file)");
+  }
+  std::string text;
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const std::string reason = std::strerror(errno);
+      ::close(fd);
+      fail(path, ": read failed (", reason, ")");
+    }
+    if (n == 0) break;
+    text.append(buffer, size_t(n));
+  }
+  ::close(fd);
+  return text;
 }
 
 void write_file_atomically(const std::string& path,
@@ -31,16 +83,7 @@ void write_file_atomically(const std::string& path,
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail(temp, ": cannot create (", std::strerror(errno), ")");
   try {
-    produce([&](const void* data, size_t bytes) {
-      const char* p = static_cast<const char*>(data);
-      while (bytes > 0) {
-        const ssize_t n = ::write(fd, p, bytes);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) fail(path, ": write failed (", std::strerror(errno), ")");
-        p += n;
-        bytes -= size_t(n);
-      }
-    });
+    produce([&](const void* data, size_t bytes) { write_all(fd, data, bytes, path); });
     if (::fsync(fd) != 0) fail(path, ": fsync failed (", std::strerror(errno), ")");
   } catch (...) {
     ::close(fd);
@@ -56,11 +99,16 @@ void write_file_atomically(const std::string& path,
     ::unlink(temp.c_str());
     fail(path, ": rename failed (", reason, ")");
   }
+  // The rename is durable only once the folder is; some file systems cannot fsync a folder
+  // (EINVAL), which is no failure of this write.
   const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
+  if (dir < 0)
+    fail(folder.string(), ": cannot open the folder of ", path, " to sync it (",
+         std::strerror(errno), ")");
+  const bool synced = ::fsync(dir) == 0 || errno == EINVAL;
+  const std::string reason = std::strerror(errno);
+  ::close(dir);
+  if (!synced) fail(path, ": fsync of its folder failed (", reason, ")");
 }
 
 void write_text_file_atomically(const std::string& path, const std::string& text) {

@@ -10,6 +10,15 @@ namespace gattn {
 
 std::string read_text_file(const std::string& path);
 
+// Writes all `bytes` to the open file `fd`, retrying short writes and EINTR; any failure is an
+// Error naming `path`. Every write gattn makes to a file goes through here.
+void write_all(int fd, const void* data, size_t bytes, const std::string& path);
+
+// Fault injection for tests: the nth call of write_all from now on (1-based) fails with ENOSPC;
+// 0 turns it off. The environment variable GATTN_FAULT_WRITE_ENOSPC=N sets it at start-up, so a
+// test can make a full disk happen at an exact write of the gattn binary.
+void inject_write_failure(long long nth);
+
 // Streams the file's content through write(chunk, bytes) calls made by `produce`.
 using WriteChunk = std::function<void(const void* data, size_t bytes)>;
 void write_file_atomically(const std::string& path,

@@ -11,7 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "io/file.h"
+#include "util/checksum.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 
 namespace gattn {
 
@@ -19,6 +21,8 @@ namespace {
 using json = nlohmann::json;
 
 constexpr uint64_t kMaxHeaderBytes = uint64_t(100) << 20;
+// __metadata__ key of a tensor's checksum (safetensors metadata maps strings to strings).
+const std::string kChecksumPrefix = "gattn.xxh3:";
 
 const std::pair<const char*, Dtype> kDtypes[] = {
     {"F64", Dtype::F64}, {"F32", Dtype::F32},  {"F16", Dtype::F16}, {"BF16", Dtype::BF16},
@@ -47,6 +51,12 @@ float half_to_float(uint16_t h) {
   float f;
   std::memcpy(&f, &bits, 4);
   return f;
+}
+
+uint64_t byte_size(const TensorToWrite& t) {
+  uint64_t bytes = dtype_bytes(t.dtype);
+  for (int64_t d : t.shape) bytes *= uint64_t(d);
+  return bytes;
 }
 
 template <typename From>
@@ -92,6 +102,12 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+bool looks_like_safetensors(std::string_view head, uint64_t file_bytes) {
+  if (head.size() < 9 || head[8] != '{') return false;
+  const uint64_t header_bytes = load<uint64_t>(reinterpret_cast<const uint8_t*>(head.data()));
+  return header_bytes >= 2 && header_bytes <= file_bytes - 8;
+}
+
 SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail(path, ": cannot open (", std::strerror(errno), ")");
@@ -119,12 +135,9 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
     if (header_bytes > kMaxHeaderBytes || header_bytes > size_ - 8)
       fail(path, ": header length ", header_bytes, " does not fit in the file of ", size_,
            " bytes");
-    json header;
-    try {
-      header = json::parse(bytes + 8, bytes + 8 + header_bytes);
-    } catch (const json::exception& e) {
-      fail(path, ": header is not valid JSON (", e.what(), ")");
-    }
+    const json header =
+        parse_json_text(std::string_view(reinterpret_cast<const char*>(bytes) + 8, header_bytes),
+                        path + ": header");
     if (!header.is_object()) fail(path, ": header is not a JSON object");
     const uint8_t* data = bytes + 8 + header_bytes;
     const uint64_t data_bytes = size_ - 8 - header_bytes;
@@ -146,22 +159,23 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
       const auto known = std::find_if(std::begin(kDtypes), std::end(kDtypes), [&](const auto& d) {
         return dt.is_string() && dt.get<std::string>() == d.first;
       });
-      if (known == std::end(kDtypes)) fail(where, ": unsupported dtype ", dt.dump());
+      if (known == std::end(kDtypes)) fail(where, ": unsupported dtype ", json_summary(dt));
       TensorView t{name, known->second, {}, 1, nullptr};
       const json& shape = entry.at("shape");
       if (!shape.is_array()) fail(where, ": shape is not an array");
       for (const json& d : shape) {
         if (!d.is_number_unsigned() || d.get<uint64_t>() > (uint64_t(1) << 40))
-          fail(where, ": shape ", shape.dump(), " has an invalid dimension");
+          fail(where, ": shape ", json_summary(shape), " has an invalid dimension");
         t.shape.push_back(d.get<int64_t>());
         if (t.shape.back() != 0 && t.numel > (int64_t(1) << 50) / t.shape.back())
-          fail(where, ": shape ", shape.dump(), " is too large");
+          fail(where, ": shape ", json_summary(shape), " is too large");
         t.numel *= t.shape.back();
       }
       const json& offsets = entry.at("data_offsets");
       if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
           !offsets[1].is_number_unsigned())
-        fail(where, ": data_offsets must be two non-negative integers, found ", offsets.dump());
+        fail(where, ": data_offsets must be two non-negative integers, found ",
+             json_summary(offsets));
       const uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
       const uint64_t expected = uint64_t(t.numel) * dtype_bytes(t.dtype);
       if (begin > end || end > data_bytes)
@@ -174,6 +188,7 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
       ranges.emplace_back(begin, end);
       tensors_.push_back(std::move(t));
     }
+    verify_checksums();
     std::sort(ranges.begin(), ranges.end());
     for (size_t i = 1; i < ranges.size(); ++i)
       if (ranges[i].first < ranges[i - 1].second)
@@ -181,6 +196,20 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
   } catch (...) {
     if (map_) ::munmap(map_, size_);
     throw;
+  }
+}
+
+void SafetensorsReader::verify_checksums() const {
+  for (const auto& [key, value] : metadata_) {
+    if (!key.starts_with(kChecksumPrefix)) continue;
+    const std::string name = key.substr(kChecksumPrefix.size());
+    const TensorView* t = find(name);
+    if (!t) fail(path_, ": __metadata__ has a checksum of tensor '", name, "', which is absent");
+    const std::string actual =
+        checksum_hex(checksum64(t->data, size_t(t->numel) * dtype_bytes(t->dtype)));
+    if (actual != value)
+      fail(path_, ": tensor '", name, "' is corrupt: its data has checksum ", actual,
+           " but the file records ", value);
   }
 }
 
@@ -250,25 +279,24 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   json header = json::object();
   uint64_t offset = 0;
   for (const TensorToWrite& t : tensors) {
-    uint64_t bytes = dtype_bytes(t.dtype);
-    for (int64_t d : t.shape) bytes *= uint64_t(d);
+    const uint64_t bytes = byte_size(t);
     header[t.name] = {{"dtype", dtype_name(t.dtype)},
                       {"shape", t.shape},
                       {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
-  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::map<std::string, std::string> metadata_and_checksums = metadata;
+  for (const TensorToWrite& t : tensors)
+    metadata_and_checksums[kChecksumPrefix + t.name] =
+        checksum_hex(checksum64(t.data, byte_size(t)));
+  if (!metadata_and_checksums.empty()) header["__metadata__"] = metadata_and_checksums;
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
   write_file_atomically(path, [&](const WriteChunk& write) {
     const uint64_t length = text.size();
     write(&length, 8);
     write(text.data(), text.size());
-    for (const TensorToWrite& t : tensors) {
-      uint64_t bytes = dtype_bytes(t.dtype);
-      for (int64_t d : t.shape) bytes *= uint64_t(d);
-      write(t.data, bytes);
-    }
+    for (const TensorToWrite& t : tensors) write(t.data, byte_size(t));
   });
 }
 

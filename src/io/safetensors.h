@@ -1,10 +1,14 @@
 // The safetensors format (Hugging Face): an 8-byte little-endian header length, a JSON header
 // {name: {dtype, shape, data_offsets}, "__metadata__": {str: str}}, then the raw tensor bytes.
 // The reader checks every claim the header makes against the file before anything is read.
+// gattn writes an XXH3 checksum of each tensor's bytes into __metadata__ ("gattn.xxh3:<tensor>":
+// 16 hex digits); the reader verifies every checksum a file carries (files from elsewhere carry
+// none and load as before).
 #pragma once
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gattn {
@@ -23,6 +27,10 @@ struct TensorView {
 };
 
 std::string shape_string(const std::vector<int64_t>& shape);  // "[2, 3]"
+
+// True if `head` (the first bytes of a file of `file_bytes`) starts as a safetensors file does:
+// a header length that fits the file, then a JSON object.
+bool looks_like_safetensors(std::string_view head, uint64_t file_bytes);
 
 class SafetensorsReader {
  public:
@@ -44,6 +52,8 @@ class SafetensorsReader {
   std::vector<int64_t> read_ints(const std::string& name) const;
 
  private:
+  void verify_checksums() const;
+
   std::string path_;
   void* map_ = nullptr;
   size_t size_ = 0;

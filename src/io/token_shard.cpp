@@ -6,16 +6,18 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "io/file.h"
+#include "util/checksum.h"
 #include "util/error.h"
 
 namespace gattn {
 
 namespace {
 constexpr char kMagic[8] = {'G', 'A', 'T', 'T', 'N', 'T', 'O', 'K'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 constexpr size_t kHeaderBytes = 64;
 
 template <typename T>
@@ -32,7 +34,7 @@ void store(uint8_t* p, T v) {
 
 void write_token_shard(const std::string& path, const std::vector<uint32_t>& tokens,
                        const std::vector<uint64_t>& document_starts, uint32_t vocab_size,
-                       uint32_t bos_id, uint64_t text_bytes) {
+                       uint32_t bos_id, uint64_t text_bytes, uint64_t tokenizer_fingerprint) {
   const uint32_t token_bytes = vocab_size <= 65536 ? 2 : 4;
   for (size_t i = 0; i < tokens.size(); ++i)
     if (tokens[i] >= vocab_size)
@@ -47,16 +49,32 @@ void write_token_shard(const std::string& path, const std::vector<uint32_t>& tok
   store(header + 32, vocab_size);
   store(header + 36, bos_id);
   store(header + 40, text_bytes);
+  std::vector<uint16_t> narrow;
+  if (token_bytes == 2) narrow.assign(tokens.begin(), tokens.end());
+  const void* ids = token_bytes == 2 ? static_cast<const void*>(narrow.data()) : tokens.data();
+  const size_t ids_bytes = tokens.size() * token_bytes;
+  StreamingChecksum checksum;  // of what follows the header, which comes first in the file
+  checksum.update(ids, ids_bytes);
+  checksum.update(document_starts.data(), document_starts.size() * 8);
+  store(header + 48, checksum.value());
+  store(header + 56, tokenizer_fingerprint);
   write_file_atomically(path, [&](const WriteChunk& write) {
     write(header, kHeaderBytes);
-    if (token_bytes == 4) {
-      write(tokens.data(), tokens.size() * 4);
-    } else {
-      std::vector<uint16_t> narrow(tokens.begin(), tokens.end());
-      write(narrow.data(), narrow.size() * 2);
-    }
+    write(ids, ids_bytes);
     write(document_starts.data(), document_starts.size() * 8);
   });
+}
+
+bool looks_like_token_shard(std::string_view head, uint64_t file_bytes) {
+  if (head.size() < kHeaderBytes) return false;
+  const auto* bytes = reinterpret_cast<const uint8_t*>(head.data());
+  if (std::memcmp(bytes, kMagic, 8) == 0) return true;
+  const uint32_t version = load<uint32_t>(bytes + 8), token_bytes = load<uint32_t>(bytes + 12);
+  const uint64_t tokens = load<uint64_t>(bytes + 16), documents = load<uint64_t>(bytes + 24);
+  const uint64_t limit = uint64_t(1) << 40;
+  return (version == 1 || version == kVersion) && (token_bytes == 2 || token_bytes == 4) &&
+         tokens < limit && documents < limit &&
+         kHeaderBytes + tokens * token_bytes + documents * 8 == file_bytes;
 }
 
 TokenShard::TokenShard(const std::string& path) : path_(path) {
@@ -79,8 +97,9 @@ TokenShard::TokenShard(const std::string& path) : path_(path) {
     const auto* bytes = static_cast<const uint8_t*>(map_);
     if (std::memcmp(bytes, kMagic, 8) != 0) fail(path, ": not a token shard (wrong magic bytes)");
     const uint32_t version = load<uint32_t>(bytes + 8);
-    if (version != kVersion)
-      fail(path, ": token shard format version ", version, ", this build reads ", kVersion);
+    if (version != 1 && version != kVersion)
+      fail(path, ": token shard format version ", version, ", this build reads 1 and ", kVersion);
+    info_.version = version;
     info_.token_bytes = load<uint32_t>(bytes + 12);
     info_.tokens = load<uint64_t>(bytes + 16);
     info_.documents = load<uint64_t>(bytes + 24);
@@ -100,6 +119,19 @@ TokenShard::TokenShard(const std::string& path) : path_(path) {
       fail(path, ": header promises ", info_.tokens, " tokens and ", info_.documents,
            " documents (", expected, " bytes) but the file has ", size_,
            " bytes (truncated or not a shard)");
+    if (version == 1) {
+      std::fprintf(stderr,
+                   "gattn: warning: %s: token shard format version 1 (no checksum, no tokenizer "
+                   "fingerprint); rewrite it with this gattn to have both checked\n",
+                   path.c_str());
+    } else {
+      info_.tokenizer_fingerprint = load<uint64_t>(bytes + 56);
+      const uint64_t recorded = load<uint64_t>(bytes + 48);
+      const uint64_t actual = checksum64(bytes + kHeaderBytes, size_ - kHeaderBytes);
+      if (actual != recorded)
+        fail(path, ": token data is corrupt: checksum ", checksum_hex(actual),
+             ", the header records ", checksum_hex(recorded));
+    }
     tokens_ = bytes + kHeaderBytes;
     starts_ = tokens_ + info_.tokens * info_.token_bytes;
     for (uint64_t i = 0; i < info_.tokens; ++i)

@@ -4,6 +4,8 @@
 #include <pcre2.h>
 
 #include <cstdio>
+#include <functional>
+#include <map>
 
 #include "tokenizer/unicode_tables.h"
 #include "tokenizer/utf8.h"
@@ -22,16 +24,27 @@ std::string pcre2_message(int code) {
   return reinterpret_cast<const char*>(buffer);
 }
 
-// A class body: the property plus the code points Oniguruma's newer Unicode adds to it.
-std::string class_members(std::string_view property,
-                          std::span<const unicode_tables::CodepointRange> newer) {
-  std::string out(property);
-  for (const auto& r : newer) {
+// A class body with the members of Oniguruma's (Unicode 16.0) general category `c`: PCRE2's own
+// property plus what 16.0 added, or every range where 16.0 also removed members.
+std::string class_members(const unicode_tables::PropertyClass& c) {
+  std::string out = c.complete ? "" : cat("\\p{", c.name, "}");
+  for (const auto& r : c.ranges) {
     char range[40];
     std::snprintf(range, sizeof(range), "\\x{%X}-\\x{%X}", r.first, r.last);
     out += range;
   }
   return out;
+}
+
+// The class body of `\p{name}` for every general category, made once.
+const std::map<std::string, std::string, std::less<>>& category_bodies() {
+  static const auto bodies = [] {
+    std::map<std::string, std::string, std::less<>> out;
+    for (const auto& c : unicode_tables::property_classes)
+      out.emplace(std::string(c.name), class_members(c));
+    return out;
+  }();
+  return bodies;
 }
 
 // Scratch space for matching, one per thread: matching is const and may run on many threads.
@@ -62,10 +75,6 @@ ThreadMatchState& thread_match_state() {
 }  // namespace
 
 std::string oniguruma_compatible(std::string_view pattern) {
-  static const std::string letters =
-      class_members("\\p{L}", unicode_tables::oniguruma_letters_after_unicode14);
-  static const std::string numbers =
-      class_members("\\p{N}", unicode_tables::oniguruma_numbers_after_unicode14);
   const std::string whitespace(kOnigWhitespace);
   std::string out;
   out.reserve(pattern.size() + 64);
@@ -82,19 +91,21 @@ std::string oniguruma_compatible(std::string_view pattern) {
         }
         i += length - 1;
       };
+      // \p{X} / \P{X} of a general category: its Unicode 16.0 members (other properties, such
+      // as scripts, keep PCRE2's meaning).
+      const size_t close = rest.find('}');
+      const auto category =
+          (rest.starts_with("\\p{") || rest.starts_with("\\P{")) && close != std::string_view::npos
+              ? category_bodies().find(rest.substr(3, close - 3))
+              : category_bodies().end();
+      const bool negated_property = rest[1] == 'P';
       // A negated class cannot join an enclosing class; inside one it keeps PCRE2's meaning.
       if (rest.starts_with("\\s")) {
         replace(2, whitespace, false);
-      } else if (rest.starts_with("\\p{L}")) {
-        replace(5, letters, false);
-      } else if (rest.starts_with("\\p{N}")) {
-        replace(5, numbers, false);
       } else if (!in_class && rest.starts_with("\\S")) {
         replace(2, whitespace, true);
-      } else if (!in_class && rest.starts_with("\\P{L}")) {
-        replace(5, letters, true);
-      } else if (!in_class && rest.starts_with("\\P{N}")) {
-        replace(5, numbers, true);
+      } else if (category != category_bodies().end() && (!in_class || !negated_property)) {
+        replace(close + 1, category->second, negated_property);
       } else {
         out += c;
         out += pattern[++i];

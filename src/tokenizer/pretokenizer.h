@@ -2,8 +2,9 @@
 // (behaviour "isolated") does with each pattern in turn: every match is a piece and so is every
 // stretch between two matches; each piece is split again by the next pattern.
 // Patterns are Oniguruma-flavoured (what HF uses) and run on PCRE2 in UTF + UCP mode, rewritten so
-// that `\s`, `\p{L}` and `\p{N}` mean what they mean to HF's Oniguruma: its whitespace (PCRE2's
-// also holds U+180E) and its newer Unicode (see unicode_tables.h). Invalid UTF-8 never matches
+// that `\s` and every general category (`\p{L}`, `\p{M}`, `\p{Nd}`, ...) mean what they mean to
+// HF's Oniguruma: its whitespace (PCRE2's also holds U+180E) and its Unicode 16.0 (see
+// unicode_tables.h). Invalid UTF-8 never matches
 // anything (PCRE2_MATCH_INVALID_UTF), so a run of invalid bytes lands between two matches: its own
 // piece.
 #pragma once

@@ -14,6 +14,7 @@
 #include "tokenizer/tokenizer_spec.h"
 #include "tokenizer/trainer.h"
 #include "tokenizer/word_cache.h"
+#include "util/checksum.h"
 #include "util/error.h"
 
 namespace gattn {
@@ -38,6 +39,9 @@ namespace {
 
 std::atomic<uint64_t> next_serial{1};
 
+// Ids may leave gaps, but not more than three unused ids per token the file lists.
+uint64_t max_token_id(uint64_t tokens_listed) { return 4 * tokens_listed + 256; }
+
 std::string printable(const std::string& token) {
   return token.size() > 60 ? token.substr(0, 57) + "..." : token;
 }
@@ -55,6 +59,12 @@ Tokenizer::Impl::Impl(TokenizerSpec s)
            printable(spec.vocab[i].first), "\" share id ", spec.vocab[i].second);
   uint32_t size = spec.vocab.empty() ? 0 : spec.vocab.back().second + 1;
   for (const AddedTokenSpec& t : spec.added_tokens) size = std::max(size, t.id + 1);
+  // The id tables below are as long as the largest id: one absurd id must not allocate gigabytes.
+  const uint64_t id_limit = max_token_id(spec.vocab.size() + spec.added_tokens.size());
+  if (size > id_limit)
+    fail(origin, ": token id ", size - 1, " is too large for a file of ", spec.vocab.size(),
+         " vocab entries and ", spec.added_tokens.size(), " added tokens (ids must be below ",
+         id_limit, ")");
   id_token.resize(size);
   id_bytes.resize(size);
   id_known.assign(size, false);
@@ -177,6 +187,11 @@ Tokenizer Tokenizer::load(const std::string& path) {
 void Tokenizer::save(const std::string& path) const {
   const std::string text = tokenizer_json_text(impl_->spec);
   write_text_file_atomically(path, text);
+}
+
+uint64_t Tokenizer::fingerprint() const {
+  const std::string text = tokenizer_json_text(impl_->spec);
+  return checksum64(text.data(), text.size());
 }
 
 Tokenizer Tokenizer::train(const std::vector<std::string>& inputs, int vocab_size,

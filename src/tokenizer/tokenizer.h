@@ -49,6 +49,9 @@ class Tokenizer {
   static Tokenizer load(const std::string& path);
   // Writes tokenizer.json (readable by HF `tokenizers`) atomically.
   void save(const std::string& path) const;
+  // A checksum of what save() writes: equal for tokenizers that encode alike, whatever the file's
+  // formatting; token shards record it (io/token_shard.h).
+  uint64_t fingerprint() const;
 
   // Trains on the documents of `inputs` (files, folders, .jsonl: see io/documents.h). vocab_size
   // counts the 256 byte tokens, the merges and the special tokens; training stops early if no pair

@@ -4,6 +4,7 @@
 
 #include "io/file.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 
 namespace gattn {
 
@@ -66,9 +67,7 @@ class Fields {
          ")");
   }
   static std::string describe(const json& j) {
-    std::string text = j.dump();
-    if (text.size() > 80) text = text.substr(0, 77) + "...";
-    return type_name(j) + " " + text;
+    return j.is_structured() ? json_summary(j) : type_name(j) + " " + json_summary(j);
   }
 
  private:
@@ -225,12 +224,7 @@ void parse_added_tokens(const json& j, TokenizerSpec& spec) {
 }  // namespace
 
 TokenizerSpec parse_tokenizer_json(const std::string& text, const std::string& origin) {
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::exception& e) {
-    fail(origin, ": not valid JSON (", e.what(), ")");
-  }
+  const json root = parse_json_text(text, origin);
   const Fields top(root, origin, "");
   TokenizerSpec spec;
   spec.origin = origin;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "util/error.h"
+
 namespace gattn {
 
 EvalResult evaluate(TrainState& state, const TokenShard& shard, int seq_len, WindowKind window,
@@ -40,6 +42,16 @@ EvalResult evaluate(TrainState& state, const TokenShard& shard, int seq_len, Win
   r.perplexity = std::exp(r.loss);
   r.bits_per_byte = r.bytes > 0 ? nats / std::numbers::ln2 / double(r.bytes) : 0;
   return r;
+}
+
+void require_finite_loss(const EvalResult& result, const std::string& what) {
+  if (std::isfinite(result.loss)) return;
+  const auto bad = std::find_if(result.window_loss.begin(), result.window_loss.end(),
+                                [](double loss) { return !std::isfinite(loss); });
+  if (bad == result.window_loss.end()) fail(what, ": the loss is not finite (", result.loss, ")");
+  fail(what, ": the loss is not finite (", result.loss,
+       "); the first window with a non-finite loss is window ", bad - result.window_loss.begin(),
+       " (", *bad, " nats/token): do the weights overflow?");
 }
 
 }  // namespace gattn

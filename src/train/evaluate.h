@@ -1,6 +1,7 @@
 // Held-out loss, perplexity and bits per byte of a model on a token shard.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "io/token_shard.h"
@@ -23,5 +24,9 @@ struct EvalResult {
 // at a time. token_bytes[id], when given, is the number of UTF-8 bytes token id decodes to.
 EvalResult evaluate(TrainState& state, const TokenShard& shard, int seq_len, WindowKind window,
                     int64_t max_windows, int batch, const std::vector<uint32_t>* token_bytes);
+
+// A non-finite loss is a broken model (overflowing weights), never a result to print: fails with
+// `what` (the checkpoint) and the first window whose loss is not finite.
+void require_finite_loss(const EvalResult& result, const std::string& what);
 
 }  // namespace gattn

@@ -4,6 +4,7 @@
 
 #include "io/documents.h"
 #include "io/token_shard.h"
+#include "util/checksum.h"
 #include "util/error.h"
 
 namespace gattn {
@@ -28,11 +29,20 @@ ShardStats write_shard_from_text(const std::vector<std::string>& inputs, const T
     stats.text_bytes += int64_t(texts[d].size());
   }
   write_token_shard(out, tokens, starts, uint32_t(tokenizer.vocab_size()), bos,
-                    uint64_t(stats.text_bytes));
+                    uint64_t(stats.text_bytes), tokenizer.fingerprint());
   stats.documents = int64_t(texts.size());
   stats.tokens = int64_t(tokens.size());
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return stats;
+}
+
+void require_shard_tokenizer(const TokenShard& shard, const Tokenizer& tokenizer,
+                             const std::string& tokenizer_path) {
+  const uint64_t recorded = shard.info().tokenizer_fingerprint;
+  if (recorded != 0 && recorded != tokenizer.fingerprint())
+    fail(shard.path(), ": was made with another tokenizer than ", tokenizer_path, " (fingerprints ",
+         checksum_hex(recorded), " and ", checksum_hex(tokenizer.fingerprint()),
+         "); bits per byte need the tokenizer that made the ids");
 }
 
 std::vector<uint32_t> token_byte_lengths(const Tokenizer& tokenizer) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "io/token_shard.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gattn {
@@ -18,6 +19,11 @@ struct ShardStats {
 
 ShardStats write_shard_from_text(const std::vector<std::string>& inputs, const Tokenizer& tokenizer,
                                  const std::string& out);
+
+// Bits per byte need the tokenizer that made the shard: fails naming both when the shard records
+// another tokenizer; a version 1 shard records none (its reader has warned).
+void require_shard_tokenizer(const TokenShard& shard, const Tokenizer& tokenizer,
+                             const std::string& tokenizer_path);
 
 // UTF-8 bytes each token id decodes to, for bits per byte; special tokens count 0.
 std::vector<uint32_t> token_byte_lengths(const Tokenizer& tokenizer);

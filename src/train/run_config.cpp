@@ -7,6 +7,7 @@
 #include "io/file.h"
 #include "util/error.h"
 #include "util/json_fields.h"
+#include "util/json_parse.h"
 
 namespace gattn {
 
@@ -33,23 +34,14 @@ Config model_from(const json& value, const fs::path& folder, const std::string& 
   if (value.is_string()) return load_config(resolve(folder, value.get<std::string>()), gate_json);
   json inline_model = value;
   if (!gate_json.empty()) {
-    try {
-      inline_model["gate"] = json::parse(gate_json);
-    } catch (const json::exception& e) {
-      fail("--gate: not valid JSON (", e.what(), ")");
-    }
+    inline_model["gate"] = parse_json_text(gate_json, "--gate");
   }
   return config_from_json(inline_model, where + ": model");
 }
 }  // namespace
 
 RunConfig load_run_config(const std::string& path, const std::string& gate_json) {
-  json j;
-  try {
-    j = json::parse(read_text_file(path));
-  } catch (const json::exception& e) {
-    fail(path, ": not valid JSON (", e.what(), ")");
-  }
+  const json j = parse_json_file(path);
   const fs::path folder = fs::path(path).parent_path();
   RunConfig run;
   JsonFields f(j, path);

@@ -13,6 +13,7 @@
 #include "io/file.h"
 #include "io/safetensors.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 
 namespace gattn {
 
@@ -119,7 +120,7 @@ TrainingProgress load_training_checkpoint(const std::string& folder, Weights& we
 
   nlohmann::json state;
   try {
-    state = nlohmann::json::parse(read_text_file(folder + "/state.json"));
+    state = parse_json_file(folder + "/state.json");
     return {state.at("step").get<int64_t>(), state.at("tokens_seen").get<int64_t>(),
             state.at("skipped_steps").get<int64_t>()};
   } catch (const nlohmann::json::exception& e) {

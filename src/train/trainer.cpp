@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "io/checkpoint.h"
 #include "io/file.h"
@@ -19,9 +20,11 @@
 #include "train/adamw.h"
 #include "train/evaluate.h"
 #include "train/loader.h"
+#include "train/metrics_writer.h"
 #include "train/step.h"
 #include "train/train_checkpoint.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 #include "util/threads.h"
 
 namespace gattn {
@@ -79,8 +82,9 @@ void truncate_metrics(const fs::path& path, int64_t step) {
   std::string kept, line;
   while (std::getline(in, line)) {
     try {
-      if (json::parse(line).at("step").get<int64_t>() <= step) kept += line + "\n";
-    } catch (const json::exception&) {
+      if (parse_json_text(line, path.string()).at("step").get<int64_t>() <= step)
+        kept += line + "\n";
+    } catch (const std::exception&) {
       break;  // a torn last line from a crash
     }
   }
@@ -142,7 +146,7 @@ class TrainingRun {
   const int64_t rows_per_step_;
   std::vector<int32_t> ids_, targets_;
   const bool live_;
-  std::ofstream metrics_;
+  std::optional<MetricsWriter> metrics_;
   StopSignals signals_;
   Clock::time_point start_;
   int64_t first_step_ = 0;
@@ -176,7 +180,7 @@ void TrainingRun::start_or_resume(bool resume) {
     truncate_metrics(metrics_path, progress_.step);
   else
     fs::remove(metrics_path);
-  metrics_.open(metrics_path, std::ios::app);
+  metrics_.emplace(metrics_path.string());
   first_step_ = progress_.step;
   start_ = Clock::now();
 }
@@ -278,7 +282,7 @@ TrainOutcome TrainingRun::run(bool resume, int64_t stop_at_step) {
       return outcome;
     }
     const json record = take_step();
-    metrics_ << record.dump() << "\n" << std::flush;
+    metrics_->append(record.dump());
     report(record);
     if (progress_.step == run_.steps ||
         (run_.checkpoint_every > 0 && progress_.step % run_.checkpoint_every == 0))

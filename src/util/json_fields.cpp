@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "util/error.h"
+#include "util/json_parse.h"
 
 namespace gattn {
 
@@ -19,7 +20,7 @@ bool JsonFields::has(const char* name) const {
 
 void JsonFields::bad(const std::string& name, const std::string& expected) const {
   fail(where_, ": field '", name, "': expected ", expected, ", found ",
-       object_.contains(name) ? object_.at(name).dump() : "nothing");
+       object_.contains(name) ? json_summary(object_.at(name)) : "nothing");
 }
 
 bool JsonFields::mark(const char* name) {

@@ -2,13 +2,32 @@
 
 #include <cblas.h>
 #include <omp.h>
+#include <sched.h>
+
+#include <cstdio>
 
 #include "util/error.h"
 
 namespace gattn {
 
+int available_cores() {
+  // The process's CPU affinity (taskset, cgroups cpusets), not the machine's core count.
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return omp_get_num_procs();
+}
+
 void set_num_threads(int threads) {
-  if (threads < 1) fail("thread count must be at least 1, got ", threads);
+  if (threads < 1) fail("thread count must be a positive integer, got ", threads);
+  // More threads than cores only slows the GEMMs down, and under a memory limit OpenBLAS's
+  // per-thread buffers fail to map and it retries forever: clamp, and say so.
+  const int cores = available_cores();
+  if (threads > cores) {
+    std::fprintf(stderr, "gattn: %d threads requested, using %d (the cores this process may use)\n",
+                 threads, cores);
+    threads = cores;
+  }
   omp_set_num_threads(threads);
   openblas_set_num_threads(threads);
 }

@@ -145,7 +145,19 @@ TEST_F(LoadErrors, UnsupportedDecoderPostProcessorTruncation) {
   expect_error(error_after([](json& j) {
                  j["truncation"] = {{"max_length", 512}};
                }),
-               "truncation: object {\"max_length\":512} is not supported");
+               "truncation: object of 1 field is not supported");
+}
+
+// A 100,000-deep array overflowed the stack while its error message was printed.
+TEST_F(LoadErrors, DeeplyNestedJsonIsAnErrorNotACrash) {
+  write("{\"truncation\": " + std::string(100000, '[') + std::string(100000, ']') + "}");
+  expect_error(error_loading(), "not valid JSON (arrays and objects nested deeper than 64 levels");
+}
+
+// One id of 300,000,000 made the id tables grow to gigabytes before anything failed.
+TEST_F(LoadErrors, HugeTokenIdIsRejectedBeforeAllocating) {
+  expect_error(error_after([](json& j) { j["model"]["vocab"]["zz"] = 300000000; }),
+               "token id 300000000 is too large for a file of ");
 }
 
 TEST_F(LoadErrors, MalformedVocab) {

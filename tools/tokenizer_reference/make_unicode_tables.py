@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """Writes src/tokenizer/unicode_tables.cpp: what gattn needs to see Unicode as HF `tokenizers` does.
 
-1. Letters and numbers that HF's regex engine (Oniguruma, built into `tokenizers`) knows but Unicode
-   14.0 does not (PCRE2 10.42, Debian 12's, has Unicode 14.0 tables): probed from HF itself, minus
-   the letters/numbers of Unicode 14.0 (from Debian's unicode-data files).
+1. Every general category (L, Lu, ..., M, Mn, ..., N, P, S, Z, C and their subcategories) as HF's
+   regex engine (Oniguruma, built into `tokenizers` 0.23.3) sees it: Unicode 16.0, from PyPI's
+   `unicodedata2==16.0.0` (the Unicode Character Database of that version). The script first
+   checks that HF's classes equal Unicode 16.0's, code point for code point. PCRE2 10.42 (Debian
+   12's) has Unicode 14.0 tables (Python's own `unicodedata` here: 14.0.0), so a class is written
+   as the code points 16.0 adds to PCRE2's property, or, where 16.0 also removed members (C, Cn:
+   newly assigned; Mn: U+1171E became Mc), as the whole 16.0 class.
 2. Code points whose normalisation behaviour is newer than Unicode 9.0: HF's NFC (the
    unicode-normalization-alignments crate) predates them, so it treats them as unassigned. These
    are the code points assigned after 9.0 that have a combining class, a canonical decomposition,
@@ -14,16 +18,23 @@ The script checks both claims against HF before writing.
 """
 import shutil
 import subprocess
+import unicodedata
 from pathlib import Path
 
+import unicodedata2
 from tokenizers import Regex, normalizers, pre_tokenizers
 
 from common import ROOT
 
 UNICODE = Path("/usr/share/unicode")
 NFC_UNICODE_VERSION = (9, 0)
-PCRE2_UNICODE_VERSION = (14, 0)
+PCRE2_UNICODE_VERSION = "14.0.0"
+ONIGURUMA_UNICODE_VERSION = "16.0.0"
 OUT = ROOT / "src" / "tokenizer" / "unicode_tables.cpp"
+EXPECTED = ROOT / "tests" / "fixtures" / "tokenizer" / "unicode_classes.txt"
+CATEGORIES = ["C", "Cc", "Cf", "Cn", "Co", "L", "Ll", "Lm", "Lo", "Lt", "Lu", "M", "Mc", "Me", "Mn",
+              "N", "Nd", "Nl", "No", "P", "Pc", "Pd", "Pe", "Pf", "Pi", "Po", "Ps", "S", "Sc", "Sk",
+              "Sm", "So", "Z", "Zl", "Zp", "Zs"]
 
 
 def version(text):
@@ -83,18 +94,36 @@ def cpp_table(name, comment, rows):
     return f"// {comment}\nconst CodepointRange {name}[] = {{\n{body}}};\n"
 
 
+def category_members(database, cps):
+    members = {cls: set() for cls in CATEGORIES}
+    for cp in cps:
+        category = database.category(chr(cp))
+        members[category].add(cp)
+        members[category[0]].add(cp)
+    return members
+
+
 def main():
+    assert unicodedata2.unidata_version == ONIGURUMA_UNICODE_VERSION, unicodedata2.unidata_version
+    assert unicodedata.unidata_version == PCRE2_UNICODE_VERSION, unicodedata.unidata_version
     ages = read_ages()
     category, ccc, decomposition = read_unicode_data()
     cps = [cp for cp in range(0x110000) if not 0xD800 <= cp <= 0xDFFF]
     text = "".join(map(chr, cps))
-    old = lambda cp: cp in ages and ages[cp] <= PCRE2_UNICODE_VERSION
-    extra = {}
-    for cls, prefix in ((r"\p{L}", "L"), (r"\p{N}", "N")):
-        onig = onig_class(cls, cps, text)
-        unicode14 = {cp for cp in cps if old(cp) and category.get(cp, "Cn").startswith(prefix)}
-        assert not unicode14 - onig, f"HF lacks Unicode 14.0 {cls} members: {sorted(unicode14 - onig)[:10]}"
-        extra[prefix] = ranges(onig - unicode14)
+    new, old = category_members(unicodedata2, cps), category_members(unicodedata, cps)
+    classes = []  # (name, complete, ranges)
+    for cls in CATEGORIES:
+        onig = onig_class(rf"\p{{{cls}}}", cps, text)
+        assert onig == new[cls], f"HF's \\p{{{cls}}} is not Unicode {ONIGURUMA_UNICODE_VERSION}'s"
+        removed = old[cls] - new[cls]
+        classes.append((cls, bool(removed), ranges(new[cls] if removed else new[cls] - old[cls])))
+    # Surrogates are no text: they never reach the regex (invalid UTF-8 never matches).
+    EXPECTED.write_text(
+        f"# Unicode {ONIGURUMA_UNICODE_VERSION} general categories (unicodedata2), as HF tokenizers' "
+        "regex engine sees them; written by\n# tools/tokenizer_reference/make_unicode_tables.py. "
+        "One class per line: name, then inclusive hex ranges.\n" +
+        "".join(f"{cls} " + " ".join(f"{a:X}-{b:X}" for a, b in ranges(new[cls])) + "\n"
+                for cls in CATEGORIES))
 
     in_mappings = {c for d in decomposition.values() for c in d}
     newer = {cp for cp, age in ages.items() if age > NFC_UNICODE_VERSION and
@@ -109,22 +138,28 @@ def main():
             parts = "".join(map(chr, decomposition[cp]))
             assert nfc.normalize_str(parts) == parts, hex(cp)
 
+    body = "".join(cpp_table(f"k{name}", (f"Unicode {ONIGURUMA_UNICODE_VERSION}'s \\p{{{name}}}" if complete
+                                         else f"What Unicode {ONIGURUMA_UNICODE_VERSION} adds to PCRE2's \\p{{{name}}}") + ".",
+                                 rows) + "\n" for name, complete, rows in classes if rows)
+    entries = "".join(f"    {{\"{name}\", {'true' if complete else 'false'}, {f'k{name}' if rows else '{}'}}},\n"
+                      for name, complete, rows in classes)
     OUT.write_text(
         "// Generated by tools/tokenizer_reference/make_unicode_tables.py; do not edit.\n"
-        "#include \"tokenizer/unicode_tables.h\"\n\n#include <algorithm>\n\nnamespace gattn::unicode_tables {\n\n" +
-        cpp_table("kOnigurumaLettersAfterUnicode14",
-                  "\\p{L} members of HF's Oniguruma that Unicode 14.0 lacks.", extra["L"]) + "\n" +
-        cpp_table("kOnigurumaNumbersAfterUnicode14",
-                  "\\p{N} members of HF's Oniguruma that Unicode 14.0 lacks.", extra["N"]) + "\n" +
+        "#include \"tokenizer/unicode_tables.h\"\n\n#include <algorithm>\n\nnamespace gattn::unicode_tables {\n\n"
+        "namespace {\n" + body.replace("const CodepointRange", "constexpr CodepointRange") +
+        "}  // namespace\n\n" +
         cpp_table("kNormalizationAfterUnicode9",
                   "Code points newer than Unicode 9.0 that take part in normalisation.",
                   ranges(newer)) +
-        "\nconst std::span<const CodepointRange> oniguruma_letters_after_unicode14 =\n"
-        "    kOnigurumaLettersAfterUnicode14;\n"
-        "const std::span<const CodepointRange> oniguruma_numbers_after_unicode14 =\n"
-        "    kOnigurumaNumbersAfterUnicode14;\n"
+        "\nconst PropertyClass kPropertyClasses[] = {\n" + entries + "};\n\n"
+        "const std::span<const PropertyClass> property_classes = kPropertyClasses;\n"
         "const std::span<const CodepointRange> normalization_after_unicode9 =\n"
         "    kNormalizationAfterUnicode9;\n\n"
+        "const PropertyClass* find_property_class(std::string_view name) {\n"
+        "  for (const PropertyClass& c : property_classes)\n"
+        "    if (c.name == name) return &c;\n"
+        "  return nullptr;\n"
+        "}\n\n"
         "bool contains(std::span<const CodepointRange> ranges, uint32_t cp) {\n"
         "  const auto after = std::upper_bound(ranges.begin(), ranges.end(), cp,\n"
         "                                      [](uint32_t c, const CodepointRange& r) { return c < r.first; });\n"
@@ -132,8 +167,9 @@ def main():
         "}\n\n}  // namespace gattn::unicode_tables\n")
     if shutil.which("clang-format"):  # the repository's style (.clang-format)
         subprocess.run(["clang-format", "-i", str(OUT)], check=True)
-    print(f"wrote {OUT}: {len(extra['L'])} letter ranges, {len(extra['N'])} number ranges, "
-          f"{len(ranges(newer))} normalisation ranges")
+    print(f"wrote {OUT}: {len(classes)} classes, "
+          f"{sum(len(rows) for _, _, rows in classes)} class ranges, "
+          f"{len(ranges(newer))} normalisation ranges; and {EXPECTED}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,14 @@
+// Checks of integer flags shared by every command, with messages in gattn's words
+// ("--batch: must be a positive integer, got 0") instead of CLI11's numeric ranges.
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace gattn {
+
+CLI::Validator positive_integer();
+CLI::Validator non_negative_integer();  // for counts where 0 means "all" or "none"
+
+// --threads N: a positive integer; commands call set_num_threads (util/threads.h) when given.
+CLI::Option* add_threads_option(CLI::App* cmd, int& threads, const char* description);
+
+}  // namespace gattn

@@ -146,5 +146,15 @@ TEST(HfLoad, GattnCheckpointsStillLoad) {
   EXPECT_EQ(again, params);
 }
 
+TEST(HfLoad, RecordsTheTokenizerJsonWhenPresent) {
+  EXPECT_EQ(read_hf_model_info(kHfDir + "/qwen3_f32").tokenizer_json, "");
+  const fs::path dir = fs::temp_directory_path() / ("gattn_hf_tok_" + std::to_string(::getpid()));
+  fs::copy(kHfDir + "/qwen3_f32", dir, fs::copy_options::recursive);
+  std::ofstream(dir / "tokenizer.json") << "{}";
+  const std::string recorded = read_hf_model_info(dir.string()).tokenizer_json;
+  fs::remove_all(dir);
+  EXPECT_EQ(recorded, (dir / "tokenizer.json").string());
+}
+
 }  // namespace
 }  // namespace gattn

@@ -16,5 +16,6 @@ void add_compare_command(CLI::App& app);
 void add_analyze_command(CLI::App& app);
 void add_synthetic_command(CLI::App& app);
 void add_passkey_command(CLI::App& app);
+void add_export_command(CLI::App& app);
 
 }  // namespace gattn

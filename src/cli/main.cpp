@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   gattn::add_analyze_command(app);
   gattn::add_passkey_command(app);
   gattn::add_compare_command(app);
+  gattn::add_export_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -206,6 +206,14 @@ const char* hf_layout_name(HfLayout layout) {
   return "?";
 }
 
+QGateBlocks q_gate_blocks(const Config& c, HfLayout layout) {
+  const int64_t G = c.num_attention_heads / c.num_key_value_heads, d = c.head_dim;
+  if (layout == HfLayout::authors_gated)
+    return {
+        .groups = c.num_key_value_heads, .q_rows = G * d, .gate_rows = c.gate.headwise ? G : G * d};
+  return {.groups = c.num_attention_heads, .q_rows = d, .gate_rows = d};
+}
+
 bool is_hf_model_folder(const std::string& folder) {
   const fs::path dir(folder);
   if (!fs::is_regular_file(dir / "config.json")) return false;

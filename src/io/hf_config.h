@@ -26,6 +26,14 @@ struct HfModelInfo {
   bool zero_centred_norms = false;  // RMSNorm weights stored as w, applied as (1 + w)
 };
 
+// How a gated layout's q_proj interleaves query and gate rows: `groups` blocks, each of q_rows
+// query rows then gate_rows gate rows. Authors: one block per KV group (G*d query rows, G*d or G
+// gate rows); Qwen3-Next/Qwen3.5: one block per head (d and d).
+struct QGateBlocks {
+  int64_t groups, q_rows, gate_rows;
+};
+QGateBlocks q_gate_blocks(const Config& config, HfLayout layout);
+
 // True when the folder has a config.json with a model_type and model.safetensors or
 // model.safetensors.index.json (a gattn checkpoint has no model_type).
 bool is_hf_model_folder(const std::string& folder);

@@ -34,7 +34,7 @@ struct Job {
   const TensorSpec* target = nullptr;  // q_proj for split_q_gate
   const TensorSpec* gate = nullptr;    // split_q_gate: sdpa_gate.weight
   // split_q_gate: the rows come in `groups` blocks of q_rows query rows then gate_rows gate rows.
-  int64_t groups = 0, q_rows = 0, gate_rows = 0;
+  QGateBlocks blocks{};
 };
 
 // A shard's file name must stay inside the model folder.
@@ -56,7 +56,6 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 // The q|gate split of one q_proj: grouped by KV group (authors) or interleaved per head.
 Job split_job(const HfModelInfo& info, const ParamLayout& layout, const std::string& q_name) {
-  const Config& c = info.config;
   const std::string gate_name =
       q_name.substr(0, q_name.size() - std::string("q_proj.weight").size()) + "sdpa_gate.weight";
   Job job;
@@ -64,16 +63,7 @@ Job split_job(const HfModelInfo& info, const ParamLayout& layout, const std::str
   job.target = layout.find(q_name);
   job.gate = layout.find(gate_name);
   if (!job.target || !job.gate) fail("internal: layout has no ", q_name, " or ", gate_name);
-  const int64_t G = c.num_attention_heads / c.num_key_value_heads, d = c.head_dim;
-  if (info.layout == HfLayout::authors_gated) {
-    job.groups = c.num_key_value_heads;
-    job.q_rows = G * d;
-    job.gate_rows = c.gate.headwise ? G : G * d;
-  } else {
-    job.groups = c.num_attention_heads;
-    job.q_rows = d;
-    job.gate_rows = d;
-  }
+  job.blocks = q_gate_blocks(info.config, info.layout);
   return job;
 }
 
@@ -126,8 +116,8 @@ void check_tensor(const TensorView& t, const Job& job, const std::string& file) 
     fail(file, ": tensor '", t.name, "' has shape ", shape_string(t.shape), ", expected ",
          shape_string(expected),
          job.convert == Convert::split_q_gate
-             ? cat(" (", job.groups, " blocks of ", job.q_rows, " query rows then ", job.gate_rows,
-                   " gate rows, as the config's gate asks)")
+             ? cat(" (", job.blocks.groups, " blocks of ", job.blocks.q_rows, " query rows then ",
+                   job.blocks.gate_rows, " gate rows, as the config's gate asks)")
              : "");
 }
 
@@ -143,9 +133,10 @@ void release_pages(const uint8_t* begin, size_t bytes) {
 // Where row r of the checkpoint tensor goes in dest.
 float* destination_row(const Job& job, float* dest, int64_t r, int64_t cols) {
   if (job.convert != Convert::split_q_gate) return dest + job.target->offset + r * cols;
-  const int64_t per_group = job.q_rows + job.gate_rows, g = r / per_group, w = r % per_group;
-  if (w < job.q_rows) return dest + job.target->offset + (g * job.q_rows + w) * cols;
-  return dest + job.gate->offset + (g * job.gate_rows + w - job.q_rows) * cols;
+  const QGateBlocks& b = job.blocks;
+  const int64_t per_group = b.q_rows + b.gate_rows, g = r / per_group, w = r % per_group;
+  if (w < b.q_rows) return dest + job.target->offset + (g * b.q_rows + w) * cols;
+  return dest + job.gate->offset + (g * b.gate_rows + w - b.q_rows) * cols;
 }
 
 void convert(const TensorView& t, const Job& job, float* dest, const std::string& file) {

@@ -15,17 +15,17 @@ int main(int argc, char** argv) {
   }
   try {
     const auto start = std::chrono::steady_clock::now();
-    std::vector<float> params;
-    const gattn::Config config = gattn::load_any_model(argv[1], params);
+    const std::unique_ptr<gattn::Weights> weights = gattn::load_any_model(argv[1]);
+    const gattn::Config& config = weights->config();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     double sum = 0;
-    for (float p : params) sum += p;
+    for (int64_t i = 0; i < weights->size(); ++i) sum += weights->data()[i];
     std::printf(
-        "%s: %d layers, hidden %d, %zu parameters (%.2f GB as fp32), loaded in %.2f s, "
+        "%s: %d layers, hidden %d, %lld parameters (%.2f GB as fp32), loaded in %.2f s, "
         "sum %.6g\n",
-        argv[1], config.num_hidden_layers, config.hidden_size, params.size(), params.size() * 4e-9,
-        seconds, sum);
+        argv[1], config.num_hidden_layers, config.hidden_size,
+        static_cast<long long>(weights->size()), double(weights->size()) * 4e-9, seconds, sum);
   } catch (const gattn::Error& e) {
     std::fprintf(stderr, "gattn_load_model: error: %s\n", e.what());
     return 1;

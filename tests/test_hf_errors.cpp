@@ -72,8 +72,7 @@ class HfErrors : public ::testing::Test {
   }
   static std::string error_of(const std::string& folder) {
     try {
-      std::vector<float> params;
-      load_any_model(folder, params);
+      load_any_model(folder);
     } catch (const Error& e) {
       return e.what();
     }

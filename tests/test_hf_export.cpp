@@ -33,16 +33,17 @@ Config tiny(const json& gate, bool tied = false) {
 }
 
 // Random matrices; norm weights in [0.5, 2), where w - 1 and then 1 + (w - 1) are exact.
-std::vector<float> random_params(const Config& c) {
-  const ParamLayout layout(c);
-  std::vector<float> p(size_t(layout.total()));
+std::unique_ptr<Weights> random_weights(const Config& c) {
+  auto weights = std::make_unique<Weights>(c);
+  const ParamLayout& layout = weights->layout();
+  float* p = weights->data();
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 0.3f);
   std::uniform_real_distribution<float> norm_weight(0.5f, 2.0f);
   for (const TensorSpec& t : layout.tensors())
     for (int64_t i = 0; i < t.numel; ++i)
       p[t.offset + i] = t.shape.size() == 1 ? norm_weight(rng) : normal(rng);
-  return p;
+  return weights;
 }
 
 class HfExport : public ::testing::Test {
@@ -75,37 +76,34 @@ TEST_F(HfExport, RoundTripIsBitwiseInFp32) {
   };
   for (const auto& c : cases) {
     const Config config = tiny(c.gate, c.tied);
-    const std::vector<float> params = random_params(config);
-    export_hf(config, params, out(c.name), {.format = c.format, .dtype = Dtype::F32});
-    std::vector<float> back;
-    const Config loaded = load_any_model(out(c.name), back);
-    EXPECT_EQ(config_to_json(loaded), config_to_json(config)) << c.name;
-    EXPECT_TRUE(back == params) << c.name << ": parameters differ after the round trip";
+    const std::unique_ptr<Weights> weights = random_weights(config);
+    export_hf(*weights, out(c.name), {.format = c.format, .dtype = Dtype::F32});
+    const std::unique_ptr<Weights> back = load_any_model(out(c.name));
+    EXPECT_EQ(config_to_json(back->config()), config_to_json(config)) << c.name;
+    EXPECT_TRUE(back->values() == weights->values())
+        << c.name << ": parameters differ after the round trip";
   }
 }
 
 TEST_F(HfExport, Bf16IsRoundedToNearestEven) {
   const Config config = tiny({{"position", "sdpa"}});
-  const std::vector<float> params = random_params(config);
-  export_hf(config, params, out("m"), {.format = HfExportFormat::authors});
-  std::vector<float> back;
-  load_any_model(out("m"), back);
-  ASSERT_EQ(back.size(), params.size());
-  for (size_t i = 0; i < params.size(); ++i)
-    ASSERT_EQ(back[i], round_to_bf16(params[i])) << "parameter " << i;
+  const std::unique_ptr<Weights> weights = random_weights(config);
+  export_hf(*weights, out("m"), {.format = HfExportFormat::authors});
+  const std::unique_ptr<Weights> back = load_any_model(out("m"));
+  ASSERT_EQ(back->size(), weights->size());
+  for (int64_t i = 0; i < weights->size(); ++i)
+    ASSERT_EQ(back->data()[i], round_to_bf16(weights->data()[i])) << "parameter " << i;
 }
 
 TEST_F(HfExport, ShardsWithAnIndexAboveTheSizeLimit) {
   const Config config = tiny({{"position", "sdpa"}});
-  const std::vector<float> params = random_params(config);
-  export_hf(config, params, out("m"),
+  const std::unique_ptr<Weights> weights = random_weights(config);
+  export_hf(*weights, out("m"),
             {.format = HfExportFormat::qwen3_next, .dtype = Dtype::F32, .max_shard_bytes = 20000});
   EXPECT_TRUE(fs::exists(out("m") + "/model.safetensors.index.json"));
   EXPECT_FALSE(fs::exists(out("m") + "/model.safetensors"));
   EXPECT_GT(hf_shards(out("m")).files.size(), size_t(2));
-  std::vector<float> back;
-  load_any_model(out("m"), back);
-  EXPECT_TRUE(back == params);
+  EXPECT_TRUE(load_any_model(out("m"))->values() == weights->values());
 }
 
 // gattn's export of a transformers-written folder gives transformers' own tensors back.
@@ -120,9 +118,8 @@ TEST_F(HfExport, MatchesTheFoldersTransformersWrote) {
                {"authors_headwise_bf16", HfExportFormat::authors, Dtype::BF16, 0},
                {"qwen3_next_f32", HfExportFormat::qwen3_next, Dtype::F32, 6e-8f}};
   for (const auto& c : cases) {
-    std::vector<float> params;
-    const Config config = load_any_model(kHfDir + "/" + c.fixture, params);
-    export_hf(config, params, out(c.fixture), {.format = c.format, .dtype = c.dtype});
+    const std::unique_ptr<Weights> weights = load_any_model(kHfDir + "/" + c.fixture);
+    export_hf(*weights, out(c.fixture), {.format = c.format, .dtype = c.dtype});
     const SafetensorsReader theirs(kHfDir + "/" + c.fixture + "/model.safetensors");
     const SafetensorsReader ours(out(c.fixture) + "/model.safetensors");
     EXPECT_EQ(ours.tensors().size(), theirs.tensors().size()) << c.fixture;
@@ -142,7 +139,7 @@ TEST_F(HfExport, CopiesTheTokenizer) {
   const Config config = tiny({{"position", "none"}});
   fs::create_directories(dir_);
   std::ofstream(out("tokenizer.json")) << "{\"model\": {}}";
-  export_hf(config, random_params(config), out("m"), {.tokenizer_json = out("tokenizer.json")});
+  export_hf(*random_weights(config), out("m"), {.tokenizer_json = out("tokenizer.json")});
   EXPECT_EQ(read_hf_model_info(out("m")).tokenizer_json, out("m") + "/tokenizer.json");
 }
 
@@ -186,7 +183,7 @@ TEST_F(HfExport, RefusesModelsWithoutAnEquivalent) {
 
   const Config gated = tiny({{"position", "value"}});
   try {
-    export_hf(gated, random_params(gated), out("m"), {.format = HfExportFormat::authors});
+    export_hf(*random_weights(gated), out("m"), {.format = HfExportFormat::authors});
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("export to authors: refused because its gate"),

@@ -30,12 +30,11 @@ void add_export_command(CLI::App& app) {
         {"qwen3", HfExportFormat::qwen3},
         {"authors", HfExportFormat::authors},
         {"qwen3_next", HfExportFormat::qwen3_next}};
-    std::vector<float> params;
-    const Config config = load_any_model(checkpoint, params);
+    const std::unique_ptr<Weights> weights = load_any_model(checkpoint);
     std::string tok = tokenizer;
     if (tok.empty() && std::filesystem::is_regular_file(checkpoint + "/tokenizer.json"))
       tok = checkpoint + "/tokenizer.json";
-    export_hf(config, params, out,
+    export_hf(*weights, out,
               {.format = formats.at(format),
                .dtype = dtype == "f32" ? Dtype::F32 : Dtype::BF16,
                .max_shard_bytes = max_shard_bytes,

@@ -51,22 +51,22 @@ void merge_q_gate(float* out, const float* q, const float* gate, QGateBlocks b, 
   }
 }
 
-std::vector<OutTensor> out_tensors(const Config& c, const std::vector<float>& params,
-                                   HfExportFormat format) {
-  const ParamLayout layout(c);
+std::vector<OutTensor> out_tensors(const Weights& weights, HfExportFormat format) {
+  const Config& c = weights.config();
+  const ParamLayout& layout = weights.layout();
   const bool gated = format != HfExportFormat::qwen3;
   const HfLayout hf =
       format == HfExportFormat::authors ? HfLayout::authors_gated : HfLayout::qwen3_next;
   std::vector<OutTensor> out;
   for (const TensorSpec& t : layout.tensors()) {
-    const float* src = params.data() + t.offset;
+    const float* src = weights.at(t.offset);
     const std::string& name = t.name;
     if (name.find("sdpa_gate.weight") != std::string::npos) continue;  // inside q_proj
     OutTensor o{.name = name, .shape = t.shape, .fill = nullptr};
     const int64_t n = t.numel;
     if (gated && name.ends_with("self_attn.q_proj.weight")) {
       const std::string gate_name = name.substr(0, name.size() - 13) + "sdpa_gate.weight";
-      const float* gate = params.data() + layout.find(gate_name)->offset;
+      const float* gate = weights.at(layout.find(gate_name)->offset);
       const QGateBlocks blocks = q_gate_blocks(c, hf);
       o.shape[0] += layout.find(gate_name)->shape[0];
       o.fill = [=](float* dst) { merge_q_gate(dst, src, gate, blocks, t.shape[1]); };
@@ -206,17 +206,14 @@ std::string hf_export_refusal(const Config& c, HfExportFormat format) {
   return "";
 }
 
-void export_hf(const Config& config, const std::vector<float>& params, const std::string& out,
-               const HfExportOptions& options) {
+void export_hf(const Weights& weights, const std::string& out, const HfExportOptions& options) {
+  const Config& config = weights.config();
   const std::string why = hf_export_refusal(config, options.format);
   if (!why.empty()) fail("export to ", format_name(options.format), ": refused because ", why);
   if (options.dtype != Dtype::BF16 && options.dtype != Dtype::F32)
     fail("export: dtype ", dtype_name(options.dtype), " is not supported (BF16 or F32)");
-  if (int64_t(params.size()) != ParamLayout(config).total())
-    fail("export: ", params.size(), " parameters do not match the config's layout");
   fs::create_directories(out);
-  write_shards(out_tensors(config, params, options.format), out, options.dtype,
-               options.max_shard_bytes);
+  write_shards(out_tensors(weights, options.format), out, options.dtype, options.max_shard_bytes);
   write_text_file_atomically(out + "/config.json",
                              hf_config_json(config, options.format, options.dtype).dump(2) + "\n");
   write_text_file_atomically(out + "/generation_config.json",

@@ -9,6 +9,7 @@
 
 #include "io/safetensors.h"
 #include "model/config.h"
+#include "model/weights.h"
 
 namespace gattn {
 
@@ -26,7 +27,6 @@ std::string hf_export_refusal(const Config& config, HfExportFormat format);
 
 // Writes out/config.json, generation_config.json, model.safetensors (or shards and
 // model.safetensors.index.json) and tokenizer.json. Error with the reason when refused.
-void export_hf(const Config& config, const std::vector<float>& params, const std::string& out,
-               const HfExportOptions& options);
+void export_hf(const Weights& weights, const std::string& out, const HfExportOptions& options);
 
 }  // namespace gattn

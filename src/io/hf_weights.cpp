@@ -240,13 +240,12 @@ void load_hf_weights(const HfModelInfo& info, const ParamLayout& layout, float* 
       if (job.file == f) convert(readers[f]->get(job.name), job, dest, shards.files[f]);
 }
 
-Config load_any_model(const std::string& folder, std::vector<float>& params) {
-  if (!is_hf_model_folder(folder)) return load_model(folder, params);
+std::unique_ptr<Weights> load_any_model(const std::string& folder) {
+  if (!is_hf_model_folder(folder)) return load_model(folder);
   const HfModelInfo info = read_hf_model_info(folder);
-  const ParamLayout layout(info.config);
-  params.assign(size_t(layout.total()), 0.0f);
-  load_hf_weights(info, layout, params.data());
-  return info.config;
+  auto weights = std::make_unique<Weights>(info.config);
+  load_hf_weights(info, weights->layout(), weights->data());
+  return weights;
 }
 
 }  // namespace gattn

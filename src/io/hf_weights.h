@@ -7,11 +7,13 @@
 // pages are released as soon as they are converted, so loading needs the float parameters plus
 // a few MiB, not a second copy of the checkpoint.
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "io/hf_config.h"
 #include "model/layout.h"
+#include "model/weights.h"
 
 namespace gattn {
 
@@ -28,8 +30,7 @@ HfShards hf_shards(const std::string& folder);
 // dest holds layout.total() floats; every tensor of the layout is written.
 void load_hf_weights(const HfModelInfo& info, const ParamLayout& layout, float* dest);
 
-// A gattn checkpoint (docs/MODEL.md) or a Hugging Face folder (is_hf_model_folder): returns the
-// config and fills params in gattn's layout.
-Config load_any_model(const std::string& folder, std::vector<float>& params);
+// A gattn checkpoint (docs/MODEL.md) or a Hugging Face folder (is_hf_model_folder).
+std::unique_ptr<Weights> load_any_model(const std::string& folder);
 
 }  // namespace gattn

@@ -46,14 +46,6 @@ void check_shard_name(const std::string& file, const std::string& tensor,
          "', which is not a file name inside the model folder");
 }
 
-bool starts_with(const std::string& s, const std::string& prefix) {
-  return s.compare(0, prefix.size(), prefix) == 0;
-}
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // The q|gate split of one q_proj: grouped by KV group (authors) or interleaved per head.
 Job split_job(const HfModelInfo& info, const ParamLayout& layout, const std::string& q_name) {
   const std::string gate_name =
@@ -71,18 +63,18 @@ Job split_job(const HfModelInfo& info, const ParamLayout& layout, const std::str
 bool route(const std::string& name, const HfModelInfo& info, const ParamLayout& layout,
            const std::string& file, Job& job, int& skipped) {
   std::string ours;
-  if (starts_with(name, info.tensor_prefix))
+  if (name.starts_with(info.tensor_prefix))
     ours = "model." + name.substr(info.tensor_prefix.size());
   else if (name == "lm_head.weight")
     ours = name;
-  else if (starts_with(name, "mtp.") || starts_with(name, "model.visual.")) {
+  else if (name.starts_with("mtp.") || name.starts_with("model.visual.")) {
     ++skipped;
     return false;
   } else {
     fail(file, ": unexpected tensor '", name, "' (not part of a ", hf_layout_name(info.layout),
          " language model)");
   }
-  if (ends_with(ours, ".bias"))
+  if (ours.ends_with(".bias"))
     fail(file, ": tensor '", name, "' is a bias: gattn has no projection biases");
   if (ours == "lm_head.weight" && info.config.tie_word_embeddings) {
     std::cerr << "gattn: note: " << file
@@ -91,7 +83,7 @@ bool route(const std::string& name, const HfModelInfo& info, const ParamLayout& 
     return false;
   }
   const bool gated = info.layout != HfLayout::qwen3 && info.config.gate.has_weight();
-  if (gated && ends_with(ours, ".self_attn.q_proj.weight") && layout.find(ours)) {
+  if (gated && ours.ends_with(".self_attn.q_proj.weight") && layout.find(ours)) {
     job = split_job(info, layout, ours);
   } else {
     job.target = layout.find(ours);
@@ -99,7 +91,7 @@ bool route(const std::string& name, const HfModelInfo& info, const ParamLayout& 
     if (!job.target || ours.find("sdpa_gate") != std::string::npos)
       fail(file, ": unexpected tensor '", name, "' (not part of a ", hf_layout_name(info.layout),
            " model with this config.json)");
-    const bool norm = job.target->shape.size() == 1 && ends_with(ours, "norm.weight");
+    const bool norm = job.target->shape.size() == 1 && ours.ends_with("norm.weight");
     job.convert = info.zero_centred_norms && norm ? Convert::plus_one : Convert::copy;
   }
   job.name = name;
@@ -227,7 +219,7 @@ void load_hf_weights(const HfModelInfo& info, const ParamLayout& layout, float* 
   for (const TensorSpec& spec : layout.tensors())
     if (!filled.count(spec.name))
       fail(shards.index.empty() ? shards.files[0] : shards.index, ": tensor '",
-           spec.name == "lm_head.weight" || !starts_with(spec.name, "model.")
+           spec.name == "lm_head.weight" || !spec.name.starts_with("model.")
                ? spec.name
                : info.tensor_prefix + spec.name.substr(6),
            "' is missing (", hf_layout_name(info.layout), " with this config.json needs it)");

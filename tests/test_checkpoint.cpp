@@ -102,7 +102,8 @@ TEST_F(Checkpoint, AcceptsBf16Weights) {
   }
   for (size_t i = 0; i < tensors.size(); ++i) tensors[i].data = halves[i].data();
   write_safetensors(file, tensors);
-  const AlignedFloats& params = load_model(dir_.string())->values();
+  const std::unique_ptr<Weights> loaded = load_model(dir_.string());
+  const AlignedFloats& params = loaded->values();
   for (size_t i = 0; i < params.size(); ++i)
     ASSERT_NEAR(params[i], weights_.values()[i], std::abs(weights_.values()[i]) / 64 + 1e-30);
 }

@@ -16,7 +16,8 @@ void add_eval_command(CLI::App& app) {
   static std::vector<std::string> data, intervene;
   static int seq = 256, batch = 8, threads = 0;
   static int64_t windows = 0;
-  cmd->add_option("--checkpoint", checkpoint, "checkpoint folder, or a run folder (its newest)")
+  cmd->add_option("--checkpoint", checkpoint,
+                  "checkpoint folder, run folder (its newest) or Hugging Face model folder")
       ->required();
   cmd->add_option("--data", data, "a token shard, or text files / folders / .jsonl")->required();
   cmd->add_option("--tokenizer", tokenizer_path,

@@ -18,7 +18,8 @@ void add_passkey_command(CLI::App& app) {
   static std::vector<int> lengths = {256, 512, 1024};
   static int trials = 20, threads = 0;
   static uint64_t seed = 0;
-  cmd->add_option("--checkpoint", checkpoint, "checkpoint folder, or a run folder (its newest)")
+  cmd->add_option("--checkpoint", checkpoint,
+                  "checkpoint folder, run folder (its newest) or Hugging Face model folder")
       ->required();
   cmd->add_option("--tokenizer", tokenizer_path, "the model's tokenizer.json")->required();
   cmd->add_option("--lengths", lengths, "prompt lengths in tokens")->capture_default_str();

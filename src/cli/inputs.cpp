@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "io/checkpoint.h"
+#include "io/hf_weights.h"
 #include "train/prepare_data.h"
 #include "train/train_checkpoint.h"
 #include "util/error.h"
@@ -33,7 +34,7 @@ bool is_shard(const std::string& path) {
 std::unique_ptr<Weights> load_checkpoint_model(const std::string& path, std::string& folder) {
   folder = fs::exists(fs::path(path) / "checkpoints") ? latest_checkpoint(path) : path;
   if (folder.empty()) fail(path, ": the run has no checkpoint");
-  return load_model(folder);
+  return load_any_model(folder);
 }
 
 std::unique_ptr<Weights> with_context(std::unique_ptr<Weights> weights, int positions,

@@ -10,8 +10,8 @@
 
 namespace gattn {
 
-// `path` is a checkpoint folder or a run folder (its newest checkpoint). Sets `folder` to the one
-// read.
+// `path` is a checkpoint folder, a run folder (its newest checkpoint) or a Hugging Face model
+// folder (docs/INTEROP.md). Sets `folder` to the one read.
 std::unique_ptr<Weights> load_checkpoint_model(const std::string& path, std::string& folder);
 
 // The same weights with a context of at least `positions` and, when rope_scaling_json is not

@@ -235,32 +235,42 @@ std::string SafetensorsReader::metadata_value(const std::string& key) const {
   return it->second;
 }
 
-std::vector<float> SafetensorsReader::read_floats(const std::string& name) const {
-  const TensorView& t = get(name);
-  std::vector<float> out(t.numel);
-  const size_t step = dtype_bytes(t.dtype);
-  for (int64_t i = 0; i < t.numel; ++i) {
-    const uint8_t* p = t.data + i * step;
-    switch (t.dtype) {
+bool is_float_dtype(Dtype dtype) {
+  return dtype == Dtype::F64 || dtype == Dtype::F32 || dtype == Dtype::F16 || dtype == Dtype::BF16;
+}
+
+void convert_to_floats(Dtype dtype, const uint8_t* src, int64_t count, float* dst) {
+  const size_t step = dtype_bytes(dtype);
+  for (int64_t i = 0; i < count; ++i) {
+    const uint8_t* p = src + i * step;
+    switch (dtype) {
       case Dtype::F64:
-        out[i] = float(load<double>(p));
+        dst[i] = float(load<double>(p));
         break;
       case Dtype::F32:
-        out[i] = load<float>(p);
+        dst[i] = load<float>(p);
         break;
       case Dtype::F16:
-        out[i] = half_to_float(load<uint16_t>(p));
+        dst[i] = half_to_float(load<uint16_t>(p));
         break;
       case Dtype::BF16: {
         const uint32_t bits = uint32_t(load<uint16_t>(p)) << 16;
-        std::memcpy(&out[i], &bits, 4);
+        std::memcpy(&dst[i], &bits, 4);
         break;
       }
       default:
-        fail(path_, ": tensor '", name, "' has dtype ", dtype_name(t.dtype),
-             ", expected a float dtype (F32, BF16, F16 or F64)");
+        fail("convert_to_floats: dtype ", dtype_name(dtype), " is not a float dtype");
     }
   }
+}
+
+std::vector<float> SafetensorsReader::read_floats(const std::string& name) const {
+  const TensorView& t = get(name);
+  if (!is_float_dtype(t.dtype))
+    fail(path_, ": tensor '", name, "' has dtype ", dtype_name(t.dtype),
+         ", expected a float dtype (F32, BF16, F16 or F64)");
+  std::vector<float> out(t.numel);
+  convert_to_floats(t.dtype, t.data, t.numel, out.data());
   return out;
 }
 

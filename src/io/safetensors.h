@@ -17,6 +17,9 @@ enum class Dtype { F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL };
 
 size_t dtype_bytes(Dtype dtype);
 const char* dtype_name(Dtype dtype);
+bool is_float_dtype(Dtype dtype);  // F64, F32, F16, BF16
+// count values of a float dtype at src (unaligned) to float; Error for other dtypes.
+void convert_to_floats(Dtype dtype, const uint8_t* src, int64_t count, float* dst);
 
 struct TensorView {
   std::string name;

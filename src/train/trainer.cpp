@@ -13,6 +13,7 @@
 
 #include "io/checkpoint.h"
 #include "io/file.h"
+#include "io/hf_weights.h"
 #include "io/token_shard.h"
 #include "model/train_state.h"
 #include "model/weights.h"
@@ -170,7 +171,7 @@ void TrainingRun::start_or_resume(bool resume) {
     const std::string source = fs::exists(fs::path(run_.init_from) / "checkpoints")
                                    ? latest_checkpoint(run_.init_from)
                                    : run_.init_from;
-    const std::vector<std::string> fresh = weights_.init_from(*load_model(source));
+    const std::vector<std::string> fresh = weights_.init_from(*load_any_model(source));
     std::fprintf(stderr, "weights from %s; %zu tensor(s) it lacks start fresh%s%s\n",
                  run_.init_from.c_str(), fresh.size(), fresh.empty() ? "" : ", e.g. ",
                  fresh.empty() ? "" : fresh[0].c_str());

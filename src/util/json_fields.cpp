@@ -97,4 +97,11 @@ void JsonFields::reject_unknown() const {
     if (!seen_.count(key)) fail(where_, ": unknown field '", key, "'");
 }
 
+std::vector<std::string> JsonFields::unread() const {
+  std::vector<std::string> names;
+  for (const auto& [key, value] : object_.items())
+    if (!seen_.count(key)) names.push_back(key);
+  return names;
+}
+
 }  // namespace gattn

@@ -39,7 +39,8 @@ class JsonFields {
   // The nested value, or null when absent; the caller parses it.
   const nlohmann::json* value(const char* name);
   void ignore(const char* name) { mark(name); }
-  void reject_unknown() const;  // every field not read is unknown
+  void reject_unknown() const;              // every field not read is unknown
+  std::vector<std::string> unread() const;  // the fields not read (nor ignored) so far
   const std::string& where() const { return where_; }
 
  private:

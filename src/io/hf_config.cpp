@@ -1,0 +1,287 @@
+#include "io/hf_config.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "io/file.h"
+#include "util/error.h"
+#include "util/json_fields.h"
+
+namespace gattn {
+
+namespace {
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+const char* const kSupported =
+    "qwen3 (plain or the authors' gated), qwen3_next, qwen3_5, qwen3_5_text";
+
+// Keys that do not change the forward pass of a model gattn accepts (the MoE and linear-attention
+// sizes only matter for the layers refused below).
+const char* const kInformational[] = {"architectures",
+                                      "model_type",
+                                      "torch_dtype",
+                                      "dtype",
+                                      "transformers_version",
+                                      "bos_token_id",
+                                      "eos_token_id",
+                                      "pad_token_id",
+                                      "use_cache",
+                                      "attention_dropout",
+                                      "max_window_layers",
+                                      "output_router_logits",
+                                      "router_aux_loss_coef",
+                                      "num_experts_per_tok",
+                                      "moe_intermediate_size",
+                                      "shared_expert_intermediate_size",
+                                      "norm_topk_prob",
+                                      "linear_conv_kernel_dim",
+                                      "linear_key_head_dim",
+                                      "linear_value_head_dim",
+                                      "linear_num_key_heads",
+                                      "linear_num_value_heads",
+                                      "mtp_num_hidden_layers",
+                                      "mtp_use_dedicated_embeddings",
+                                      "mamba_ssm_dtype",
+                                      "sliding_window"};
+
+// Hugging Face's defaults where a config.json leaves a field out (the config classes' values).
+struct ArchDefaults {
+  int head_dim;
+  double partial_rotary_factor;
+};
+
+ArchDefaults arch_defaults(HfLayout layout) {
+  if (layout == HfLayout::qwen3 || layout == HfLayout::authors_gated) return {128, 1.0};
+  return {256, 0.25};
+}
+
+// HF's rope object (rope_scaling, or rope_parameters less rope_theta and partial_rotary_factor)
+// as gattn's rope_scaling: linear and yarn; default or null is none.
+json rope_scaling_for_gattn(json rope, const std::string& where) {
+  if (rope.is_null()) return rope;
+  if (!rope.is_object()) fail(where, ": expected an object or null, found ", rope.dump());
+  const char* type_key = rope.contains("rope_type") ? "rope_type" : "type";
+  const std::string type = rope.value(type_key, "default");
+  if (type == "default") return nullptr;
+  if (type != "linear" && type != "yarn")
+    fail(where, ": rope_type '", type,
+         "' is not supported (gattn computes default, linear and yarn RoPE)");
+  if (rope.contains("truncate")) {
+    if (rope["truncate"] != true)
+      fail(where, ": yarn with 'truncate' false is not supported (gattn truncates the ramp)");
+    rope.erase("truncate");
+  }
+  return rope;
+}
+
+// rope_theta, partial_rotary_factor and rope_scaling into the gattn config object `g`, from the
+// hub's top-level keys or the rope_parameters object transformers 5 writes.
+void read_rope(JsonFields& f, const json& j, json& g, const std::string& source) {
+  json rope = nullptr;
+  if (const json* params = f.value("rope_parameters")) {
+    rope = *params;
+    if (!rope.is_object()) fail(source, ": field 'rope_parameters': expected an object");
+    for (const char* key : {"rope_theta", "partial_rotary_factor"})
+      if (rope.contains(key)) {
+        g[key] = rope[key];
+        rope.erase(key);
+      }
+    // M-RoPE sections: with text only, every section sees the same position, i.e. plain RoPE.
+    rope.erase("mrope_section");
+    rope.erase("mrope_interleaved");
+  }
+  for (const char* key : {"rope_theta", "partial_rotary_factor"})
+    if (f.value(key)) g[key] = j[key];
+  if (const json* scaling = f.value("rope_scaling")) rope = *scaling;
+  g["rope_scaling"] = rope_scaling_for_gattn(rope, source + ": rope");
+}
+
+// Every layer must be full attention with a dense MLP: gattn has no linear attention, sliding
+// window or experts.
+void check_layers(JsonFields& f, HfLayout layout, int layers, const std::string& source) {
+  std::vector<std::string> types;
+  f.read("layer_types", types);
+  if (f.has("layer_types") && int(types.size()) != layers)
+    fail(source, ": field 'layer_types' has ", types.size(), " entries for ", layers, " layers");
+  if (!f.has("layer_types") && (layout == HfLayout::qwen3_next || layout == HfLayout::qwen3_5)) {
+    int interval = 4;  // HF's default pattern: three linear-attention layers, then a full one
+    f.read("full_attention_interval", interval);
+    for (int l = 0; l < layers; ++l)
+      types.push_back((l + 1) % interval ? "linear_attention" : "full_attention");
+  }
+  f.ignore("full_attention_interval");
+  bool sliding = false;
+  f.read("use_sliding_window", sliding);
+  if (sliding)
+    fail(source, ": field 'use_sliding_window' is true: sliding-window attention is not supported");
+  for (int l = 0; l < layers && l < int(types.size()); ++l)
+    if (types[l] != "full_attention")
+      fail(source, ": layer ", l, " has type '", types[l],
+           "' (field 'layer_types'): gattn runs only full_attention layers");
+
+  int experts = layout == HfLayout::qwen3_next ? 512 : 0, sparse_step = 1;
+  f.read_count("num_experts", experts);
+  f.read("decoder_sparse_step", sparse_step);
+  std::vector<int> dense_layers;
+  if (const json* only = f.value("mlp_only_layers")) {
+    if (!only->is_array()) f.bad("mlp_only_layers", "an array of layer indices");
+    for (const json& l : *only) {
+      if (!l.is_number_integer()) f.bad("mlp_only_layers", "an array of layer indices");
+      dense_layers.push_back(l.get<int>());
+    }
+  }
+  for (int l = 0; l < layers && experts > 0; ++l)
+    if (std::find(dense_layers.begin(), dense_layers.end(), l) == dense_layers.end() &&
+        (l + 1) % sparse_step == 0)
+      fail(source, ": layer ", l, " has a mixture-of-experts MLP (num_experts ", experts,
+           ", decoder_sparse_step ", sparse_step,
+           ", not in mlp_only_layers): gattn runs only dense MLPs");
+}
+
+// Fields whose only value gattn can compute.
+void check_math(JsonFields& f, const std::string& source) {
+  std::string act = "silu";
+  f.read("hidden_act", act);
+  if (act != "silu")
+    fail(source, ": field 'hidden_act' is '", act, "': gattn's MLP is SwiGLU (silu)");
+  for (const char* bias : {"attention_bias", "qkv_bias", "mlp_bias"}) {
+    bool on = false;
+    f.read(bias, on);
+    if (on) fail(source, ": field '", bias, "' is true: gattn has no projection biases");
+  }
+  bool gate = true;
+  f.read("attn_output_gate", gate);
+  if (!gate)
+    fail(source,
+         ": field 'attn_output_gate' is false: transformers' Qwen3-Next/Qwen3.5 attention "
+         "always gates, so this checkpoint's layout is unknown");
+}
+
+// The authors' gated Qwen3: the flags decide G1 elementwise or headwise.
+json authors_gate(JsonFields& f, const std::string& source, HfLayout& layout) {
+  bool headwise = false, elementwise = false;
+  f.read("headwise_attn_output_gate", headwise);
+  f.read("elementwise_attn_output_gate", elementwise);
+  if (headwise && elementwise)
+    fail(source,
+         ": fields 'headwise_attn_output_gate' and 'elementwise_attn_output_gate' are both true");
+  if (!headwise && !elementwise) return {{"position", "none"}};
+  layout = HfLayout::authors_gated;
+  json gate = {{"position", "sdpa"}};
+  if (headwise) gate["granularity"] = "headwise";
+  return gate;
+}
+
+HfLayout layout_of(const std::string& model_type, const std::string& source) {
+  if (model_type == "qwen3") return HfLayout::qwen3;
+  if (model_type == "qwen3_next") return HfLayout::qwen3_next;
+  if (model_type == "qwen3_5" || model_type == "qwen3_5_text") return HfLayout::qwen3_5;
+  fail(source, ": model_type '", model_type, "' is not supported; supported: ", kSupported);
+}
+
+void note_unread(const JsonFields& f) {
+  const std::vector<std::string> unread = f.unread();
+  if (unread.empty()) return;
+  std::string names;
+  for (const std::string& n : unread) names += (names.empty() ? "" : ", ") + n;
+  std::cerr << "gattn: note: " << f.where() << ": ignoring fields gattn does not use: " << names
+            << "\n";
+}
+}  // namespace
+
+const char* hf_layout_name(HfLayout layout) {
+  switch (layout) {
+    case HfLayout::qwen3:
+      return "qwen3";
+    case HfLayout::authors_gated:
+      return "authors_gated";
+    case HfLayout::qwen3_next:
+      return "qwen3_next";
+    case HfLayout::qwen3_5:
+      return "qwen3_5";
+  }
+  return "?";
+}
+
+QGateBlocks q_gate_blocks(const Config& c, HfLayout layout) {
+  const int64_t G = c.num_attention_heads / c.num_key_value_heads, d = c.head_dim;
+  if (layout == HfLayout::authors_gated)
+    return {
+        .groups = c.num_key_value_heads, .q_rows = G * d, .gate_rows = c.gate.headwise ? G : G * d};
+  return {.groups = c.num_attention_heads, .q_rows = d, .gate_rows = d};
+}
+
+bool is_hf_model_folder(const std::string& folder) {
+  const fs::path dir(folder);
+  if (!fs::is_regular_file(dir / "config.json")) return false;
+  if (!fs::is_regular_file(dir / "model.safetensors") &&
+      !fs::is_regular_file(dir / "model.safetensors.index.json"))
+    return false;
+  try {
+    const json j = json::parse(read_text_file((dir / "config.json").string()));
+    return j.is_object() && j.contains("model_type");
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+HfModelInfo hf_model_info_from_json(const json& outer, const std::string& source) {
+  if (!outer.is_object() || !outer.contains("model_type") || !outer["model_type"].is_string())
+    fail(source, ": field 'model_type' (a string) is required in a Hugging Face config.json");
+  HfModelInfo info;
+  const std::string model_type = outer["model_type"].get<std::string>();
+  info.layout = layout_of(model_type, source);
+  info.zero_centred_norms = info.layout == HfLayout::qwen3_next || info.layout == HfLayout::qwen3_5;
+
+  // Qwen3.5's multimodal checkpoints nest the language model: text_config, model.language_model.*.
+  const bool nested = model_type == "qwen3_5";
+  if (nested && !(outer.contains("text_config") && outer["text_config"].is_object()))
+    fail(source, ": model_type 'qwen3_5' needs a 'text_config' object");
+  const json& j = nested ? outer["text_config"] : outer;
+  const std::string where = nested ? source + ": text_config" : source;
+  if (nested) info.tensor_prefix = "model.language_model.";
+
+  JsonFields f(j, where);
+  for (const char* key : kInformational) f.ignore(key);
+  const ArchDefaults defaults = arch_defaults(info.layout);
+  json g = {{"head_dim", defaults.head_dim},
+            {"partial_rotary_factor", defaults.partial_rotary_factor},
+            {"max_position_embeddings", 32768},
+            {"use_qk_norm", true}};
+  for (const char* key : {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                          "num_key_value_heads", "head_dim", "intermediate_size", "rms_norm_eps",
+                          "tie_word_embeddings", "max_position_embeddings", "initializer_range"})
+    if (f.value(key)) g[key] = j[key];
+  if (nested && outer.contains("tie_word_embeddings"))
+    g["tie_word_embeddings"] = outer["tie_word_embeddings"];
+  read_rope(f, j, g, where);
+  check_math(f, where);
+  g["gate"] = info.layout == HfLayout::qwen3 ? authors_gate(f, where, info.layout)
+                                             : json{{"position", "sdpa"}};
+  if (!g.contains("num_hidden_layers") || !g["num_hidden_layers"].is_number_integer())
+    fail(where, ": field 'num_hidden_layers' (an integer) is required");
+  check_layers(f, info.layout, g["num_hidden_layers"].get<int>(), where);
+  note_unread(f);
+  info.config = config_from_json(g, where);
+  return info;
+}
+
+HfModelInfo read_hf_model_info(const std::string& folder) {
+  const std::string path = (fs::path(folder) / "config.json").string();
+  json j;
+  try {
+    j = json::parse(read_text_file(path));
+  } catch (const json::exception& e) {
+    fail(path, ": not valid JSON (", e.what(), ")");
+  }
+  HfModelInfo info = hf_model_info_from_json(j, path);
+  info.folder = folder;
+  const fs::path tokenizer = fs::path(folder) / "tokenizer.json";
+  if (fs::is_regular_file(tokenizer)) info.tokenizer_json = tokenizer.string();
+  return info;
+}
+
+}  // namespace gattn

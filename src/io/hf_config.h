@@ -1,0 +1,45 @@
+// A Hugging Face model folder's config.json read as a gattn Config plus the tensor layout the
+// checkpoint uses (docs/INTEROP.md): plain Qwen3, the paper authors' gated Qwen3 (gate rows grouped
+// by KV group inside q_proj), and the full-attention layers of Qwen3-Next and Qwen3.5 (gate rows
+// interleaved per head, zero-centred RMSNorm weights). Anything gattn cannot compute exactly is
+// refused with an error naming the file and the field.
+#pragma once
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+
+#include "model/config.h"
+
+namespace gattn {
+
+enum class HfLayout { qwen3, authors_gated, qwen3_next, qwen3_5 };
+
+const char* hf_layout_name(HfLayout layout);
+
+struct HfModelInfo {
+  Config config;
+  HfLayout layout = HfLayout::qwen3;
+  std::string folder;
+  std::string tokenizer_json;  // folder/tokenizer.json, "" when absent
+  // Where the language model's tensors live: "model." (Qwen3ForCausalLM) or
+  // "model.language_model." (Qwen3.5's multimodal checkpoints); the gattn name is "model." + rest.
+  std::string tensor_prefix = "model.";
+  bool zero_centred_norms = false;  // RMSNorm weights stored as w, applied as (1 + w)
+};
+
+// How a gated layout's q_proj interleaves query and gate rows: `groups` blocks, each of q_rows
+// query rows then gate_rows gate rows. Authors: one block per KV group (G*d query rows, G*d or G
+// gate rows); Qwen3-Next/Qwen3.5: one block per head (d and d).
+struct QGateBlocks {
+  int64_t groups, q_rows, gate_rows;
+};
+QGateBlocks q_gate_blocks(const Config& config, HfLayout layout);
+
+// True when the folder has a config.json with a model_type and model.safetensors or
+// model.safetensors.index.json (a gattn checkpoint has no model_type).
+bool is_hf_model_folder(const std::string& folder);
+
+HfModelInfo read_hf_model_info(const std::string& folder);
+// The same from a parsed config.json; `source` names it in errors.
+HfModelInfo hf_model_info_from_json(const nlohmann::json& j, const std::string& source);
+
+}  // namespace gattn

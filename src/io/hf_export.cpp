@@ -1,0 +1,226 @@
+#include "io/hf_export.h"
+
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "io/file.h"
+#include "io/hf_config.h"
+#include "model/layout.h"
+#include "ops/matmul.h"
+#include "util/error.h"
+
+namespace gattn {
+
+namespace {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+const char* format_name(HfExportFormat f) {
+  switch (f) {
+    case HfExportFormat::qwen3:
+      return "qwen3";
+    case HfExportFormat::authors:
+      return "authors";
+    case HfExportFormat::qwen3_next:
+      return "qwen3_next";
+  }
+  return "?";
+}
+
+// One tensor of the checkpoint: its name, shape and how to compute its float values.
+struct OutTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::function<void(float*)> fill;
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+};
+
+// q_proj with the gate rows put back in the format's blocks (the inverse of the loader's split).
+void merge_q_gate(float* out, const float* q, const float* gate, QGateBlocks b, int64_t cols) {
+  for (int64_t g = 0; g < b.groups; ++g) {
+    std::memcpy(out, q + g * b.q_rows * cols, size_t(b.q_rows * cols) * sizeof(float));
+    out += b.q_rows * cols;
+    std::memcpy(out, gate + g * b.gate_rows * cols, size_t(b.gate_rows * cols) * sizeof(float));
+    out += b.gate_rows * cols;
+  }
+}
+
+std::vector<OutTensor> out_tensors(const Weights& weights, HfExportFormat format) {
+  const Config& c = weights.config();
+  const ParamLayout& layout = weights.layout();
+  const bool gated = format != HfExportFormat::qwen3;
+  const HfLayout hf =
+      format == HfExportFormat::authors ? HfLayout::authors_gated : HfLayout::qwen3_next;
+  std::vector<OutTensor> out;
+  for (const TensorSpec& t : layout.tensors()) {
+    const float* src = weights.at(t.offset);
+    const std::string& name = t.name;
+    if (name.find("sdpa_gate.weight") != std::string::npos) continue;  // inside q_proj
+    OutTensor o{.name = name, .shape = t.shape, .fill = nullptr};
+    const int64_t n = t.numel;
+    if (gated && name.ends_with("self_attn.q_proj.weight")) {
+      const std::string gate_name = name.substr(0, name.size() - 13) + "sdpa_gate.weight";
+      const float* gate = weights.at(layout.find(gate_name)->offset);
+      const QGateBlocks blocks = q_gate_blocks(c, hf);
+      o.shape[0] += layout.find(gate_name)->shape[0];
+      o.fill = [=](float* dst) { merge_q_gate(dst, src, gate, blocks, t.shape[1]); };
+    } else if (format == HfExportFormat::qwen3_next && t.shape.size() == 1) {
+      // Zero-centred norms: transformers multiplies by 1 + w; exact for w in [0.5, 2] (Sterbenz).
+      o.fill = [=](float* dst) {
+        for (int64_t i = 0; i < n; ++i) dst[i] = src[i] - 1.0f;
+      };
+    } else {
+      o.fill = [=](float* dst) { std::memcpy(dst, src, size_t(n) * sizeof(float)); };
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+json hf_config_json(const Config& c, HfExportFormat format, Dtype dtype) {
+  const bool next = format == HfExportFormat::qwen3_next;
+  json j = {{"architectures", {next ? "Qwen3NextForCausalLM" : "Qwen3ForCausalLM"}},
+            {"model_type", next ? "qwen3_next" : "qwen3"},
+            {"vocab_size", c.vocab_size},
+            {"hidden_size", c.hidden_size},
+            {"intermediate_size", c.intermediate_size},
+            {"num_hidden_layers", c.num_hidden_layers},
+            {"num_attention_heads", c.num_attention_heads},
+            {"num_key_value_heads", c.num_key_value_heads},
+            {"head_dim", c.head_dim},
+            {"hidden_act", "silu"},
+            {"attention_bias", false},
+            {"rms_norm_eps", c.rms_norm_eps},
+            {"tie_word_embeddings", c.tie_word_embeddings},
+            {"max_position_embeddings", c.max_position_embeddings},
+            {"initializer_range", c.initializer_range},
+            {"rope_theta", c.rope_theta},
+            {"rope_scaling", config_to_json(c)["rope_scaling"]},
+            {"layer_types", std::vector<std::string>(c.num_hidden_layers, "full_attention")},
+            {"torch_dtype", dtype == Dtype::BF16 ? "bfloat16" : "float32"}};
+  if (next) {
+    j["partial_rotary_factor"] = c.partial_rotary_factor;
+    j["num_experts"] = 0;
+    j["mlp_only_layers"] = json::array();
+    j["decoder_sparse_step"] = 1;
+  } else {
+    j["use_sliding_window"] = false;
+    j["sliding_window"] = nullptr;
+  }
+  if (format == HfExportFormat::authors) {
+    j["elementwise_attn_output_gate"] = !c.gate.headwise;
+    j["headwise_attn_output_gate"] = c.gate.headwise;
+  }
+  return j;
+}
+
+std::vector<uint8_t> tensor_bytes(const OutTensor& t, Dtype dtype) {
+  std::vector<float> values(size_t(t.numel()));
+  t.fill(values.data());
+  std::vector<uint8_t> bytes(values.size() * dtype_bytes(dtype));
+  if (dtype == Dtype::F32) {
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    return bytes;
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    const float r = round_to_bf16(values[i]);
+    uint32_t u;
+    std::memcpy(&u, &r, 4);
+    const uint16_t h = uint16_t(u >> 16);
+    std::memcpy(bytes.data() + 2 * i, &h, 2);
+  }
+  return bytes;
+}
+
+// Tensors in order, cut into shards of at most max_bytes (a larger tensor gets a shard alone).
+std::vector<std::vector<const OutTensor*>> shard(const std::vector<OutTensor>& tensors, Dtype dtype,
+                                                 int64_t max_bytes) {
+  std::vector<std::vector<const OutTensor*>> shards(1);
+  int64_t bytes = 0;
+  for (const OutTensor& t : tensors) {
+    const int64_t size = t.numel() * int64_t(dtype_bytes(dtype));
+    if (!shards.back().empty() && bytes + size > max_bytes) {
+      shards.emplace_back();
+      bytes = 0;
+    }
+    shards.back().push_back(&t);
+    bytes += size;
+  }
+  return shards;
+}
+
+void write_shards(const std::vector<OutTensor>& tensors, const std::string& out, Dtype dtype,
+                  int64_t max_bytes) {
+  const auto shards = shard(tensors, dtype, max_bytes);
+  json weight_map = json::object();
+  int64_t total = 0;
+  for (size_t s = 0; s < shards.size(); ++s) {
+    char name[64];
+    std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", s + 1, shards.size());
+    const std::string file = shards.size() == 1 ? "model.safetensors" : name;
+    std::vector<std::vector<uint8_t>> data;  // one shard's bytes at a time
+    std::vector<TensorToWrite> writes;
+    for (const OutTensor* t : shards[s]) {
+      data.push_back(tensor_bytes(*t, dtype));
+      writes.push_back({t->name, dtype, t->shape, data.back().data()});
+      weight_map[t->name] = file;
+      total += int64_t(data.back().size());
+    }
+    write_safetensors(out + "/" + file, writes, {{"format", "pt"}});
+  }
+  if (shards.size() > 1) {
+    const json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
+    write_text_file_atomically(out + "/model.safetensors.index.json", index.dump(2) + "\n");
+  }
+}
+}  // namespace
+
+std::string hf_export_refusal(const Config& c, HfExportFormat format) {
+  if (!c.use_qk_norm) return "it has no QK-norm (every format has per-head q_norm and k_norm)";
+  if (c.sandwich_norm) return "it has sandwich norms (the format has no such tensors)";
+  if (c.block_output_clip > 0) return "it clips block outputs (the format does not)";
+  if (c.rotary_dim() == 0) return "it has no RoPE (partial_rotary_factor 0)";
+  if (c.rope_scaling.type == RopeScaling::Type::ntk)
+    return "its rope_scaling 'ntk' is not a Hugging Face RoPE type";
+  if (format != HfExportFormat::qwen3_next && c.partial_rotary_factor != 1.0)
+    return "it uses partial rotary, which Qwen3 does not (--format qwen3_next has it)";
+  const GateConfig& g = c.gate;
+  if (format == HfExportFormat::qwen3)
+    return g.enabled() ? "it has a gate (" + gate_description(g) +
+                             "); Qwen3 has none (--format authors or qwen3_next)"
+                       : "";
+  const bool g1 = g.position == GatePosition::sdpa && g.kind == GateKind::input_dependent &&
+                  g.activation == GateActivation::sigmoid && !g.additive && !g.head_shared;
+  if (!g1)
+    return "its gate (" + gate_description(g) +
+           ") is not G1 as the format has it: sdpa, input-dependent, head-specific, sigmoid, "
+           "multiplicative";
+  if (format == HfExportFormat::qwen3_next && g.headwise)
+    return "its gate is headwise; Qwen3-Next's is elementwise (--format authors has headwise)";
+  return "";
+}
+
+void export_hf(const Weights& weights, const std::string& out, const HfExportOptions& options) {
+  const Config& config = weights.config();
+  const std::string why = hf_export_refusal(config, options.format);
+  if (!why.empty()) fail("export to ", format_name(options.format), ": refused because ", why);
+  if (options.dtype != Dtype::BF16 && options.dtype != Dtype::F32)
+    fail("export: dtype ", dtype_name(options.dtype), " is not supported (BF16 or F32)");
+  fs::create_directories(out);
+  write_shards(out_tensors(weights, options.format), out, options.dtype, options.max_shard_bytes);
+  write_text_file_atomically(out + "/config.json",
+                             hf_config_json(config, options.format, options.dtype).dump(2) + "\n");
+  write_text_file_atomically(out + "/generation_config.json",
+                             json{{"_from_model_config", true}}.dump(2) + "\n");
+  if (!options.tokenizer_json.empty())
+    fs::copy_file(options.tokenizer_json, out + "/tokenizer.json",
+                  fs::copy_options::overwrite_existing);
+}
+
+}  // namespace gattn

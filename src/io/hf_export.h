@@ -1,0 +1,32 @@
+// A gattn model written as a Hugging Face folder in one of the layouts the loader reads
+// (docs/INTEROP.md): plain Qwen3, the authors' gated Qwen3 (gate rows grouped by KV group inside
+// q_proj) or Qwen3-Next (interleaved per head, norms stored as w - 1). Models the format cannot
+// express are refused with the reason.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/safetensors.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace gattn {
+
+enum class HfExportFormat { qwen3, authors, qwen3_next };
+
+struct HfExportOptions {
+  HfExportFormat format = HfExportFormat::qwen3;
+  Dtype dtype = Dtype::BF16;                   // BF16 (round to nearest even) or F32
+  int64_t max_shard_bytes = int64_t(5) << 30;  // larger checkpoints are sharded with an index
+  std::string tokenizer_json = "";             // copied beside the model when not empty
+};
+
+// Why `config` has no equivalent in `format`; "" when it has one.
+std::string hf_export_refusal(const Config& config, HfExportFormat format);
+
+// Writes out/config.json, generation_config.json, model.safetensors (or shards and
+// model.safetensors.index.json) and tokenizer.json. Error with the reason when refused.
+void export_hf(const Weights& weights, const std::string& out, const HfExportOptions& options);
+
+}  // namespace gattn

@@ -1,0 +1,243 @@
+#include "io/hf_weights.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "io/checkpoint.h"
+#include "io/file.h"
+#include "io/safetensors.h"
+#include "util/error.h"
+
+namespace gattn {
+
+namespace {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+constexpr size_t kChunkBytes = size_t(8) << 20;  // converted, then its pages released
+
+enum class Convert { copy, plus_one, split_q_gate };
+
+// One checkpoint tensor and where its rows go.
+struct Job {
+  std::string name;  // in the checkpoint
+  size_t file = 0;
+  Convert convert = Convert::copy;
+  const TensorSpec* target = nullptr;  // q_proj for split_q_gate
+  const TensorSpec* gate = nullptr;    // split_q_gate: sdpa_gate.weight
+  // split_q_gate: the rows come in `groups` blocks of q_rows query rows then gate_rows gate rows.
+  QGateBlocks blocks{};
+};
+
+// A shard's file name must stay inside the model folder.
+void check_shard_name(const std::string& file, const std::string& tensor,
+                      const std::string& index) {
+  if (file.empty() || file == "." || file == ".." || file.find('/') != std::string::npos ||
+      file.find('\\') != std::string::npos)
+    fail(index, ": weight_map['", tensor, "'] names file '", file,
+         "', which is not a file name inside the model folder");
+}
+
+// The q|gate split of one q_proj: grouped by KV group (authors) or interleaved per head.
+Job split_job(const HfModelInfo& info, const ParamLayout& layout, const std::string& q_name) {
+  const std::string gate_name =
+      q_name.substr(0, q_name.size() - std::string("q_proj.weight").size()) + "sdpa_gate.weight";
+  Job job;
+  job.convert = Convert::split_q_gate;
+  job.target = layout.find(q_name);
+  job.gate = layout.find(gate_name);
+  if (!job.target || !job.gate) fail("internal: layout has no ", q_name, " or ", gate_name);
+  job.blocks = q_gate_blocks(info.config, info.layout);
+  return job;
+}
+
+// What to do with one checkpoint tensor; false: skipped (vision tower, multi-token prediction).
+bool route(const std::string& name, const HfModelInfo& info, const ParamLayout& layout,
+           const std::string& file, Job& job, int& skipped) {
+  std::string ours;
+  if (name.starts_with(info.tensor_prefix))
+    ours = "model." + name.substr(info.tensor_prefix.size());
+  else if (name == "lm_head.weight")
+    ours = name;
+  else if (name.starts_with("mtp.") || name.starts_with("model.visual.")) {
+    ++skipped;
+    return false;
+  } else {
+    fail(file, ": unexpected tensor '", name, "' (not part of a ", hf_layout_name(info.layout),
+         " language model)");
+  }
+  if (ours.ends_with(".bias"))
+    fail(file, ": tensor '", name, "' is a bias: gattn has no projection biases");
+  if (ours == "lm_head.weight" && info.config.tie_word_embeddings) {
+    std::cerr << "gattn: note: " << file
+              << ": lm_head.weight ignored, the config ties it to the embeddings (as transformers "
+                 "does)\n";
+    return false;
+  }
+  const bool gated = info.layout != HfLayout::qwen3 && info.config.gate.has_weight();
+  if (gated && ours.ends_with(".self_attn.q_proj.weight") && layout.find(ours)) {
+    job = split_job(info, layout, ours);
+  } else {
+    job.target = layout.find(ours);
+    // gattn names its gate tensor sdpa_gate; a checkpoint of these layouts never has one.
+    if (!job.target || ours.find("sdpa_gate") != std::string::npos)
+      fail(file, ": unexpected tensor '", name, "' (not part of a ", hf_layout_name(info.layout),
+           " model with this config.json)");
+    const bool norm = job.target->shape.size() == 1 && ours.ends_with("norm.weight");
+    job.convert = info.zero_centred_norms && norm ? Convert::plus_one : Convert::copy;
+  }
+  job.name = name;
+  return true;
+}
+
+void check_tensor(const TensorView& t, const Job& job, const std::string& file) {
+  if (t.dtype != Dtype::F32 && t.dtype != Dtype::BF16 && t.dtype != Dtype::F16)
+    fail(file, ": tensor '", t.name, "' has dtype ", dtype_name(t.dtype),
+         ", expected F32, BF16 or F16");
+  std::vector<int64_t> expected = job.target->shape;
+  if (job.convert == Convert::split_q_gate) expected[0] += job.gate->shape[0];
+  if (t.shape != expected)
+    fail(file, ": tensor '", t.name, "' has shape ", shape_string(t.shape), ", expected ",
+         shape_string(expected),
+         job.convert == Convert::split_q_gate
+             ? cat(" (", job.blocks.groups, " blocks of ", job.blocks.q_rows, " query rows then ",
+                   job.blocks.gate_rows, " gate rows, as the config's gate asks)")
+             : "");
+}
+
+// Drops the mapped pages of [begin, begin + bytes) from this process (they stay in the page
+// cache): file-backed pages count in the resident set until released.
+void release_pages(const uint8_t* begin, size_t bytes) {
+  static const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = (uintptr_t(begin) + page - 1) / page * page;
+  const uintptr_t hi = (uintptr_t(begin) + bytes) / page * page;
+  if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
+// Where row r of the checkpoint tensor goes in dest.
+float* destination_row(const Job& job, float* dest, int64_t r, int64_t cols) {
+  if (job.convert != Convert::split_q_gate) return dest + job.target->offset + r * cols;
+  const QGateBlocks& b = job.blocks;
+  const int64_t per_group = b.q_rows + b.gate_rows, g = r / per_group, w = r % per_group;
+  if (w < b.q_rows) return dest + job.target->offset + (g * b.q_rows + w) * cols;
+  return dest + job.gate->offset + (g * b.gate_rows + w - b.q_rows) * cols;
+}
+
+void convert(const TensorView& t, const Job& job, float* dest, const std::string& file) {
+  const int64_t cols = t.shape.size() == 2 ? t.shape[1] : t.numel;
+  const int64_t rows = t.numel / std::max<int64_t>(cols, 1);
+  const size_t row_bytes = size_t(cols) * dtype_bytes(t.dtype);
+  const int64_t chunk_rows =
+      std::max<int64_t>(1, int64_t(kChunkBytes / std::max<size_t>(row_bytes, 1)));
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
+    const int64_t r1 = std::min(rows, r0 + chunk_rows);
+    int64_t bad_row = -1;
+#pragma omp parallel for schedule(static) reduction(max : bad_row)
+    for (int64_t r = r0; r < r1; ++r) {
+      float* out = destination_row(job, dest, r, cols);
+      convert_to_floats(t.dtype, t.data + r * row_bytes, cols, out);
+      for (int64_t i = 0; i < cols; ++i) {
+        if (job.convert == Convert::plus_one) out[i] = 1.0f + out[i];  // HF: 1.0 + w.float()
+        if (!std::isfinite(out[i])) bad_row = r;
+      }
+    }
+    if (bad_row >= 0) fail(file, ": tensor '", t.name, "' has a non-finite value in row ", bad_row);
+    release_pages(t.data + r0 * row_bytes, size_t(r1 - r0) * row_bytes);
+  }
+}
+}  // namespace
+
+HfShards hf_shards(const std::string& folder) {
+  HfShards s;
+  const fs::path dir(folder);
+  const fs::path index = dir / "model.safetensors.index.json";
+  if (!fs::exists(index)) {
+    s.files.push_back((dir / "model.safetensors").string());
+    return s;
+  }
+  s.index = index.string();
+  json j;
+  try {
+    j = json::parse(read_text_file(s.index));
+  } catch (const json::exception& e) {
+    fail(s.index, ": not valid JSON (", e.what(), ")");
+  }
+  if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
+    fail(s.index, ": field 'weight_map' (an object of tensor name -> file) is required");
+  for (const auto& [tensor, file] : j["weight_map"].items()) {
+    if (!file.is_string()) fail(s.index, ": weight_map['", tensor, "'] is not a file name");
+    const std::string name = file.get<std::string>();
+    check_shard_name(name, tensor, s.index);
+    const std::string path = (dir / name).string();
+    auto it = std::find(s.files.begin(), s.files.end(), path);
+    if (it == s.files.end()) {
+      if (!fs::is_regular_file(path))
+        fail(s.index, ": shard '", name, "' (holding tensor '", tensor, "') is missing");
+      it = s.files.insert(s.files.end(), path);
+    }
+    s.tensor_file.emplace_back(tensor, size_t(it - s.files.begin()));
+  }
+  return s;
+}
+
+void load_hf_weights(const HfModelInfo& info, const ParamLayout& layout, float* dest) {
+  const HfShards shards = hf_shards(info.folder);
+  std::vector<std::unique_ptr<SafetensorsReader>> readers;
+  for (const std::string& file : shards.files)
+    readers.push_back(std::make_unique<SafetensorsReader>(file));
+  std::vector<std::pair<std::string, size_t>> names = shards.tensor_file;
+  if (shards.index.empty())
+    for (const TensorView& t : readers[0]->tensors()) names.emplace_back(t.name, 0);
+
+  // Plan and check everything against the headers before converting anything.
+  std::vector<Job> jobs;
+  std::set<std::string> filled;
+  int skipped = 0;
+  for (const auto& [name, file] : names) {
+    const std::string where = shards.index.empty() ? shards.files[file] : shards.index;
+    Job job;
+    if (!route(name, info, layout, where, job, skipped)) continue;
+    job.file = file;
+    const TensorView* t = readers[file]->find(name);
+    if (!t)
+      fail(shards.index, ": names tensor '", name, "' in shard '",
+           fs::path(shards.files[file]).filename().string(), "', which does not have it");
+    check_tensor(*t, job, shards.files[file]);
+    for (const TensorSpec* spec : {job.target, job.gate})
+      if (spec && !filled.insert(spec->name).second)
+        fail(where, ": tensor '", name, "' fills '", spec->name, "' a second time");
+    jobs.push_back(std::move(job));
+  }
+  for (const TensorSpec& spec : layout.tensors())
+    if (!filled.count(spec.name))
+      fail(shards.index.empty() ? shards.files[0] : shards.index, ": tensor '",
+           spec.name == "lm_head.weight" || !spec.name.starts_with("model.")
+               ? spec.name
+               : info.tensor_prefix + spec.name.substr(6),
+           "' is missing (", hf_layout_name(info.layout), " with this config.json needs it)");
+  if (skipped)
+    std::cerr << "gattn: note: " << info.folder << ": skipped " << skipped
+              << " tensors of the vision tower and multi-token prediction (mtp.*)\n";
+
+  for (size_t f = 0; f < readers.size(); ++f)
+    for (const Job& job : jobs)
+      if (job.file == f) convert(readers[f]->get(job.name), job, dest, shards.files[f]);
+}
+
+std::unique_ptr<Weights> load_any_model(const std::string& folder) {
+  if (!is_hf_model_folder(folder)) return load_model(folder);
+  const HfModelInfo info = read_hf_model_info(folder);
+  auto weights = std::make_unique<Weights>(info.config);
+  load_hf_weights(info, weights->layout(), weights->data());
+  return weights;
+}
+
+}  // namespace gattn

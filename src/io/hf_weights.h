@@ -1,0 +1,36 @@
+// A Hugging Face checkpoint's tensors (model.safetensors, or shards listed by
+// model.safetensors.index.json) converted into gattn's parameter layout: q|gate rows split
+// (grouped by KV group for the authors' layout, interleaved per head for Qwen3-Next/Qwen3.5),
+// zero-centred norm weights w stored as 1 + w, F32/BF16/F16 to float.
+//
+// Streamed: each tensor goes straight from its mapped file into `dest` in bounded chunks whose
+// pages are released as soon as they are converted, so loading needs the float parameters plus
+// a few MiB, not a second copy of the checkpoint.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/hf_config.h"
+#include "model/layout.h"
+#include "model/weights.h"
+
+namespace gattn {
+
+// The shard files of a folder and the tensor each name lives in. `index` is the path of
+// model.safetensors.index.json, "" for a single model.safetensors.
+struct HfShards {
+  std::string index;
+  std::vector<std::string> files;  // paths, each once
+  std::vector<std::pair<std::string, size_t>>
+      tensor_file;  // tensor name -> files[i]; "" index: all
+};
+HfShards hf_shards(const std::string& folder);
+
+// dest holds layout.total() floats; every tensor of the layout is written.
+void load_hf_weights(const HfModelInfo& info, const ParamLayout& layout, float* dest);
+
+// A gattn checkpoint (docs/MODEL.md) or a Hugging Face folder (is_hf_model_folder).
+std::unique_ptr<Weights> load_any_model(const std::string& folder);
+
+}  // namespace gattn

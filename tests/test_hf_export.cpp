@@ -1,0 +1,197 @@
+// gattn export: a model written in a Hugging Face layout loads back bitwise (fp32), matches the
+// folders transformers itself wrote tensor for tensor, and models without an equivalent in the
+// format are refused with the reason.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "io/hf_config.h"
+#include "io/hf_export.h"
+#include "io/hf_weights.h"
+#include "io/safetensors.h"
+#include "model/layout.h"
+#include "ops/matmul.h"
+#include "util/error.h"
+
+namespace gattn {
+namespace {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+const std::string kHfDir = std::string(GATTN_FIXTURE_DIR) + "/hf";
+
+// GQA with G = 2, head_dim 12, as the fixtures.
+Config tiny(const json& gate, bool tied = false) {
+  json j = {{"vocab_size", 64},         {"hidden_size", 32},           {"num_hidden_layers", 2},
+            {"num_attention_heads", 4}, {"num_key_value_heads", 2},    {"head_dim", 12},
+            {"intermediate_size", 40},  {"tie_word_embeddings", tied}, {"gate", gate}};
+  return config_from_json(j, "test");
+}
+
+// Random matrices; norm weights in [0.5, 2), where w - 1 and then 1 + (w - 1) are exact.
+std::unique_ptr<Weights> random_weights(const Config& c) {
+  auto weights = std::make_unique<Weights>(c);
+  const ParamLayout& layout = weights->layout();
+  float* p = weights->data();
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 0.3f);
+  std::uniform_real_distribution<float> norm_weight(0.5f, 2.0f);
+  for (const TensorSpec& t : layout.tensors())
+    for (int64_t i = 0; i < t.numel; ++i)
+      p[t.offset + i] = t.shape.size() == 1 ? norm_weight(rng) : normal(rng);
+  return weights;
+}
+
+class HfExport : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("gattn_hfx_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string out(const std::string& name) const { return (dir_ / name).string(); }
+  fs::path dir_;
+};
+
+TEST_F(HfExport, RoundTripIsBitwiseInFp32) {
+  const struct {
+    const char* name;
+    json gate;
+    HfExportFormat format;
+    bool tied;
+  } cases[] = {
+      {"qwen3", {{"position", "none"}}, HfExportFormat::qwen3, false},
+      {"qwen3_tied", {{"position", "none"}}, HfExportFormat::qwen3, true},
+      {"authors_elementwise", {{"position", "sdpa"}}, HfExportFormat::authors, false},
+      {"authors_headwise",
+       {{"position", "sdpa"}, {"granularity", "headwise"}},
+       HfExportFormat::authors,
+       true},
+      {"qwen3_next", {{"position", "sdpa"}}, HfExportFormat::qwen3_next, false},
+  };
+  for (const auto& c : cases) {
+    const Config config = tiny(c.gate, c.tied);
+    const std::unique_ptr<Weights> weights = random_weights(config);
+    export_hf(*weights, out(c.name), {.format = c.format, .dtype = Dtype::F32});
+    const std::unique_ptr<Weights> back = load_any_model(out(c.name));
+    EXPECT_EQ(config_to_json(back->config()), config_to_json(config)) << c.name;
+    EXPECT_TRUE(back->values() == weights->values())
+        << c.name << ": parameters differ after the round trip";
+  }
+}
+
+TEST_F(HfExport, Bf16IsRoundedToNearestEven) {
+  const Config config = tiny({{"position", "sdpa"}});
+  const std::unique_ptr<Weights> weights = random_weights(config);
+  export_hf(*weights, out("m"), {.format = HfExportFormat::authors});
+  const std::unique_ptr<Weights> back = load_any_model(out("m"));
+  ASSERT_EQ(back->size(), weights->size());
+  for (int64_t i = 0; i < weights->size(); ++i)
+    ASSERT_EQ(back->data()[i], round_to_bf16(weights->data()[i])) << "parameter " << i;
+}
+
+TEST_F(HfExport, ShardsWithAnIndexAboveTheSizeLimit) {
+  const Config config = tiny({{"position", "sdpa"}});
+  const std::unique_ptr<Weights> weights = random_weights(config);
+  export_hf(*weights, out("m"),
+            {.format = HfExportFormat::qwen3_next, .dtype = Dtype::F32, .max_shard_bytes = 20000});
+  EXPECT_TRUE(fs::exists(out("m") + "/model.safetensors.index.json"));
+  EXPECT_FALSE(fs::exists(out("m") + "/model.safetensors"));
+  EXPECT_GT(hf_shards(out("m")).files.size(), size_t(2));
+  EXPECT_TRUE(load_any_model(out("m"))->values() == weights->values());
+}
+
+// gattn's export of a transformers-written folder gives transformers' own tensors back.
+TEST_F(HfExport, MatchesTheFoldersTransformersWrote) {
+  const struct {
+    const char* fixture;
+    HfExportFormat format;
+    Dtype dtype;
+    float tolerance;  // qwen3_next: w -> 1 + w -> w rounds w to a multiple of 2^-23 near 1
+  } cases[] = {{"qwen3_f32", HfExportFormat::qwen3, Dtype::F32, 0},
+               {"authors_elementwise_f32", HfExportFormat::authors, Dtype::F32, 0},
+               {"authors_headwise_bf16", HfExportFormat::authors, Dtype::BF16, 0},
+               {"qwen3_next_f32", HfExportFormat::qwen3_next, Dtype::F32, 6e-8f}};
+  for (const auto& c : cases) {
+    const std::unique_ptr<Weights> weights = load_any_model(kHfDir + "/" + c.fixture);
+    export_hf(*weights, out(c.fixture), {.format = c.format, .dtype = c.dtype});
+    const SafetensorsReader theirs(kHfDir + "/" + c.fixture + "/model.safetensors");
+    const SafetensorsReader ours(out(c.fixture) + "/model.safetensors");
+    EXPECT_EQ(ours.tensors().size(), theirs.tensors().size()) << c.fixture;
+    for (const TensorView& t : theirs.tensors()) {
+      ASSERT_NE(ours.find(t.name), nullptr) << c.fixture << ": " << t.name;
+      EXPECT_EQ(ours.get(t.name).shape, t.shape) << t.name;
+      EXPECT_EQ(ours.get(t.name).dtype, t.dtype) << t.name;
+      const std::vector<float> a = ours.read_floats(t.name), b = theirs.read_floats(t.name);
+      float worst = 0;
+      for (size_t i = 0; i < b.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+      EXPECT_LE(worst, c.tolerance) << c.fixture << ": " << t.name;
+    }
+  }
+}
+
+TEST_F(HfExport, CopiesTheTokenizer) {
+  const Config config = tiny({{"position", "none"}});
+  fs::create_directories(dir_);
+  std::ofstream(out("tokenizer.json")) << "{\"model\": {}}";
+  export_hf(*random_weights(config), out("m"), {.tokenizer_json = out("tokenizer.json")});
+  EXPECT_EQ(read_hf_model_info(out("m")).tokenizer_json, out("m") + "/tokenizer.json");
+}
+
+TEST_F(HfExport, RefusesModelsWithoutAnEquivalent) {
+  auto refusal = [](const json& gate, HfExportFormat format, const json& extra = json::object()) {
+    json j = config_to_json(tiny(gate));
+    j.update(extra);
+    return hf_export_refusal(config_from_json(j, "test"), format);
+  };
+  const json none = {{"position", "none"}}, g1 = {{"position", "sdpa"}};
+  EXPECT_EQ(refusal(none, HfExportFormat::qwen3), "");
+  EXPECT_EQ(refusal(g1, HfExportFormat::authors), "");
+  EXPECT_EQ(refusal(g1, HfExportFormat::qwen3_next), "");
+  EXPECT_NE(refusal(g1, HfExportFormat::qwen3).find("Qwen3 has none"), std::string::npos);
+  EXPECT_NE(refusal({{"position", "value"}}, HfExportFormat::authors).find("is not G1"),
+            std::string::npos);
+  EXPECT_NE(refusal({{"position", "sdpa"}, {"activation", "silu"}}, HfExportFormat::qwen3_next)
+                .find("is not G1"),
+            std::string::npos);
+  EXPECT_NE(refusal({{"position", "sdpa"}, {"sharing", "head_shared"}}, HfExportFormat::authors)
+                .find("is not G1"),
+            std::string::npos);
+  EXPECT_NE(refusal({{"position", "sdpa"}, {"kind", "input_independent"}}, HfExportFormat::authors)
+                .find("is not G1"),
+            std::string::npos);
+  EXPECT_NE(refusal({{"position", "sdpa"}, {"granularity", "headwise"}}, HfExportFormat::qwen3_next)
+                .find("headwise"),
+            std::string::npos);
+  EXPECT_NE(refusal(none, HfExportFormat::qwen3, {{"use_qk_norm", false}}).find("no QK-norm"),
+            std::string::npos);
+  EXPECT_NE(refusal(none, HfExportFormat::qwen3, {{"sandwich_norm", true}}).find("sandwich"),
+            std::string::npos);
+  EXPECT_NE(refusal(none, HfExportFormat::qwen3, {{"block_output_clip", 10.0}}).find("clips"),
+            std::string::npos);
+  EXPECT_NE(
+      refusal(g1, HfExportFormat::qwen3_next, {{"partial_rotary_factor", 0.0}}).find("no RoPE"),
+      std::string::npos);
+  EXPECT_NE(
+      refusal(g1, HfExportFormat::authors, {{"partial_rotary_factor", 0.5}}).find("partial rotary"),
+      std::string::npos);
+
+  const Config gated = tiny({{"position", "value"}});
+  try {
+    export_hf(*random_weights(gated), out("m"), {.format = HfExportFormat::authors});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("export to authors: refused because its gate"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(fs::exists(out("m")));
+}
+
+}  // namespace
+}  // namespace gattn

@@ -1,0 +1,167 @@
+// The Hugging Face loader against transformers itself: tiny random models saved by
+// save_pretrained in each layout (tools/reference/make_hf_fixtures.py), loaded by gattn and run
+// through gattn's forward, must give transformers' fp32 logits.
+//
+// Tolerance: relative L2 1e-5 for every fixture, bf16 ones included: a bf16 checkpoint's values
+// are exact in fp32, and the reference is transformers' fp32 run of exactly those values, so both
+// sides compute the same fp32 function (gattn's own golden tests see 2-5e-7 against an fp64
+// reference). A layout read the wrong way (grouped vs interleaved gate rows, w vs 1 + w) errs by
+// O(1): the test that swaps the layouts shows it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "io/checkpoint.h"
+#include "io/hf_config.h"
+#include "io/hf_weights.h"
+#include "io/safetensors.h"
+#include "model/infer_state.h"
+#include "model/train_state.h"
+#include "model/weights.h"
+#include "util/error.h"
+
+namespace gattn {
+namespace {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+const std::string kHfDir = std::string(GATTN_FIXTURE_DIR) + "/hf";
+
+// gattn's forward on one sequence (the training-side pass the golden fixtures check).
+std::vector<float> forward_logits(const Weights& weights, const std::vector<int32_t>& ids) {
+  TrainState state(weights);
+  std::vector<float> logits(ids.size() * size_t(weights.config().vocab_size));
+  state.forward(Batch{ids.data(), nullptr, 1, int(ids.size())}, logits.data());
+  return logits;
+}
+
+// The same through the inference path: a prefill of the whole sequence into a KV cache.
+std::vector<float> prefill_logits(const Weights& weights, const std::vector<int32_t>& ids) {
+  InferState state(weights, int(ids.size()), int(ids.size()));
+  std::vector<float> logits(ids.size() * size_t(weights.config().vocab_size));
+  state.forward(ids.data(), int(ids.size()), logits.data());
+  return logits;
+}
+
+double relative_l2(const std::vector<float>& ours, const std::vector<float>& ref) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    diff += (double(ours[i]) - ref[i]) * (double(ours[i]) - ref[i]);
+    norm += double(ref[i]) * ref[i];
+  }
+  return std::sqrt(diff / norm);
+}
+
+struct Reference {
+  explicit Reference(const std::string& folder) {
+    const SafetensorsReader file(folder + "/reference.safetensors");
+    const std::vector<int64_t> ids64 = file.read_ints("input_ids");
+    ids.assign(ids64.begin(), ids64.end());
+    logits = file.read_floats("logits");
+  }
+  std::vector<int32_t> ids;
+  std::vector<float> logits;
+};
+
+// Loads a folder with an explicitly given (possibly wrong) layout and returns the logit error.
+double error_when_read_as(const std::string& folder, HfModelInfo info) {
+  Weights weights(info.config);
+  load_hf_weights(info, weights.layout(), weights.data());
+  const Reference ref(folder);
+  return relative_l2(forward_logits(weights, ref.ids), ref.logits);
+}
+
+std::vector<std::string> fixture_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(kHfDir))
+    if (entry.is_directory()) names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+class HfGolden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HfGolden, LogitsMatchTransformers) {
+  const std::string folder = kHfDir + "/" + GetParam();
+  ASSERT_TRUE(is_hf_model_folder(folder));
+  const std::unique_ptr<Weights> weights = load_any_model(folder);
+  const Reference ref(folder);
+  const double err = relative_l2(forward_logits(*weights, ref.ids), ref.logits);
+  const double prefill_err = relative_l2(prefill_logits(*weights, ref.ids), ref.logits);
+  std::printf("  %-26s layout %-13s logits rel. L2 vs transformers %.3e (prefill %.3e)\n",
+              GetParam().c_str(), hf_layout_name(read_hf_model_info(folder).layout), err,
+              prefill_err);
+  EXPECT_LT(err, 1e-5);
+  EXPECT_LT(prefill_err, 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, HfGolden, ::testing::ValuesIn(fixture_names()),
+                         [](const auto& test) { return test.param; });
+
+TEST(HfLoad, FixturesCoverEveryLayout) {
+  std::set<std::string> layouts;
+  for (const std::string& name : fixture_names())
+    layouts.insert(hf_layout_name(read_hf_model_info(kHfDir + "/" + name).layout));
+  EXPECT_EQ(layouts, (std::set<std::string>{"qwen3", "authors_gated", "qwen3_next", "qwen3_5"}));
+}
+
+TEST(HfLoad, GroupedAndInterleavedGateRowsAreToldApart) {
+  const std::string authors = kHfDir + "/authors_elementwise_f32";
+  HfModelInfo info = read_hf_model_info(authors);
+  ASSERT_EQ(info.layout, HfLayout::authors_gated);
+  info.layout = HfLayout::qwen3_next;  // interleaved per head, norms still plain
+  const double authors_as_next = error_when_read_as(authors, info);
+
+  const std::string next = kHfDir + "/qwen3_next_f32";
+  info = read_hf_model_info(next);
+  ASSERT_EQ(info.layout, HfLayout::qwen3_next);
+  info.layout = HfLayout::authors_gated;  // grouped by KV group, norms still 1 + w
+  const double next_as_authors = error_when_read_as(next, info);
+  std::printf("  wrong layout: authors as interleaved %.2f, qwen3_next as grouped %.2f\n",
+              authors_as_next, next_as_authors);
+  EXPECT_GT(authors_as_next, 0.1);
+  EXPECT_GT(next_as_authors, 0.1);
+}
+
+TEST(HfLoad, ZeroCentredNormsBecomeOnePlusW) {
+  const std::string folder = kHfDir + "/qwen3_next_f32";
+  const std::unique_ptr<Weights> weights = load_any_model(folder);
+  const float* params = weights->data();
+  const SafetensorsReader file(folder + "/model.safetensors");
+  const ParamLayout& layout = weights->layout();
+  for (const char* name : {"model.layers.1.input_layernorm.weight", "model.norm.weight",
+                           "model.layers.0.self_attn.q_norm.weight"}) {
+    const std::vector<float> w = file.read_floats(name);
+    const TensorSpec* spec = layout.find(name);
+    ASSERT_NE(spec, nullptr) << name;
+    for (size_t i = 0; i < w.size(); ++i)
+      ASSERT_EQ(params[spec->offset + i], 1.0f + w[i]) << name << " [" << i << "]";
+  }
+}
+
+TEST(HfLoad, GattnCheckpointsStillLoad) {
+  const fs::path dir = fs::temp_directory_path() / ("gattn_hf_ckpt_" + std::to_string(::getpid()));
+  const std::unique_ptr<Weights> hf = load_any_model(kHfDir + "/qwen3_f32");
+  save_model(dir.string(), *hf);
+  EXPECT_FALSE(is_hf_model_folder(dir.string()));
+  const std::unique_ptr<Weights> back = load_any_model(dir.string());
+  fs::remove_all(dir);
+  EXPECT_EQ(config_to_json(back->config()), config_to_json(hf->config()));
+  EXPECT_TRUE(back->values() == hf->values());
+}
+
+TEST(HfLoad, RecordsTheTokenizerJsonWhenPresent) {
+  EXPECT_EQ(read_hf_model_info(kHfDir + "/qwen3_f32").tokenizer_json, "");
+  const fs::path dir = fs::temp_directory_path() / ("gattn_hf_tok_" + std::to_string(::getpid()));
+  fs::copy(kHfDir + "/qwen3_f32", dir, fs::copy_options::recursive);
+  std::ofstream(dir / "tokenizer.json") << "{}";
+  const std::string recorded = read_hf_model_info(dir.string()).tokenizer_json;
+  fs::remove_all(dir);
+  EXPECT_EQ(recorded, (dir / "tokenizer.json").string());
+}
+
+}  // namespace
+}  // namespace gattn

@@ -1,0 +1,163 @@
+"""Writes tests/fixtures/hf/<name>/: tiny random models saved by transformers itself
+(save_pretrained) in each layout gattn's Hugging Face loader reads, and reference.safetensors beside
+each: input_ids [1, T] and transformers' fp32 logits [T, V] of the model as loaded back from disk
+(bf16 checkpoints: loaded, converted to fp32, run in fp32).
+
+Layouts: qwen3; the authors' gated qwen3 (authors_gated_qwen3.py: their code is not on PyPI);
+qwen3_next and qwen3_5 with every layer full attention and dense MLPs. Shapes: GQA with G = 2 (so
+grouped and interleaved gate rows differ), head_dim 12 or 20 (a SIMD tail on 8-wide AVX2), partial
+rotary, fp32 and bf16, one sharded checkpoint with an index.
+
+Run through make_hf_fixtures.sh (a venv with the pinned requirements-hf.txt).
+"""
+import argparse
+import json
+import os
+import shutil
+
+import torch
+import transformers
+from safetensors.torch import load_file, save_file
+from transformers import (Qwen3_5Config, Qwen3_5ForConditionalGeneration, Qwen3Config,
+                          Qwen3ForCausalLM, Qwen3NextConfig, Qwen3NextForCausalLM)
+
+from authors_gated_qwen3 import gated_qwen3
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "..", "..", "tests", "fixtures", "hf")
+SEQ = 11  # tokens per fixture
+
+# The shape every fixture shares: GQA with G = 2, head_dim 12 (8-wide SIMD + a tail of 4).
+SHAPE = dict(vocab_size=64, hidden_size=32, intermediate_size=40, num_hidden_layers=2,
+             num_attention_heads=4, num_key_value_heads=2, head_dim=12, rms_norm_eps=1e-6,
+             max_position_embeddings=256)
+
+
+def randomise(model, generator, zero_centred_norms):
+    """Weights large enough that every tensor moves the logits (HF's init leaves norms at 1 or 0)."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 1:  # norm weights
+                centre = 0.0 if zero_centred_norms else 1.0
+                p.copy_(centre + 0.3 * torch.randn(p.shape, generator=generator))
+            else:
+                p.copy_(torch.randn(p.shape, generator=generator) / p.shape[-1] ** 0.5)
+
+
+def qwen3(generator, **extra):
+    config = Qwen3Config(**SHAPE, rope_theta=10000.0, tie_word_embeddings=extra.pop("tied", False),
+                         **extra)
+    model = Qwen3ForCausalLM(config)
+    randomise(model, generator, False)
+    return model
+
+
+def authors(generator, elementwise):
+    config = Qwen3Config(**SHAPE, rope_theta=10000.0, tie_word_embeddings=False)
+    model = gated_qwen3(config, elementwise)
+    randomise(model, generator, False)
+    return model
+
+
+def qwen3_next(generator, **extra):
+    config = Qwen3NextConfig(**dict(SHAPE, **extra), layer_types=["full_attention"] * 2,
+                             tie_word_embeddings=False)
+    model = Qwen3NextForCausalLM(config)
+    randomise(model, generator, True)
+    return model
+
+
+def qwen3_5(generator):
+    text = dict(SHAPE, head_dim=20, layer_types=["full_attention"] * 2, tie_word_embeddings=False,
+                rope_parameters=dict(rope_type="default", rope_theta=10000.0,
+                                     partial_rotary_factor=0.5, mrope_section=[2, 2, 1],
+                                     mrope_interleaved=True))
+    vision = dict(depth=1, hidden_size=16, intermediate_size=16, num_heads=2, patch_size=2,
+                  temporal_patch_size=1, out_hidden_size=SHAPE["hidden_size"],
+                  num_position_embeddings=16)
+    config = Qwen3_5Config(text_config=text, vision_config=vision, tie_word_embeddings=False)
+    model = Qwen3_5ForConditionalGeneration(config)
+    randomise(model, generator, True)
+    return model
+
+
+def add_mtp_tensor(folder):
+    """Real Qwen3.5 checkpoints carry multi-token-prediction tensors (mtp.*) that the LM ignores."""
+    path = os.path.join(folder, "model.safetensors")
+    tensors = load_file(path)
+    tensors["mtp.fc.weight"] = torch.zeros(4, 4, dtype=next(iter(tensors.values())).dtype)
+    save_file(tensors, path, metadata={"format": "pt"})
+
+
+def reference_logits(folder, cls, ids, authors_elementwise=None):
+    """transformers' fp32 logits of the checkpoint as loaded back from the folder."""
+    if authors_elementwise is None:
+        model = cls.from_pretrained(folder, dtype=torch.float32)
+    else:  # the authors' layout: our module, their tensors
+        config = Qwen3Config.from_pretrained(folder)
+        model = gated_qwen3(config, authors_elementwise)
+        state = {}
+        for f in sorted(os.listdir(folder)):
+            if f.endswith(".safetensors"):
+                state.update(load_file(os.path.join(folder, f)))
+        model.load_state_dict({k: v.float() for k, v in state.items()}, strict=True)
+    model = model.float().eval()
+    with torch.no_grad():
+        return model(input_ids=ids).logits[0].float().contiguous()
+
+
+def write(name, model, cls, generator, dtype, authors_elementwise=None, shard=None,
+          after_save=None):
+    folder = os.path.join(OUT, name)
+    shutil.rmtree(folder, ignore_errors=True)
+    model = model.to(dtype)
+    kwargs = {"max_shard_size": shard} if shard else {}
+    model.save_pretrained(folder, **kwargs)
+    if after_save:
+        after_save(folder)
+    vocab = SHAPE["vocab_size"]
+    ids = torch.randint(0, vocab, (1, SEQ), generator=generator)
+    logits = reference_logits(folder, cls, ids, authors_elementwise)
+    save_file({"input_ids": ids.to(torch.int64), "logits": logits},
+              os.path.join(folder, "reference.safetensors"),
+              metadata={"transformers_version": transformers.__version__,
+                        "torch_version": torch.__version__,
+                        "weights_dtype": str(dtype).replace("torch.", "")})
+    files = sorted(os.listdir(folder))
+    size = sum(os.path.getsize(os.path.join(folder, f)) for f in files)
+    print(f"{name}: {size} bytes, files {files}, logits std {logits.std():.3f}")
+
+
+FIXTURES = {
+    "qwen3_f32": lambda g: write("qwen3_f32", qwen3(g), Qwen3ForCausalLM, g, torch.float32),
+    "qwen3_bf16_sharded": lambda g: write("qwen3_bf16_sharded", qwen3(g, tied=True),
+                                          Qwen3ForCausalLM, g, torch.bfloat16, shard="8KB"),
+    "authors_elementwise_f32": lambda g: write("authors_elementwise_f32", authors(g, True), None,
+                                               g, torch.float32, authors_elementwise=True),
+    "authors_headwise_bf16": lambda g: write("authors_headwise_bf16", authors(g, False), None, g,
+                                             torch.bfloat16, authors_elementwise=False),
+    "qwen3_next_f32": lambda g: write(
+        "qwen3_next_f32", qwen3_next(g, partial_rotary_factor=0.5, num_experts=4,
+                                     mlp_only_layers=[0, 1]),
+        Qwen3NextForCausalLM, g, torch.float32),
+    "qwen3_next_bf16": lambda g: write(
+        "qwen3_next_bf16", qwen3_next(g, num_experts=0, head_dim=16), Qwen3NextForCausalLM, g,
+        torch.bfloat16),
+    "qwen3_5_f32": lambda g: write("qwen3_5_f32", qwen3_5(g), Qwen3_5ForConditionalGeneration,
+                                   g, torch.float32, after_save=add_mtp_tensor),
+}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", nargs="*", default=list(FIXTURES))
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    os.makedirs(OUT, exist_ok=True)
+    for i, name in enumerate(FIXTURES):
+        if name in args.only:
+            FIXTURES[name](torch.Generator().manual_seed(1000 + i))
+
+
+if __name__ == "__main__":
+    main()

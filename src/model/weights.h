@@ -3,7 +3,9 @@
 // several users (a trainer and its evaluation, server requests) can share one Weights; only the
 // optimizer (or a loader) changes the values, between passes.
 #pragma once
+#include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "model/config.h"

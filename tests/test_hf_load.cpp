@@ -101,6 +101,45 @@ TEST_P(HfGolden, LogitsMatchTransformers) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, HfGolden, ::testing::ValuesIn(fixture_names()),
                          [](const auto& test) { return test.param; });
 
+// A fine-tuning step: the mean next-token loss over the reference ids and its gradient, against
+// transformers' (folder/finetune/, tools/reference/make_hf_fixtures.py). The reference gradients
+// are stored under the checkpoint's names and layout, so the loader's conversion reads them into
+// gattn's layout (with norm weights as they are: d/dw of 1 + w is the gradient of the stored w).
+TEST_P(HfGolden, FinetuneStepMatchesTransformers) {
+  const std::string folder = kHfDir + "/" + GetParam();
+  const std::unique_ptr<Weights> weights = load_any_model(folder);
+  const Reference ref(folder);
+  std::vector<int32_t> targets(ref.ids.begin() + 1, ref.ids.end());
+  targets.push_back(-1);
+  TrainState state(*weights);
+  const int count = int(ref.ids.size()) - 1;
+  const LossSum loss =
+      state.forward_backward(Batch{ref.ids.data(), targets.data(), 1, int(ref.ids.size())},
+                             1.0f / float(count));
+  const double ours_loss = loss.nats / double(count);
+  const double ref_loss =
+      SafetensorsReader(folder + "/finetune/reference.safetensors").read_floats("loss")[0];
+  EXPECT_NEAR(ours_loss, ref_loss, 1e-5 * ref_loss) << "loss";
+
+  HfModelInfo info = read_hf_model_info(folder);
+  info.folder = folder + "/finetune";
+  info.zero_centred_norms = false;
+  Weights ref_grads(info.config);
+  load_hf_weights(info, ref_grads.layout(), ref_grads.data());
+  double worst = 0;
+  std::string worst_name;
+  for (const TensorSpec& t : weights->layout().tensors()) {
+    const float* g = state.grads().data() + t.offset;
+    const float* r = ref_grads.data() + t.offset;
+    const double err = relative_l2(std::vector<float>(g, g + t.numel),
+                                   std::vector<float>(r, r + t.numel));
+    EXPECT_LT(err, 1e-4) << t.name;
+    if (err > worst) worst = err, worst_name = t.name;
+  }
+  std::printf("  %-26s loss %.6f (transformers %.6f), worst gradient rel. L2 %.2e (%s)\n",
+              GetParam().c_str(), ours_loss, ref_loss, worst, worst_name.c_str());
+}
+
 TEST(HfLoad, FixturesCoverEveryLayout) {
   std::set<std::string> layouts;
   for (const std::string& name : fixture_names())

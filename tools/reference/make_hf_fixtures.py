@@ -1,7 +1,8 @@
 """Writes tests/fixtures/hf/<name>/: tiny random models saved by transformers itself
 (save_pretrained) in each layout gattn's Hugging Face loader reads, and reference.safetensors beside
 each: input_ids [1, T] and transformers' fp32 logits [T, V] of the model as loaded back from disk
-(bf16 checkpoints: loaded, converted to fp32, run in fp32).
+(bf16 checkpoints: loaded, converted to fp32, run in fp32); finetune/ beside it: the loss of a
+fine-tuning step on those ids and its gradient for every tensor (write_finetune_step).
 
 Layouts: qwen3; the authors' gated qwen3 (authors_gated_qwen3.py: their code is not on PyPI);
 qwen3_next and qwen3_5 with every layer full attention and dense MLPs. Shapes: GQA with G = 2 (so
@@ -89,21 +90,55 @@ def add_mtp_tensor(folder):
     save_file(tensors, path, metadata={"format": "pt"})
 
 
-def reference_logits(folder, cls, ids, authors_elementwise=None):
-    """transformers' fp32 logits of the checkpoint as loaded back from the folder."""
+def reference_model(folder, cls, authors_elementwise=None):
+    """transformers' model of the checkpoint as loaded back from the folder, in fp32."""
     if authors_elementwise is None:
         model = cls.from_pretrained(folder, dtype=torch.float32)
     else:  # the authors' layout: our module, their tensors
         config = Qwen3Config.from_pretrained(folder)
         model = gated_qwen3(config, authors_elementwise)
-        state = {}
-        for f in sorted(os.listdir(folder)):
-            if f.endswith(".safetensors"):
-                state.update(load_file(os.path.join(folder, f)))
-        model.load_state_dict({k: v.float() for k, v in state.items()}, strict=True)
-    model = model.float().eval()
+        model.load_state_dict({k: v.float() for k, v in checkpoint_tensors(folder).items()},
+                              strict=True)
+    return model.float()
+
+
+def checkpoint_tensors(folder):
+    state = {}
+    for f in sorted(os.listdir(folder)):
+        if f.endswith(".safetensors") and f != "reference.safetensors":
+            state.update(load_file(os.path.join(folder, f)))
+    return state
+
+
+def reference_logits(folder, cls, ids, authors_elementwise=None):
+    """transformers' fp32 logits of the checkpoint as loaded back from the folder."""
+    model = reference_model(folder, cls, authors_elementwise).eval()
     with torch.no_grad():
         return model(input_ids=ids).logits[0].float().contiguous()
+
+
+def write_finetune_step(folder, cls, authors_elementwise=None):
+    """folder/finetune/: the loss (mean next-token cross-entropy over reference.safetensors'
+    input_ids) and its gradient for every checkpoint tensor of the language model, in fp32 under
+    the checkpoint's own names (model.safetensors: the loader's layout conversion reads it)."""
+    ids = load_file(os.path.join(folder, "reference.safetensors"))["input_ids"]
+    model = reference_model(folder, cls, authors_elementwise).train()
+    logits = model(input_ids=ids).logits[0].float()
+    loss = torch.nn.functional.cross_entropy(logits[:-1], ids[0, 1:])
+    loss.backward()
+    saved = set(checkpoint_tensors(folder))
+    grads = {name: p.grad.float().contiguous() for name, p in model.named_parameters()
+             if name in saved and p.grad is not None}
+    missing = sorted(n for n in saved if n not in grads and not n.startswith(("mtp.", "model.visual.")))
+    assert not missing, f"{folder}: no gradient for {missing}"
+    out = os.path.join(folder, "finetune")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    save_file(grads, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    save_file({"loss": loss.detach().double().reshape(1)}, os.path.join(out, "reference.safetensors"),
+              metadata={"transformers_version": transformers.__version__,
+                        "torch_version": torch.__version__})
+    print(f"{os.path.basename(folder)}: finetune loss {loss.item():.6f}, {len(grads)} gradients")
 
 
 def write(name, model, cls, generator, dtype, authors_elementwise=None, shard=None,
@@ -123,6 +158,7 @@ def write(name, model, cls, generator, dtype, authors_elementwise=None, shard=No
               metadata={"transformers_version": transformers.__version__,
                         "torch_version": torch.__version__,
                         "weights_dtype": str(dtype).replace("torch.", "")})
+    write_finetune_step(folder, cls, authors_elementwise)
     files = sorted(os.listdir(folder))
     size = sum(os.path.getsize(os.path.join(folder, f)) for f in files)
     print(f"{name}: {size} bytes, files {files}, logits std {logits.std():.3f}")
@@ -148,15 +184,33 @@ FIXTURES = {
 }
 
 
+def finetune_only(name):
+    """Rewrites folder/finetune/ of an existing fixture (its model files untouched)."""
+    folder = os.path.join(OUT, name)
+    with open(os.path.join(folder, "config.json")) as f:
+        config = json.load(f)
+    classes = {"qwen3": Qwen3ForCausalLM, "qwen3_next": Qwen3NextForCausalLM,
+               "qwen3_5": Qwen3_5ForConditionalGeneration}
+    authors_elementwise = None
+    if config.get("elementwise_attn_output_gate") or config.get("headwise_attn_output_gate"):
+        authors_elementwise = bool(config.get("elementwise_attn_output_gate"))
+    write_finetune_step(folder, classes[config["model_type"]], authors_elementwise)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", nargs="*", default=list(FIXTURES))
+    parser.add_argument("--finetune-only", action="store_true",
+                        help="only rewrite the finetune/ reference of the existing fixtures")
     args = parser.parse_args()
     torch.manual_seed(0)
     os.makedirs(OUT, exist_ok=True)
     for i, name in enumerate(FIXTURES):
         if name in args.only:
-            FIXTURES[name](torch.Generator().manual_seed(1000 + i))
+            if args.finetune_only:
+                finetune_only(name)
+            else:
+                FIXTURES[name](torch.Generator().manual_seed(1000 + i))
 
 
 if __name__ == "__main__":

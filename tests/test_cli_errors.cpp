@@ -175,6 +175,13 @@ TEST_F(CliErrors, CountFlagsMustBePositive) {
                     "--windows: must be 0 or a positive integer, got -1");
   EXPECT_FAILS_WITH(gattn(eval_args(path("val.bin")) + " --batch 0"),
                     "--batch: must be a positive integer, got 0");
+  EXPECT_FAILS_WITH(gattn("eval --checkpoint " + model_ + " --seq 1 --data " + path("val.bin")),
+                    "--seq: must be an integer from 2 to 1048576, got 1");
+  EXPECT_FAILS_WITH(gattn("export --checkpoint " + model_ + " --out " + path("x") +
+                          " --format qwen3 --max-shard-bytes 0"),
+                    "--max-shard-bytes: must be a positive integer, got 0");
+  EXPECT_FAILS_WITH(gattn("passkey --checkpoint " + model_ + " --tokenizer t.json --lengths 64 -5"),
+                    "--lengths: must be a positive integer, got -5");
 }
 
 // Under a 2 GiB address-space limit, 32 OpenBLAS threads looped forever failing to map buffers;

@@ -33,7 +33,7 @@ void add_analyze_command(CLI::App& app) {
   cmd->add_option("--tokenizer", tokenizer_path, "tokenizer.json (needed for text)");
   cmd->add_option("--sequences", o.sequences, "held-out windows (the first of the data)")
       ->check(positive_integer());
-  cmd->add_option("--seq", o.seq_len, "tokens per window")->check(CLI::Range(2, 1 << 20));
+  cmd->add_option("--seq", o.seq_len, "tokens per window")->check(integer_in_range(2, 1 << 20));
   cmd->add_flag("--no-bos", no_bos, "plain windows: no BOS at position 0");
   cmd->add_option("--from-position", o.from_position,
                   "also average first-token attention over query positions >= this");

@@ -22,7 +22,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--data", data, "a token shard, or text files / folders / .jsonl")->required();
   cmd->add_option("--tokenizer", tokenizer_path,
                   "tokenizer.json (needed for text and for bits per byte)");
-  cmd->add_option("--seq", seq, "tokens per window")->check(CLI::Range(2, 1 << 20));
+  cmd->add_option("--seq", seq, "tokens per window")->check(integer_in_range(2, 1 << 20));
   cmd->add_option("--windows", windows, "windows to evaluate, in stream order (0: all)")
       ->check(non_negative_integer());
   cmd->add_option("--window", window, "bos (BOS at position 0) or plain")

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "io/hf_export.h"
 #include "io/hf_weights.h"
 
@@ -22,7 +23,7 @@ void add_export_command(CLI::App& app) {
   cmd->add_option("--dtype", dtype, "bf16 | f32")->check(CLI::IsMember({"bf16", "f32"}));
   cmd->add_option("--max-shard-bytes", max_shard_bytes,
                   "shard the weights above this many bytes (default 5 GiB)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_integer());
   cmd->add_option("--tokenizer", tokenizer,
                   "tokenizer.json to copy (default: the checkpoint's, if it has one)");
   cmd->callback([] {

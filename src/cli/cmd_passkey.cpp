@@ -22,7 +22,9 @@ void add_passkey_command(CLI::App& app) {
                   "checkpoint folder, run folder (its newest) or Hugging Face model folder")
       ->required();
   cmd->add_option("--tokenizer", tokenizer_path, "the model's tokenizer.json")->required();
-  cmd->add_option("--lengths", lengths, "prompt lengths in tokens")->capture_default_str();
+  cmd->add_option("--lengths", lengths, "prompt lengths in tokens")
+      ->check(positive_integer())
+      ->capture_default_str();
   cmd->add_option("--trials", trials, "prompts per length (keys and depths from --seed)")
       ->check(positive_integer())
       ->capture_default_str();

@@ -8,6 +8,7 @@
 #include "io/file.h"
 #include "util/error.h"
 #include "util/json_fields.h"
+#include "util/json_parse.h"
 
 namespace gattn {
 
@@ -221,7 +222,7 @@ bool is_hf_model_folder(const std::string& folder) {
       !fs::is_regular_file(dir / "model.safetensors.index.json"))
     return false;
   try {
-    const json j = json::parse(read_text_file((dir / "config.json").string()));
+    const json j = parse_json_file((dir / "config.json").string());
     return j.is_object() && j.contains("model_type");
   } catch (const std::exception&) {
     return false;
@@ -271,13 +272,7 @@ HfModelInfo hf_model_info_from_json(const json& outer, const std::string& source
 
 HfModelInfo read_hf_model_info(const std::string& folder) {
   const std::string path = (fs::path(folder) / "config.json").string();
-  json j;
-  try {
-    j = json::parse(read_text_file(path));
-  } catch (const json::exception& e) {
-    fail(path, ": not valid JSON (", e.what(), ")");
-  }
-  HfModelInfo info = hf_model_info_from_json(j, path);
+  HfModelInfo info = hf_model_info_from_json(parse_json_file(path), path);
   info.folder = folder;
   const fs::path tokenizer = fs::path(folder) / "tokenizer.json";
   if (fs::is_regular_file(tokenizer)) info.tokenizer_json = tokenizer.string();

@@ -15,6 +15,7 @@
 #include "io/file.h"
 #include "io/safetensors.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 
 namespace gattn {
 
@@ -155,6 +156,19 @@ void convert(const TensorView& t, const Job& job, float* dest, const std::string
 }
 }  // namespace
 
+std::vector<std::pair<std::string, std::string>> hf_weight_map(const json& index,
+                                                               const std::string& origin) {
+  if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
+    fail(origin, ": field 'weight_map' (an object of tensor name -> file) is required");
+  std::vector<std::pair<std::string, std::string>> map;
+  for (const auto& [tensor, file] : index["weight_map"].items()) {
+    if (!file.is_string()) fail(origin, ": weight_map['", tensor, "'] is not a file name");
+    check_shard_name(file.get<std::string>(), tensor, origin);
+    map.emplace_back(tensor, file.get<std::string>());
+  }
+  return map;
+}
+
 HfShards hf_shards(const std::string& folder) {
   HfShards s;
   const fs::path dir(folder);
@@ -164,18 +178,7 @@ HfShards hf_shards(const std::string& folder) {
     return s;
   }
   s.index = index.string();
-  json j;
-  try {
-    j = json::parse(read_text_file(s.index));
-  } catch (const json::exception& e) {
-    fail(s.index, ": not valid JSON (", e.what(), ")");
-  }
-  if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
-    fail(s.index, ": field 'weight_map' (an object of tensor name -> file) is required");
-  for (const auto& [tensor, file] : j["weight_map"].items()) {
-    if (!file.is_string()) fail(s.index, ": weight_map['", tensor, "'] is not a file name");
-    const std::string name = file.get<std::string>();
-    check_shard_name(name, tensor, s.index);
+  for (const auto& [tensor, name] : hf_weight_map(parse_json_file(s.index), s.index)) {
     const std::string path = (dir / name).string();
     auto it = std::find(s.files.begin(), s.files.end(), path);
     if (it == s.files.end()) {

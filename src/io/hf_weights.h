@@ -8,6 +8,7 @@
 // a few MiB, not a second copy of the checkpoint.
 #pragma once
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ struct HfShards {
       tensor_file;  // tensor name -> files[i]; "" index: all
 };
 HfShards hf_shards(const std::string& folder);
+// The (tensor, shard file name) pairs of a parsed model.safetensors.index.json; an error naming
+// `origin` for a missing weight_map or a file name that leaves the folder.
+std::vector<std::pair<std::string, std::string>> hf_weight_map(const nlohmann::json& index,
+                                                               const std::string& origin);
 
 // dest holds layout.total() floats; every tensor of the layout is written.
 void load_hf_weights(const HfModelInfo& info, const ParamLayout& layout, float* dest);

@@ -9,7 +9,9 @@
 // O(1): the test that swaps the layouts shows it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -138,6 +140,49 @@ TEST_P(HfGolden, FinetuneStepMatchesTransformers) {
   }
   std::printf("  %-26s loss %.6f (transformers %.6f), worst gradient rel. L2 %.2e (%s)\n",
               GetParam().c_str(), ours_loss, ref_loss, worst, worst_name.c_str());
+}
+
+// Decoding with the KV cache against transformers' greedy continuation (generate.safetensors):
+// teacher-forced with transformers' tokens, every step's logits within 1e-5 relative L2; and gattn's
+// own greedy choice equals transformers' token at every step until transformers' top two logits
+// are within 1e-4 (a near-tie may break either way; from there the sequences may part).
+TEST_P(HfGolden, DecodeMatchesTransformersGreedy) {
+  const std::string folder = kHfDir + "/" + GetParam();
+  const std::unique_ptr<Weights> weights = load_any_model(folder);
+  const Reference ref(folder);
+  const SafetensorsReader file(folder + "/generate.safetensors");
+  const std::vector<int64_t> tokens = file.read_ints("tokens");
+  const std::vector<float> ref_logits = file.read_floats("logits");
+  const size_t vocab = size_t(weights->config().vocab_size);
+  ASSERT_EQ(ref_logits.size(), tokens.size() * vocab);
+
+  InferState state(*weights, int(ref.ids.size() + tokens.size()), int(ref.ids.size()));
+  std::vector<float> logits(vocab);
+  state.forward_last(ref.ids.data(), int(ref.ids.size()), logits.data());
+  double worst = 0;
+  size_t greedy_checked = 0;
+  bool tie_seen = false;
+  for (size_t step = 0; step < tokens.size(); ++step) {
+    const std::vector<float> expected(ref_logits.begin() + step * vocab,
+                                      ref_logits.begin() + (step + 1) * vocab);
+    const double err = relative_l2(logits, expected);
+    EXPECT_LT(err, 1e-5) << "step " << step;
+    worst = std::max(worst, err);
+    std::vector<float> sorted = expected;
+    std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
+    tie_seen = tie_seen || sorted[0] - sorted[1] < 1e-4f;
+    if (!tie_seen) {
+      const int64_t ours = std::max_element(logits.begin(), logits.end()) - logits.begin();
+      EXPECT_EQ(ours, tokens[step]) << "greedy token at step " << step;
+      ++greedy_checked;
+    }
+    const int32_t next = int32_t(tokens[step]);  // teacher-forced
+    state.forward_last(&next, 1, logits.data());
+  }
+  std::printf("  %-26s decode logits rel. L2 vs transformers: worst %.2e over %zu steps; greedy "
+              "tokens equal for %zu steps%s\n",
+              GetParam().c_str(), worst, tokens.size(), greedy_checked,
+              tie_seen ? " (then a near-tie)" : " (all)");
 }
 
 TEST(HfLoad, FixturesCoverEveryLayout) {

@@ -2,7 +2,8 @@
 (save_pretrained) in each layout gattn's Hugging Face loader reads, and reference.safetensors beside
 each: input_ids [1, T] and transformers' fp32 logits [T, V] of the model as loaded back from disk
 (bf16 checkpoints: loaded, converted to fp32, run in fp32); finetune/ beside it: the loss of a
-fine-tuning step on those ids and its gradient for every tensor (write_finetune_step).
+fine-tuning step on those ids and its gradient for every tensor (write_finetune_step);
+generate.safetensors: 64 greedy tokens from those ids and the logits behind each.
 
 Layouts: qwen3; the authors' gated qwen3 (authors_gated_qwen3.py: their code is not on PyPI);
 qwen3_next and qwen3_5 with every layer full attention and dense MLPs. Shapes: GQA with G = 2 (so
@@ -159,6 +160,7 @@ def write(name, model, cls, generator, dtype, authors_elementwise=None, shard=No
                         "torch_version": torch.__version__,
                         "weights_dtype": str(dtype).replace("torch.", "")})
     write_finetune_step(folder, cls, authors_elementwise)
+    write_generation(folder, cls, authors_elementwise)
     files = sorted(os.listdir(folder))
     size = sum(os.path.getsize(os.path.join(folder, f)) for f in files)
     print(f"{name}: {size} bytes, files {files}, logits std {logits.std():.3f}")
@@ -195,13 +197,43 @@ def finetune_only(name):
     if config.get("elementwise_attn_output_gate") or config.get("headwise_attn_output_gate"):
         authors_elementwise = bool(config.get("elementwise_attn_output_gate"))
     write_finetune_step(folder, classes[config["model_type"]], authors_elementwise)
+    write_generation(folder, classes[config["model_type"]], authors_elementwise)
+
+
+GENERATED = 64  # greedy tokens in generate.safetensors
+
+
+def write_generation(folder, cls, authors_elementwise=None):
+    """folder/generate.safetensors: transformers' greedy continuation of reference.safetensors'
+    input_ids (GENERATED tokens) and the logits [GENERATED, V] that chose each token, every one
+    from a full forward over the sequence so far. For transformers' own classes the tokens are
+    checked against model.generate (KV cache, greedy); the authors' module has no cache."""
+    ids = load_file(os.path.join(folder, "reference.safetensors"))["input_ids"]
+    model = reference_model(folder, cls, authors_elementwise).eval()
+    sequence, step_logits = ids, []
+    with torch.no_grad():
+        for _ in range(GENERATED):
+            logits = model(input_ids=sequence).logits[0, -1].float()
+            step_logits.append(logits)
+            sequence = torch.cat([sequence, logits.argmax().reshape(1, 1)], dim=1)
+        tokens = sequence[0, ids.shape[1]:]
+        if authors_elementwise is None:
+            out = model.generate(ids, max_new_tokens=GENERATED, min_new_tokens=GENERATED,
+                                 do_sample=False, num_beams=1, eos_token_id=None,
+                                 pad_token_id=0)
+            assert torch.equal(out[0, ids.shape[1]:], tokens), f"{folder}: generate differs"
+    save_file({"tokens": tokens.to(torch.int64), "logits": torch.stack(step_logits).contiguous()},
+              os.path.join(folder, "generate.safetensors"),
+              metadata={"transformers_version": transformers.__version__,
+                        "torch_version": torch.__version__})
+    print(f"{os.path.basename(folder)}: {GENERATED} greedy tokens")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", nargs="*", default=list(FIXTURES))
     parser.add_argument("--finetune-only", action="store_true",
-                        help="only rewrite the finetune/ reference of the existing fixtures")
+                        help="only rewrite the finetune/ and generate references of the existing fixtures")
     args = parser.parse_args()
     torch.manual_seed(0)
     os.makedirs(OUT, exist_ok=True)

@@ -185,6 +185,32 @@ INSTANTIATE_TEST_SUITE_P(
                       R"({"position": "sdpa", "kind": "head_rmsnorm"})"),
     [](const auto& param_info) { return "gate" + std::to_string(param_info.index); });
 
+// bf16 weights for inference: decode steps read the bf16 copy (the small-batch kernel), prefill
+// the fp32 buffer holding the same rounded values, so chunked decode still equals one full pass;
+// and the rounding is real: the logits move away from those of the fp32 weights.
+TEST(InferState, Bf16WeightsDecodeLikeTheFullForward) {
+  const ThreadScope threads(2);
+  Weights w(small());
+  w.init(11);
+  const int T = 40, V = w.config().vocab_size;
+  const Tokens t(1, T, V, 12);
+  std::vector<float> fp32(size_t(T) * V), full(size_t(T) * V), decoded(size_t(T) * V);
+  TrainState(w).forward(t.b, fp32.data());
+  w.round_to_bf16_for_inference();
+  ASSERT_NE(w.bf16_data(), nullptr);
+  TrainState(w).forward(t.b, full.data());
+  InferState infer(w, T, 8);
+  infer.forward(t.ids.data(), 8, decoded.data());
+  for (int p = 8; p < T; ++p) infer.forward(t.ids.data() + p, 1, decoded.data() + size_t(p) * V);
+  double worst = 0, moved = 0;
+  for (int p = 0; p < T; ++p) {
+    worst = std::max(worst, relative_l2(decoded.data() + size_t(p) * V, full.data() + size_t(p) * V, V));
+    moved = std::max(moved, relative_l2(full.data() + size_t(p) * V, fp32.data() + size_t(p) * V, V));
+  }
+  EXPECT_LT(worst, 1e-6);
+  EXPECT_GT(moved, 1e-4);
+}
+
 TEST(InferState, RejectsChunksBeyondItsContextOrSize) {
   Weights w(small());
   w.init(1);

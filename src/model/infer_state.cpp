@@ -44,15 +44,15 @@ void InferState::forward(const int32_t* ids, int count, float* logits) {
   run(ids, count);
   const Config& c = w_.config();
   if (logits)
-    linear_forward(logits, buffers_.final_out, w_.at(w_.layout().lm_head), count, c.hidden_size,
-                   c.vocab_size);
+    project(w_, w_.layout().lm_head, logits, buffers_.final_out, count, c.hidden_size,
+            c.vocab_size);
 }
 
 void InferState::forward_last(const int32_t* ids, int count, float* logits) {
   run(ids, count);
   const Config& c = w_.config();
-  linear_forward(logits, buffers_.final_out + int64_t(count - 1) * c.hidden_size,
-                 w_.at(w_.layout().lm_head), 1, c.hidden_size, c.vocab_size);
+  project(w_, w_.layout().lm_head, logits,
+          buffers_.final_out + int64_t(count - 1) * c.hidden_size, 1, c.hidden_size, c.vocab_size);
 }
 
 }  // namespace gattn

@@ -12,9 +12,18 @@
 #include "ops/matmul.h"
 #include "ops/mlp.h"
 #include "ops/rmsnorm.h"
+#include "ops/small_batch_linear.h"
 #include "util/error.h"
 
 namespace gattn {
+
+void project(const Weights& w, int64_t offset, float* out, const float* in, int rows, int in_dim,
+             int out_dim, int ld_out) {
+  if (const uint16_t* bf16 = w.bf16_data(); bf16 && rows <= kSmallBatchRows)
+    small_batch_linear(out, in, bf16 + offset, rows, in_dim, out_dim, false, ld_out);
+  else
+    linear_forward(out, in, w.at(offset), rows, in_dim, out_dim, false, ld_out);
+}
 
 const float* gate_scores_z(const Weights& w, int l, const LayerActivations& a, int* ld_z) {
   const Config& c = w.config();
@@ -194,8 +203,7 @@ void LayerForward::full_attention_block(const float* resid_in) {
   rmsnorm_forward(a_.ln1_out, a_.ln1_rstd, resid_in, w_.at(o_.input_norm), {N, 1, C, C, C, 0},
                   eps_);
   ops.next("q/k/v/gate projection");
-  linear_forward(a_.proj, a_.ln1_out, w_.at(o_.attn_proj), N, C, w_.layout().attn_proj_rows, false,
-                 P);
+  project(w_, o_.attn_proj, a_.proj, a_.ln1_out, N, C, w_.layout().attn_proj_rows, P);
   ops.next("q/k norm and rope (and a q/k gate)");
   a_.q = head_path(true);
   a_.k = head_path(false);
@@ -208,7 +216,7 @@ void LayerForward::full_attention_block(const float* resid_in) {
   ops.next("gate");
   const TensorRef o_in = gate_at(GateStage::attention_output, {a_.attn_out, qd});
   ops.next("o_proj");
-  linear_forward(a_.o_out, o_in.data, w_.at(o_.o_proj), N, qd, C);
+  project(w_, o_.o_proj, a_.o_out, o_in.data, N, qd, C);
   ops.next("gate");
   const TensorRef attn_raw = gate_at(GateStage::output_projection, {a_.o_out, C});
   ops.next("residual (and sandwich norm, clip)");
@@ -223,11 +231,11 @@ void LayerForward::dense_mlp_block(float* resid_out) {
   rmsnorm_forward(a_.ln2_out, a_.ln2_rstd, a_.resid_mid, w_.at(o_.post_attn_norm),
                   {N, 1, C, C, C, 0}, eps_);
   ops.next("mlp gate/up projection");
-  linear_forward(a_.gate_up, a_.ln2_out, w_.at(o_.mlp_gate_up), N, C, 2 * I);
+  project(w_, o_.mlp_gate_up, a_.gate_up, a_.ln2_out, N, C, 2 * I);
   ops.next("swiglu");
   swiglu_forward(a_.mlp_act, a_.gate_up, N, I);
   ops.next("mlp down projection");
-  linear_forward(a_.down_out, a_.mlp_act, w_.at(o_.mlp_down), N, I, C);
+  project(w_, o_.mlp_down, a_.down_out, a_.mlp_act, N, I, C);
   ops.next("residual (and sandwich norm, clip)");
   block_output(resid_out, a_.resid_mid, a_.down_out, o_.mlp_output_norm, a_.mlp_norm_rstd,
                a_.mlp_normed);

@@ -57,6 +57,12 @@ struct PassContext {
   int rows() const { return batch * seq_len; }
 };
 
+// out[rows, out_dim] = in[rows, in_dim] W^T for the weight matrix at `offset`: from the bf16 copy
+// for a decode step when the weights keep one (Weights::round_to_bf16_for_inference), else
+// linear_forward on the fp32 values. ld_out: out's row stride (0: out_dim).
+void project(const Weights& w, int64_t offset, float* out, const float* in, int rows, int in_dim,
+             int out_dim, int ld_out = 0);
+
 // Plans the buffers of layer l for `rows` tokens, and the backward pass's scratch.
 void plan_layer_activations(Arena& arena, const Weights& w, int l, int64_t rows,
                             LayerActivations& a);

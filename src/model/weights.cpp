@@ -1,9 +1,11 @@
 #include "model/weights.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "model/init.h"
+#include "ops/matmul.h"
 #include "util/error.h"
 
 namespace gattn {
@@ -65,6 +67,21 @@ std::vector<std::string> Weights::init_from(const Weights& source) {
   }
   if (new_gate && config_.gate.identity_init) double_output_projections();
   return fresh;
+}
+
+}  // namespace gattn
+
+namespace gattn {
+
+void Weights::round_to_bf16_for_inference() {
+  bf16_.resize(values_.size());
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < int64_t(values_.size()); ++i) {
+    values_[i] = round_to_bf16(values_[i]);
+    uint32_t bits;
+    std::memcpy(&bits, &values_[i], 4);
+    bf16_[i] = uint16_t(bits >> 16);
+  }
 }
 
 }  // namespace gattn

@@ -53,6 +53,13 @@ class Weights {
   // (with init "identity", o_proj is doubled when the gate is new). Returns the names not found.
   std::vector<std::string> init_from(const Weights& source);
 
+  // bf16 weights for inference: rounds every value to bfloat16 (nearest even) and keeps a bf16
+  // copy beside the fp32 buffer. Decode steps (at most kSmallBatchRows rows) then read the
+  // copy, half the bytes; prefill reads the fp32 buffer, which holds the same values, so both
+  // compute one function. Training never calls it.
+  void round_to_bf16_for_inference();
+  const uint16_t* bf16_data() const { return bf16_.empty() ? nullptr : bf16_.data(); }
+
  private:
   void double_output_projections();
 
@@ -62,6 +69,7 @@ class Weights {
   RopeTable<float> rope_;
   int projection_stride_;
   AlignedFloats values_;
+  std::vector<uint16_t, AlignedAllocator<uint16_t>> bf16_;  // empty unless rounded for inference
 };
 
 // One float per parameter in layout order: what a backward pass accumulates into.

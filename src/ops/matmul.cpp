@@ -8,6 +8,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "ops/small_batch_linear.h"
+
 namespace gattn {
 
 namespace {
@@ -69,6 +71,12 @@ void matmul(T* c, const T* a, const T* b, int m, int n, int k, bool trans_a, boo
 template <typename T>
 void linear_forward(T* out, const T* in, const T* w, int rows, int in_dim, int out_dim,
                     bool accumulate, int ld_out) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (rows <= kSmallBatchRows && !g_bf16.load(std::memory_order_relaxed)) {
+      small_batch_linear(out, in, w, rows, in_dim, out_dim, accumulate, ld_out);
+      return;
+    }
+  }
   matmul<T>(out, in, w, rows, out_dim, in_dim, false, true, 1, accumulate ? 1 : 0, 0, 0, ld_out);
 }
 

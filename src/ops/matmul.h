@@ -18,7 +18,8 @@ void matmul(T* c, const T* a, const T* b, int m, int n, int k, bool trans_a, boo
             T alpha = 1, T beta = 0, int lda = 0, int ldb = 0, int ldc = 0);
 
 // out[rows, out_dim] = in[rows, in_dim] w[out_dim, in_dim]^T (+ out if accumulate); out (and
-// d_out below) may have a row stride ld_out wider than out_dim (0: packed).
+// d_out below) may have a row stride ld_out wider than out_dim (0: packed). In fp32, at most
+// kSmallBatchRows rows (a decode step) go to small_batch_linear (ops/small_batch_linear.h).
 template <typename T>
 void linear_forward(T* out, const T* in, const T* w, int rows, int in_dim, int out_dim,
                     bool accumulate = false, int ld_out = 0);

@@ -1,0 +1,154 @@
+// Inference speed on a model of a given shape with random weights: prefill of a prompt and greedy
+// decode through the KV cache (InferState), next to what the machine allows in the same run —
+// the read bandwidth (decode reads every weight once per token) and the sgemm rate (prefill).
+//   gattn_bench_decode CONFIG [GATE_JSON] [PROMPT=512] [GENERATE=128] [THREADS=0: all] [ROUNDS=3]
+//                      [DTYPE=f32|bf16]
+// Prints one line per round and the medians.
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "io/checkpoint.h"
+#include "model/infer_state.h"
+#include "model/weights.h"
+#include "ops/matmul.h"
+#include "util/aligned.h"
+#include "util/error.h"
+#include "util/threads.h"
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Sum of n floats at p, read with four independent accumulators (one would be latency-bound).
+float sum_floats(const float* p, size_t n) {
+  float acc[4][8] = {};
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int a = 0; a < 4; ++a)
+#pragma omp simd
+      for (int j = 0; j < 8; ++j) acc[a][j] += p[i + 8 * a + j];
+  float sum = 0;
+  for (; i < n; ++i) sum += p[i];
+  for (int a = 0; a < 4; ++a)
+    for (int j = 0; j < 8; ++j) sum += acc[a][j];
+  return sum;
+}
+
+// Bytes per second of summing a buffer far larger than the caches, all threads (best of 5).
+double read_bandwidth() {
+  const size_t count = size_t(1) << 28;  // 1 GiB of floats
+  gattn::AlignedFloats buffer(count, 1.0f);
+  double best = 0;
+  for (int round = 0; round < 5; ++round) {
+    const auto start = Clock::now();
+    float sum = 0;
+#pragma omp parallel reduction(+ : sum)
+    {
+      const size_t t = omp_get_thread_num(), threads = omp_get_num_threads();
+      const size_t begin = count * t / threads, end = count * (t + 1) / threads;
+      sum += sum_floats(buffer.data() + begin, end - begin);
+    }
+    const double s = seconds_since(start);
+    if (sum != float(count) && sum < 0) std::printf("%g", sum);  // keep the loop
+    best = std::max(best, double(count) * 4 / s);
+  }
+  return best;
+}
+
+// FLOP/s of sgemm at a prefill shape (prompt x hidden times hidden x ffn), best of 5.
+double sgemm_rate(int m, int n, int k) {
+  std::vector<float> a(size_t(m) * k, 0.5f), b(size_t(n) * k, 0.25f), c(size_t(m) * n);
+  double best = 0;
+  for (int round = 0; round < 5; ++round) {
+    const auto start = Clock::now();
+    gattn::linear_forward(c.data(), a.data(), b.data(), m, k, n);
+    best = std::max(best, 2.0 * m * n * k / seconds_since(start));
+  }
+  return best;
+}
+
+int argmax(const std::vector<float>& logits) {
+  return int(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr,
+                 "usage: gattn_bench_decode CONFIG [GATE_JSON] [PROMPT] [GENERATE] [THREADS] "
+                 "[ROUNDS] [f32|bf16]\n");
+    return 2;
+  }
+  try {
+    const std::string gate = argc > 2 ? argv[2] : "";
+    const int prompt = argc > 3 ? std::stoi(argv[3]) : 512;
+    const int generate = argc > 4 ? std::stoi(argv[4]) : 128;
+    const int threads = argc > 5 ? std::stoi(argv[5]) : 0;
+    const int rounds = argc > 6 ? std::stoi(argv[6]) : 3;
+    const std::string dtype = argc > 7 ? argv[7] : "f32";
+    if (dtype != "f32" && dtype != "bf16") gattn::fail("DTYPE must be f32 or bf16, got ", dtype);
+    if (threads > 0) gattn::set_num_threads(threads);
+    const gattn::Config config = gattn::load_config(argv[1], gate);
+    gattn::Weights weights(config);
+    weights.init(1);
+    if (dtype == "bf16") weights.round_to_bf16_for_inference();
+    const double weight_bytes = double(weights.size()) * (dtype == "bf16" ? 2 : 4);
+    const double bandwidth = read_bandwidth();
+    const double peak = sgemm_rate(prompt, config.intermediate_size, config.hidden_size);
+
+    std::vector<int32_t> ids(prompt);
+    for (int i = 0; i < prompt; ++i) ids[i] = (i * 7919) % config.vocab_size;
+    std::vector<float> logits(config.vocab_size);
+    std::vector<double> prefill_s, decode_s;
+    gattn::InferState state(weights, prompt + generate, prompt);
+    for (int round = 0; round < rounds; ++round) {
+      state.reset();
+      auto start = Clock::now();
+      state.forward_last(ids.data(), prompt, logits.data());
+      prefill_s.push_back(seconds_since(start));
+      start = Clock::now();
+      for (int t = 0; t < generate; ++t) {
+        const int32_t next = argmax(logits);
+        state.forward_last(&next, 1, logits.data());
+      }
+      decode_s.push_back(seconds_since(start));
+      std::printf("round %d: prefill %.3f s (%.1f tok/s), decode %.3f s (%.2f tok/s)\n", round,
+                  prefill_s.back(), prompt / prefill_s.back(), decode_s.back(),
+                  generate / decode_s.back());
+    }
+    // Decode reads every weight once per token (the tied embedding as the LM head) and the
+    // cache's keys and values up to the position (mean over the generated tokens).
+    const double kv_bytes = 2.0 * config.num_hidden_layers * config.num_key_value_heads *
+                            config.head_dim * 4 * (prompt + generate / 2.0);
+    const double bound = bandwidth / (weight_bytes + kv_bytes);
+    const double decode_rate = generate / median(decode_s);
+    const double prefill_flops = 2.0 * double(weights.size()) * prompt;  // weights only
+    std::printf(
+        "threads %d, %.3f G parameters (%.2f GB %s), read bandwidth %.1f GB/s, sgemm %.1f "
+        "GFLOP/s\n",
+        gattn::num_threads(), weights.size() * 1e-9, weight_bytes * 1e-9, dtype.c_str(),
+        bandwidth * 1e-9,
+        peak * 1e-9);
+    std::printf("decode  %.2f tok/s = %.1f%% of the bandwidth bound %.2f tok/s\n", decode_rate,
+                100 * decode_rate / bound, bound);
+    std::printf("prefill %.1f tok/s, %.1f GFLOP/s (weights' FLOPs) = %.1f%% of sgemm\n",
+                prompt / median(prefill_s), prefill_flops / median(prefill_s) * 1e-9,
+                100 * prefill_flops / median(prefill_s) / peak);
+  } catch (const gattn::Error& e) {
+    std::fprintf(stderr, "gattn_bench_decode: error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,107 @@
+// The decode kernel (ops/small_batch_linear.h) against a float64 product, for fp32 and bf16
+// weights, every row count it takes, input widths with and without a SIMD tail, a wide output
+// stride and accumulation; and linear_forward's dispatch to it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "ops/matmul.h"
+#include "ops/small_batch_linear.h"
+#include "util/threads.h"
+
+namespace gattn {
+namespace {
+
+uint16_t to_bf16(float x) {  // truncation is enough: the reference reads the same bits
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return uint16_t(u >> 16);
+}
+float from_bf16(uint16_t b) {
+  const uint32_t u = uint32_t(b) << 16;
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+struct Case {
+  int rows, in_dim, out_dim;
+};
+
+class SmallBatchLinear : public ::testing::TestWithParam<Case> {};
+
+TEST_P(SmallBatchLinear, MatchesFloat64ForFp32AndBf16Weights) {
+  const auto [rows, in_dim, out_dim] = GetParam();
+  std::mt19937 rng(rows * 1000 + in_dim);
+  std::normal_distribution<float> normal;
+  std::vector<float> in(size_t(rows) * in_dim), w(size_t(out_dim) * in_dim);
+  for (float& x : in) x = normal(rng);
+  for (float& x : w) x = normal(rng);
+  std::vector<uint16_t> w_bf16(w.size());
+  for (size_t i = 0; i < w.size(); ++i) w_bf16[i] = to_bf16(w[i]);
+
+  const int ld_out = out_dim + 3;
+  for (int threads : {1, 2}) {
+    ThreadScope scope(threads);
+    for (bool bf16 : {false, true}) {
+      for (bool accumulate : {false, true}) {
+        std::vector<float> out(size_t(rows) * ld_out, 0.5f);
+        if (bf16)
+          small_batch_linear(out.data(), in.data(), w_bf16.data(), rows, in_dim, out_dim,
+                             accumulate, ld_out);
+        else
+          small_batch_linear(out.data(), in.data(), w.data(), rows, in_dim, out_dim, accumulate,
+                             ld_out);
+        for (int r = 0; r < rows; ++r)
+          for (int n = 0; n < ld_out; ++n) {
+            const float got = out[size_t(r) * ld_out + n];
+            if (n >= out_dim) {
+              ASSERT_EQ(got, 0.5f) << "wrote past out_dim at row " << r;
+              continue;
+            }
+            double ref = accumulate ? 0.5 : 0.0, scale = 0;
+            for (int k = 0; k < in_dim; ++k) {
+              const double wk = bf16 ? from_bf16(w_bf16[size_t(n) * in_dim + k])
+                                     : w[size_t(n) * in_dim + k];
+              ref += double(in[size_t(r) * in_dim + k]) * wk;
+              scale += std::fabs(double(in[size_t(r) * in_dim + k]) * wk);
+            }
+            ASSERT_NEAR(got, ref, 1e-6 * (scale + 1))
+                << "row " << r << " column " << n << (bf16 ? " bf16" : " fp32")
+                << (accumulate ? " accumulate" : "") << " threads " << threads;
+          }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, SmallBatchLinear,
+                         ::testing::Values(Case{1, 1, 1}, Case{1, 7, 5}, Case{2, 31, 9},
+                                           Case{3, 32, 17}, Case{1, 33, 64},
+                                           Case{4, 100, 300}, Case{8, 1029, 70},
+                                           Case{1, 1024, 1030}, Case{5, 64, 2048}),
+                         [](const auto& test) {
+                           return std::to_string(test.param.rows) + "x" +
+                                  std::to_string(test.param.in_dim) + "to" +
+                                  std::to_string(test.param.out_dim);
+                         });
+
+// linear_forward sends decode-sized batches to the kernel and larger ones to sgemm: both agree.
+TEST(SmallBatchLinear, LinearForwardAgreesAcrossTheDispatchBoundary) {
+  const int in_dim = 96, out_dim = 80, rows = kSmallBatchRows + 1;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  std::vector<float> in(size_t(rows) * in_dim), w(size_t(out_dim) * in_dim);
+  for (float& x : in) x = normal(rng);
+  for (float& x : w) x = normal(rng);
+  std::vector<float> all(size_t(rows) * out_dim), few(size_t(rows - 1) * out_dim);
+  linear_forward(all.data(), in.data(), w.data(), rows, in_dim, out_dim);       // sgemm
+  linear_forward(few.data(), in.data(), w.data(), rows - 1, in_dim, out_dim);   // the kernel
+  for (size_t i = 0; i < few.size(); ++i) EXPECT_NEAR(few[i], all[i], 1e-4) << i;
+}
+
+}  // namespace
+}  // namespace gattn

@@ -1,7 +1,7 @@
-// Inference speed on a model of a given shape with random weights: prefill of a prompt and greedy
+// Inference speed of a model folder, or of a config's shape with random weights: prefill of a prompt and greedy
 // decode through the KV cache (InferState), next to what the machine allows in the same run —
 // the read bandwidth (decode reads every weight once per token) and the sgemm rate (prefill).
-//   gattn_bench_decode CONFIG [GATE_JSON] [PROMPT=512] [GENERATE=128] [THREADS=0: all] [ROUNDS=3]
+//   gattn_bench_decode CONFIG|FOLDER [GATE_JSON] [PROMPT=512] [GENERATE=128] [THREADS=0: all] [ROUNDS=3]
 //                      [DTYPE=f32|bf16]
 // Prints one line per round and the medians.
 #include <omp.h>
@@ -9,10 +9,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "io/checkpoint.h"
+#include "io/hf_weights.h"
 #include "model/infer_state.h"
 #include "model/weights.h"
 #include "ops/matmul.h"
@@ -101,9 +104,16 @@ int main(int argc, char** argv) {
     const std::string dtype = argc > 7 ? argv[7] : "f32";
     if (dtype != "f32" && dtype != "bf16") gattn::fail("DTYPE must be f32 or bf16, got ", dtype);
     if (threads > 0) gattn::set_num_threads(threads);
-    const gattn::Config config = gattn::load_config(argv[1], gate);
-    gattn::Weights weights(config);
-    weights.init(1);
+    // A model folder (gattn or Hugging Face) is loaded; a config JSON gets random weights.
+    std::unique_ptr<gattn::Weights> model;
+    if (std::filesystem::is_directory(argv[1])) {
+      model = gattn::load_any_model(argv[1]);
+    } else {
+      model = std::make_unique<gattn::Weights>(gattn::load_config(argv[1], gate));
+      model->init(1);
+    }
+    gattn::Weights& weights = *model;
+    const gattn::Config& config = weights.config();
     if (dtype == "bf16") weights.round_to_bf16_for_inference();
     const double weight_bytes = double(weights.size()) * (dtype == "bf16" ? 2 : 4);
     const double bandwidth = read_bandwidth();

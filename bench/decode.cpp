@@ -147,9 +147,10 @@ int main(int argc, char** argv) {
     const double decode_rate = generate / median(decode_s);
     const double prefill_flops = 2.0 * double(weights.size()) * prompt;  // weights only
     std::printf(
-        "threads %d, %.3f G parameters (%.2f GB %s), read bandwidth %.1f GB/s, sgemm %.1f "
+        "threads %d, %lld parameters (%.2f GB %s), read bandwidth %.1f GB/s, sgemm %.1f "
         "GFLOP/s\n",
-        gattn::num_threads(), weights.size() * 1e-9, weight_bytes * 1e-9, dtype.c_str(),
+        gattn::num_threads(), static_cast<long long>(weights.size()), weight_bytes * 1e-9,
+        dtype.c_str(),
         bandwidth * 1e-9,
         peak * 1e-9);
     std::printf("decode  %.2f tok/s = %.1f%% of the bandwidth bound %.2f tok/s\n", decode_rate,

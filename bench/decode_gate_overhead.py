@@ -1,0 +1,67 @@
+"""What a gate costs at decode time: build/gattn_bench_decode on one model shape with no gate, G1
+elementwise and G1 headwise, rounds alternated (the machine is shared and noisy), medians. The
+overhead is set beside the gate's share of the bytes a decode step reads (its weights).
+
+usage: python3 bench/decode_gate_overhead.py [--config configs/bench/qwen3_0.6b.json]
+           [--prompt 512] [--generate 128] [--threads 1] [--rounds 3] [--dtype f32|bf16]
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GATES = {"none": '{"position": "none"}',
+         "G1 elementwise": '{"position": "sdpa"}',
+         "G1 headwise": '{"position": "sdpa", "granularity": "headwise"}'}
+
+
+def run(args, gate):
+    out = subprocess.run([args.gattn, args.config, gate, str(args.prompt), str(args.generate),
+                          str(args.threads), "1", args.dtype],
+                         check=True, capture_output=True, text=True).stdout
+    line = next(l for l in out.splitlines() if l.startswith("round 0"))
+    decode = args.generate / float(re.search(r"decode ([0-9.]+) s", line).group(1))
+    prefill = args.prompt / float(re.search(r"prefill ([0-9.]+) s", line).group(1))
+    params = int(re.search(r"([0-9]+) parameters", out).group(1))
+    return prefill, decode, params
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--config", default=os.path.join(ROOT, "configs/bench/qwen3_0.6b.json"))
+    p.add_argument("--gattn", default=os.path.join(ROOT, "build/gattn_bench_decode"))
+    p.add_argument("--prompt", type=int, default=512)
+    p.add_argument("--generate", type=int, default=128)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
+    args = p.parse_args()
+    results = {name: [] for name in GATES}
+    params = {}
+    for r in range(args.rounds):
+        names = list(GATES) if r % 2 == 0 else list(reversed(GATES))
+        for name in names:
+            prefill, decode, params[name] = run(args, GATES[name])
+            results[name].append((prefill, decode))
+            print(f"round {r} {name:15s} prefill {prefill:7.1f} tok/s  decode {decode:6.2f} tok/s",
+                  flush=True)
+    print(f"\nmedians over {args.rounds} alternated rounds, {args.threads} thread(s), {args.dtype} "
+          f"weights, prompt {args.prompt}, generate {args.generate}")
+    print("| gate | parameters (M) | bytes share | decode tok/s | decode overhead | "
+          "prefill tok/s | prefill overhead |")
+    print("|---|---|---|---|---|---|---|")
+    base_prefill = statistics.median(x[0] for x in results["none"])
+    base_decode = statistics.median(x[1] for x in results["none"])
+    for name, values in results.items():
+        prefill = statistics.median(x[0] for x in values)
+        decode = statistics.median(x[1] for x in values)
+        share = params[name] / params["none"] - 1
+        print(f"| {name} | {params[name] / 1e6:.2f} | {100 * share:+.1f}% | {decode:.2f} | "
+              f"{100 * (base_decode / decode - 1):+.1f}% | {prefill:.1f} | "
+              f"{100 * (base_prefill / prefill - 1):+.1f}% |")
+
+
+if __name__ == "__main__":
+    main()

@@ -6,6 +6,7 @@
 
 #include "model/batched_infer_state.h"
 #include "util/error.h"
+#include "util/threads.h"
 
 namespace gattn {
 
@@ -94,7 +95,11 @@ Scheduler::Scheduler(const Weights& weights, const Tokenizer& tokenizer,
     slots_.push_back(std::make_unique<Slot>());
     slots_.back()->index = i;
   }
-  thread_ = std::thread([this] { loop(); });
+  // OpenMP's thread count is per thread: the scheduler's passes use the creator's.
+  thread_ = std::thread([this, threads = num_threads()] {
+    set_num_threads(threads);
+    loop();
+  });
 }
 
 Scheduler::~Scheduler() {

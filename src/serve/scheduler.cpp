@@ -138,15 +138,35 @@ int Scheduler::busy_slots() const {
       std::count_if(slots_.begin(), slots_.end(), [](auto& s) { return s->job != nullptr; }));
 }
 
+JobOutcome Scheduler::timeout_outcome() const {
+  return {.error_status = 408,
+          .error = cat("the request exceeded the server's time limit of ", o_.timeout_s, " s")};
+}
+
+JobOutcome Scheduler::cancelled_outcome() {
+  return {.error_status = 499, .error = "the client closed the connection"};
+}
+
 bool Scheduler::admit() {
   std::unique_lock lock(m_);
   cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || busy_slots() > 0; });
   if (stopping_) return false;
+  const auto now = SteadyClock::now();
   for (auto& slot : slots_) {
-    if (slot->job || queue_.empty()) continue;
-    slot->job = std::move(queue_.front());
-    queue_.pop_front();
-    slot->ids.assign(slot->job->spec().prompt.begin(), slot->job->spec().prompt.end());
+    while (!slot->job && !queue_.empty()) {
+      std::shared_ptr<Job> job = std::move(queue_.front());
+      queue_.pop_front();
+      if (job->cancelled()) {  // its client left while it waited
+        job->finish(cancelled_outcome());
+        ++stats_.cancelled;
+      } else if (now > job->deadline()) {
+        job->finish(timeout_outcome());
+        ++stats_.timed_out;
+      } else {
+        slot->job = std::move(job);
+        slot->ids.assign(slot->job->spec().prompt.begin(), slot->job->spec().prompt.end());
+      }
+    }
   }
   stats_.queued = int(queue_.size());
   stats_.active = busy_slots();
@@ -236,7 +256,7 @@ void Scheduler::retire() {
       job.finish(*slot->failure);
       counter = &SchedulerStats::failed;
     } else if (job.cancelled()) {
-      job.finish({.error_status = 499, .error = "the client closed the connection"});
+      job.finish(cancelled_outcome());
       counter = &SchedulerStats::cancelled;
     } else if (done) {
       const Continuation& c = *slot->continuation;
@@ -247,9 +267,7 @@ void Scheduler::retire() {
                   .logprobs = std::move(slot->logprobs)});
       counter = &SchedulerStats::completed;
     } else if (now > job.deadline()) {
-      job.finish(
-          {.error_status = 408,
-           .error = cat("the request exceeded the server's time limit of ", o_.timeout_s, " s")});
+      job.finish(timeout_outcome());
       counter = &SchedulerStats::timed_out;
     }
     if (!counter) continue;

@@ -103,7 +103,9 @@ class Scheduler {
   struct Slot;
   void loop();
   int busy_slots() const;  // on the scheduler thread
-  bool admit();            // moves queued jobs into free slots; false when stopping
+  JobOutcome timeout_outcome() const;
+  static JobOutcome cancelled_outcome();
+  bool admit();  // moves queued jobs into free slots; false when stopping
   void prefill(Slot& slot);
   void decode_step();
   void retire();

@@ -182,6 +182,10 @@ TEST_F(CliErrors, CountFlagsMustBePositive) {
                     "--max-shard-bytes: must be a positive integer, got 0");
   EXPECT_FAILS_WITH(gattn("passkey --checkpoint " + model_ + " --tokenizer t.json --lengths 64 -5"),
                     "--lengths: must be a positive integer, got -5");
+  EXPECT_FAILS_WITH(gattn("serve --checkpoint " + model_ + " --port 70000"),
+                    "--port: must be an integer from 0 to 65535, got 70000");
+  EXPECT_FAILS_WITH(gattn("serve --checkpoint " + model_ + " --timeout-s 0"),
+                    "--timeout-s: must be a positive number, got 0");
 }
 
 // Under a 2 GiB address-space limit, 32 OpenBLAS threads looped forever failing to map buffers;

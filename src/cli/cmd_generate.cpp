@@ -1,6 +1,5 @@
 // gattn generate: text from a checkpoint, streamed to stdout as it is produced.
 #include <cstdio>
-#include <filesystem>
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
@@ -20,13 +19,6 @@ struct GenerateFlags {
   GenerateOptions options;
 };
 
-// --tokenizer, else the checkpoint folder's tokenizer.json.
-Tokenizer load_tokenizer(const std::string& flag, const std::string& folder) {
-  if (!flag.empty()) return Tokenizer::load(flag);
-  const std::string beside = folder + "/tokenizer.json";
-  if (std::filesystem::exists(beside)) return Tokenizer::load(beside);
-  fail(folder, ": no tokenizer.json in the checkpoint folder; pass --tokenizer");
-}
 }  // namespace
 
 void add_generate_command(CLI::App& app) {
@@ -65,7 +57,7 @@ void add_generate_command(CLI::App& app) {
     std::string folder;
     const auto weights = load_checkpoint_model(f.checkpoint, folder);
     if (f.weights_dtype == "bf16") weights->round_to_bf16_for_inference();
-    const Tokenizer tokenizer = load_tokenizer(f.tokenizer, folder);
+    const Tokenizer tokenizer = load_model_tokenizer(f.tokenizer, folder);
     std::string text = f.prompt_file.empty() ? f.prompt : read_text_file(f.prompt_file);
     GenerateOptions options = f.options;
     options.end_tokens = {tokenizer.end_of_text_id()};

@@ -37,6 +37,13 @@ std::unique_ptr<Weights> load_checkpoint_model(const std::string& path, std::str
   return load_any_model(folder);
 }
 
+Tokenizer load_model_tokenizer(const std::string& flag, const std::string& folder) {
+  if (!flag.empty()) return Tokenizer::load(flag);
+  const std::string beside = folder + "/tokenizer.json";
+  if (fs::exists(beside)) return Tokenizer::load(beside);
+  fail(folder, ": no tokenizer.json in the checkpoint folder; pass --tokenizer");
+}
+
 std::unique_ptr<Weights> with_context(std::unique_ptr<Weights> weights, int positions,
                                       const std::string& rope_scaling_json) {
   Config c = weights->config();

@@ -7,12 +7,16 @@
 
 #include "io/token_shard.h"
 #include "model/weights.h"
+#include "tokenizer/tokenizer.h"
 
 namespace gattn {
 
 // `path` is a checkpoint folder, a run folder (its newest checkpoint) or a Hugging Face model
 // folder (docs/INTEROP.md). Sets `folder` to the one read.
 std::unique_ptr<Weights> load_checkpoint_model(const std::string& path, std::string& folder);
+
+// The tokenizer `flag` names, else the tokenizer.json in the model's folder.
+Tokenizer load_model_tokenizer(const std::string& flag, const std::string& folder);
 
 // The same weights with a context of at least `positions` and, when rope_scaling_json is not
 // empty, that RoPE scaling (an HF `rope_scaling` object): evaluation beyond the trained length.

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   gattn::add_generate_command(app);
   gattn::add_compare_command(app);
   gattn::add_export_command(app);
+  gattn::add_serve_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ValidationError& e) {  // a bad flag value: said like any other bad input

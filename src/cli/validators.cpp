@@ -1,6 +1,8 @@
 #include "cli/validators.h"
 
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <string>
 
@@ -33,6 +35,18 @@ CLI::Validator integer_in_range(int64_t lowest, int64_t highest) {
   return integer_between(lowest, highest,
                          "an integer from " + std::to_string(lowest) + " to " +
                              std::to_string(highest));
+}
+
+CLI::Validator positive_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !std::isfinite(value) || value <= 0)
+          return "must be a positive number, got " + text;
+        return "";
+      },
+      "NUMBER");
 }
 
 CLI::Option* add_threads_option(CLI::App* cmd, int& threads, const char* description) {

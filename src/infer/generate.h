@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "infer/continuation.h"
 #include "infer/sampler.h"
 #include "model/weights.h"
 #include "tokenizer/tokenizer.h"
@@ -16,9 +17,9 @@ namespace gattn {
 struct GenerateOptions {
   int max_tokens = 128;
   SamplingOptions sampling = {};
-  std::vector<std::string> stop = {}; // generation ends before the first of these strings
-  std::vector<uint32_t> end_tokens = {}; // generation ends after one of these ids (not printed)
-  int prefill_chunk = 256;           // prompt tokens per forward pass
+  std::vector<std::string> stop = {};     // generation ends before the first of these strings
+  std::vector<uint32_t> end_tokens = {};  // generation ends after one of these ids (not printed)
+  int prefill_chunk = 256;                // prompt tokens per forward pass
 };
 
 struct GenerateResult {
@@ -28,6 +29,17 @@ struct GenerateResult {
   int prompt_tokens = 0;
   double prefill_seconds = 0, decode_seconds = 0;
 };
+
+struct ChatMessage {
+  std::string role;  // system, user or assistant
+  std::string content;
+};
+
+// An error if the tokenizer lacks <|im_start|> or <|im_end|>.
+void check_chatml_tokens(const Tokenizer& tokenizer);
+// The ChatML prompt of Qwen models for a conversation, ending where the assistant's reply
+// starts: <|im_start|>role\ncontent<|im_end|>\n per message, then <|im_start|>assistant\n.
+std::string chatml_messages(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages);
 
 // The ChatML prompt of Qwen models for one user message (with an optional system message),
 // ending where the assistant's reply starts. An error if the tokenizer lacks <|im_start|> or

@@ -47,6 +47,19 @@ void plan_pass_buffers(Arena& arena, const Weights& w, int64_t N, PassBuffers& b
   arena.plan(&b.final_out, N * c.hidden_size, "final norm output");
 }
 
+void allocate_kv_cache(KvCache& cache, const Config& c, int sequences, int capacity) {
+  cache.capacity = capacity;
+  cache.sequences = sequences;
+  cache.keys.assign(c.num_hidden_layers, nullptr);
+  cache.values.assign(c.num_hidden_layers, nullptr);
+  const int64_t floats = int64_t(sequences) * capacity * c.kv_dim();
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    cache.storage.plan(&cache.keys[l], floats, "kv cache keys");
+    cache.storage.plan(&cache.values[l], floats, "kv cache values");
+  }
+  cache.storage.allocate();
+}
+
 void plan_backward_scratch(Arena& arena, const Weights& w, int64_t N, BackwardScratch& s) {
   const Config& c = w.config();
   const int64_t C = c.hidden_size, qd = c.q_dim(), kvd = c.kv_dim(), I = c.intermediate_size;

@@ -12,15 +12,7 @@ InferState::InferState(const Weights& weights, int context, int max_chunk)
     fail("inference context ", context,
          " is outside [1, max_position_embeddings = ", c.max_position_embeddings, "]");
   if (max_chunk < 1) fail("inference chunk must hold at least one token, got ", max_chunk);
-  cache_.capacity = context;
-  cache_.keys.assign(c.num_hidden_layers, nullptr);
-  cache_.values.assign(c.num_hidden_layers, nullptr);
-  const int64_t floats = int64_t(context) * c.kv_dim();
-  for (int l = 0; l < c.num_hidden_layers; ++l) {
-    cache_.storage.plan(&cache_.keys[l], floats, "kv cache keys");
-    cache_.storage.plan(&cache_.values[l], floats, "kv cache values");
-  }
-  cache_.storage.allocate();
+  allocate_kv_cache(cache_, c, 1, context);
   plan_pass_buffers(acts_, w_, max_chunk, buffers_);
   acts_.allocate();
 }

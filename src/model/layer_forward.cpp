@@ -90,7 +90,7 @@ class LayerForward {
   void dense_mlp_block(float* resid_out);
   TensorRef gate_at(GateStage here, TensorRef x);
   TensorRef head_path(bool is_query);
-  AttentionShape attention_inputs(TensorRef q, TensorRef& k, TensorRef& v);
+  void cached_attention(TensorRef q, TensorRef k, TensorRef v);
   void block_output(float* resid_out, const float* resid_in, const float* raw, int64_t norm_weight,
                     float* rstd, float* normed);
 
@@ -152,36 +152,41 @@ TensorRef LayerForward::head_path(bool is_query) {
   return gate_at(is_query ? GateStage::query_rotated : GateStage::key_rotated, {rot, dim});
 }
 
-// Without a cache each sequence attends to its own rows. With one, the pass's keys and values
-// are appended to the cache at their positions and attention reads every cached position.
-AttentionShape LayerForward::attention_inputs(TensorRef q, TensorRef& k, TensorRef& v) {
+// Each sequence of the pass appends its keys and values to its cache sequence at its rows'
+// positions, then attends to every cached position up to them.
+void LayerForward::cached_attention(TensorRef q, TensorRef k, TensorRef v) {
   const int H = c_.num_attention_heads, K = c_.num_key_value_heads, d = c_.head_dim;
-  const int kvd = c_.kv_dim();
-  if (!pass_.cache)
-    return self_attention_shape(pass_.batch, pass_.seq_len, H, K, d, q.ld, k.ld, v.ld, c_.q_dim());
+  const int kvd = c_.kv_dim(), T = pass_.seq_len;
   KvCache& cache = *pass_.cache;
-  const int pos0 = pass_.positions[0];
-  for (int b = 0; b < pass_.batch; ++b)
-    for (int t = 0; t < pass_.seq_len; ++t) {
-      const int64_t row = int64_t(b) * pass_.seq_len + t;
-      const int64_t slot = int64_t(b) * cache.capacity + pos0 + t;
+  for (int b = 0; b < pass_.batch; ++b) {
+    const int s = pass_.cache_sequences ? pass_.cache_sequences[b] : b;
+    if (s < 0 || s >= cache.sequences) fail("kv cache: sequence ", s, " is not in the cache");
+    const int64_t row0 = int64_t(b) * T, base = int64_t(s) * cache.capacity;
+    const int pos0 = pass_.positions[row0];
+    if (pos0 < 0 || pos0 + T > cache.capacity)
+      fail("kv cache: positions ", pos0, "..", pos0 + T - 1, " exceed its capacity ",
+           cache.capacity);
+    for (int t = 0; t < T; ++t) {
+      const int64_t row = row0 + t, slot = base + pass_.positions[row];
       std::memcpy(cache.keys[l_] + slot * kvd, k.data + row * k.ld, sizeof(float) * kvd);
       std::memcpy(cache.values[l_] + slot * kvd, v.data + row * v.ld, sizeof(float) * kvd);
     }
-  k = {cache.keys[l_], kvd};
-  v = {cache.values[l_], kvd};
-  return {.batch = pass_.batch,
-          .q_len = pass_.seq_len,
-          .kv_len = pos0 + pass_.seq_len,
-          .q_offset = pos0,
-          .kv_stride = cache.capacity,
-          .q_heads = H,
-          .kv_heads = K,
-          .head_dim = d,
-          .ld_q = q.ld,
-          .ld_k = kvd,
-          .ld_v = kvd,
-          .ld_out = c_.q_dim()};
+    const AttentionShape shape{.batch = 1,
+                               .q_len = T,
+                               .kv_len = pos0 + T,
+                               .q_offset = pos0,
+                               .kv_stride = cache.capacity,
+                               .q_heads = H,
+                               .kv_heads = K,
+                               .head_dim = d,
+                               .ld_q = q.ld,
+                               .ld_k = kvd,
+                               .ld_v = kvd,
+                               .ld_out = c_.q_dim()};
+    attention_forward(a_.attn_out + row0 * shape.ld_out, a_.attn_lse + row0 * H,
+                      q.data + row0 * q.ld, cache.keys[l_] + base * kvd,
+                      cache.values[l_] + base * kvd, shape);
+  }
 }
 
 void LayerForward::block_output(float* resid_out, const float* resid_in, const float* raw,
@@ -210,9 +215,14 @@ void LayerForward::full_attention_block(const float* resid_in) {
   ops.next("gate");
   a_.v = gate_at(GateStage::value_projection, {a_.proj + qd + kvd, P});
   ops.next("attention");
-  TensorRef k = a_.k, v = a_.v;
-  const AttentionShape shape = attention_inputs(a_.q, k, v);
-  attention_forward(a_.attn_out, a_.attn_lse, a_.q.data, k.data, v.data, shape);
+  if (pass_.cache) {
+    cached_attention(a_.q, a_.k, a_.v);
+  } else {
+    const AttentionShape shape =
+        self_attention_shape(pass_.batch, pass_.seq_len, c_.num_attention_heads,
+                             c_.num_key_value_heads, c_.head_dim, a_.q.ld, a_.k.ld, a_.v.ld, qd);
+    attention_forward(a_.attn_out, a_.attn_lse, a_.q.data, a_.k.data, a_.v.data, shape);
+  }
   ops.next("gate");
   const TensorRef o_in = gate_at(GateStage::attention_output, {a_.attn_out, qd});
   ops.next("o_proj");

@@ -37,13 +37,16 @@ struct BackwardScratch {
   float *d_ln, *d_gate_up, *d_mlp_act;
 };
 
-// Keys and values of every layer for the positions a sequence has seen, GQA-compact (K heads):
-// a chunk's forward pass appends its own and attends to all of them.
+// Keys and values of every layer for the positions some sequences have seen, GQA-compact (K
+// heads): a chunk's forward pass appends its own and attends to all of them.
 struct KvCache {
-  int capacity = 0;                  // positions
-  std::vector<float*> keys, values;  // per layer [capacity, K * head_dim]
+  int capacity = 0;                  // positions per sequence
+  int sequences = 1;                 // sequences held: sequence s owns rows s * capacity ..
+  std::vector<float*> keys, values;  // per layer [sequences * capacity, K * head_dim]
   Arena storage;
 };
+// Plans (and allocates) a cache of `sequences` x `capacity` positions for every layer.
+void allocate_kv_cache(KvCache& cache, const Config& c, int sequences, int capacity);
 
 struct PassContext {
   const Weights& weights;
@@ -51,6 +54,9 @@ struct PassContext {
   int seq_len;               // rows per sequence: row r = b * seq_len + t
   const int32_t* positions;  // [rows] each row's position (RoPE, and the cache slot)
   KvCache* cache = nullptr;  // null: each sequence attends to its own rows from position 0
+  // With a cache: the cache sequence of each of the pass's sequences (null: sequence b uses b).
+  // Sequence b's rows sit at positions[b * seq_len] .. and attend to its cache up to them.
+  const int* cache_sequences = nullptr;
   const Interventions* interventions = nullptr;  // forward passes of analysis only
   OpProfile* profile = nullptr;
 

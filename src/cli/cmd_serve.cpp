@@ -1,0 +1,121 @@
+// gattn serve: an OpenAI-compatible HTTP server for a checkpoint (docs/INFERENCE.md, Server).
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/inputs.h"
+#include "cli/validators.h"
+#include "serve/http_server.h"
+#include "util/error.h"
+#include "util/threads.h"
+
+namespace gattn {
+
+namespace {
+struct ServeFlags {
+  std::string checkpoint, tokenizer, host = "127.0.0.1", model_name, weights_dtype = "f32";
+  int port = 8080, threads = 0, context = 0;
+  ServeOptions options;
+};
+
+sigset_t stop_signals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  return signals;
+}
+
+// Stops the server on SIGINT or SIGTERM: the signals are blocked in every thread (from the
+// start, before any thread exists) and awaited by this one, so the stop runs in an ordinary
+// thread, not in a signal handler.
+class SignalStop {
+ public:
+  explicit SignalStop(HttpServer& server) : signals_(stop_signals()) {
+    thread_ = std::thread([this, &server] {
+      const timespec poll{.tv_sec = 0, .tv_nsec = 200'000'000};
+      while (!done_)
+        if (sigtimedwait(&signals_, nullptr, &poll) > 0) {
+          std::fprintf(stderr, "gattn serve: stopping\n");
+          server.stop();
+          return;
+        }
+    });
+  }
+  ~SignalStop() {
+    done_ = true;
+    thread_.join();
+  }
+
+ private:
+  sigset_t signals_;
+  std::atomic<bool> done_ = false;
+  std::thread thread_;
+};
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("serve", "An OpenAI-compatible HTTP server for a checkpoint");
+  static ServeFlags f;
+  ServeOptions& o = f.options;
+  cmd->add_option("--checkpoint", f.checkpoint,
+                  "checkpoint folder, run folder (its newest) or Hugging Face model folder")
+      ->required();
+  cmd->add_option("--tokenizer", f.tokenizer, "tokenizer.json (default: the checkpoint's)");
+  cmd->add_option("--host", f.host, "address to listen on")->capture_default_str();
+  cmd->add_option("--port", f.port, "port (0: any free port)")
+      ->capture_default_str()
+      ->check(integer_in_range(0, 65535));
+  cmd->add_option("--parallel", o.parallel, "requests decoded at once (one batch)")
+      ->capture_default_str()
+      ->check(integer_in_range(1, 256));
+  cmd->add_option("--context", f.context,
+                  "positions per request, prompt + max_tokens (default: the model's, at most "
+                  "4096)");
+  cmd->add_option("--max-body-bytes", o.max_body_bytes, "larger request bodies get 413")
+      ->capture_default_str()
+      ->check(integer_in_range(1, int64_t(1) << 32));
+  cmd->add_option("--timeout-s", o.timeout_s, "a request's time limit in seconds (then 408)")
+      ->capture_default_str()
+      ->check(positive_number());
+  cmd->add_option("--model-name", f.model_name,
+                  "the model's id in responses (default: the "
+                  "checkpoint folder's name)");
+  cmd->add_option("--weights-dtype", f.weights_dtype,
+                  "f32, or bf16: weights rounded to bfloat16, decode reads half the bytes")
+      ->check(CLI::IsMember({"f32", "bf16"}))
+      ->capture_default_str();
+  add_threads_option(cmd, f.threads, "threads (default: all cores)");
+  cmd->callback([] {
+    const sigset_t blocked = stop_signals();
+    pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
+    if (f.threads > 0) set_num_threads(f.threads);
+    std::string folder;
+    const auto weights = load_checkpoint_model(f.checkpoint, folder);
+    if (f.weights_dtype == "bf16") weights->round_to_bf16_for_inference();
+    const Tokenizer tokenizer = load_model_tokenizer(f.tokenizer, folder);
+    ServeOptions options = f.options;
+    const int trained = weights->config().max_position_embeddings;
+    if (f.context < 0 || f.context > trained)
+      fail("--context ", f.context, " is outside [1, max_position_embeddings = ", trained, "]");
+    options.context = f.context > 0 ? f.context : std::min(trained, 4096);
+    const std::filesystem::path path = std::filesystem::path(folder).lexically_normal();
+    options.model_name = !f.model_name.empty() ? f.model_name
+                         : path.has_filename() ? path.filename().string()
+                                               : path.parent_path().filename().string();
+    if (options.model_name.empty()) options.model_name = "gattn";
+    HttpServer server(*weights, tokenizer, options);
+    const int port = server.bind(f.host, f.port);
+    SignalStop signals(server);
+    std::fprintf(
+        stderr, "gattn serve: listening on http://%s:%d (model %s, %d parallel, context %d)\n",
+        f.host.c_str(), port, options.model_name.c_str(), options.parallel, options.context);
+    server.run();
+  });
+}
+
+}  // namespace gattn

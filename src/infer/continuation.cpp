@@ -1,0 +1,79 @@
+#include "infer/continuation.h"
+
+#include <algorithm>
+
+namespace gattn {
+
+namespace {
+// Bytes of `text` up to the last whole UTF-8 character.
+size_t whole_characters(std::string_view text) {
+  size_t end = text.size();
+  for (size_t back = 1; back <= std::min<size_t>(3, text.size()); ++back) {
+    const unsigned char c = text[text.size() - back];
+    if ((c & 0xC0) != 0x80) {  // the lead byte of the last character
+      const size_t length = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : 4;
+      if (length > back) end = text.size() - back;
+      break;
+    }
+  }
+  return end;
+}
+}  // namespace
+
+bool TextStream::update(std::string& text) {
+  size_t cut = std::string::npos;
+  for (const std::string& s : stop_) cut = std::min(cut, text.find(s));
+  const bool stopped = cut != std::string::npos;
+  if (stopped) text.resize(cut);
+  size_t ready = whole_characters(text);
+  if (!stopped) ready = ready > holdback_ ? std::min(ready, text.size() - holdback_) : 0;
+  ready = whole_characters(std::string_view(text).substr(0, ready));
+  if (ready > emitted_ && out_) out_(std::string_view(text).substr(emitted_, ready - emitted_));
+  emitted_ = std::max(emitted_, ready);
+  return stopped;
+}
+
+void TextStream::finish(const std::string& text) {
+  if (text.size() > emitted_ && out_) out_(std::string_view(text).substr(emitted_));
+  emitted_ = text.size();
+}
+
+Continuation::Continuation(const Tokenizer& tokenizer, std::span<const uint32_t> prompt,
+                           const ContinuationOptions& options,
+                           std::function<void(std::string_view)> on_text)
+    : tokenizer_(tokenizer),
+      o_(options),
+      sampler_(options.sampling),
+      history_(prompt.begin(), prompt.end()),
+      stream_(options.stop, std::move(on_text)) {
+  if (o_.max_tokens < 1) end("length");
+}
+
+void Continuation::end(std::string reason) {
+  if (done()) return;
+  finish_reason_ = std::move(reason);
+  stream_.finish(text_);
+}
+
+bool Continuation::next(std::span<float> logits) {
+  if (done()) return false;
+  const uint32_t token = sampler_.next(logits, history_);
+  tokens_.push_back(token);
+  history_.push_back(token);
+  if (std::find(o_.end_tokens.begin(), o_.end_tokens.end(), token) != o_.end_tokens.end()) {
+    end("stop");
+    return false;
+  }
+  text_ = tokenizer_.decode(std::span(tokens_));
+  if (stream_.update(text_)) {
+    end("stop");
+    return false;
+  }
+  if (int(tokens_.size()) >= o_.max_tokens) {
+    end("length");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace gattn

@@ -1,0 +1,68 @@
+// What one generating sequence does with each step's logits: samples the next token, ends at
+// max_tokens, an end token or a stop string, and streams its text in whole UTF-8 characters,
+// never a part of a stop string. gattn generate and the server's scheduler share it.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "infer/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace gattn {
+
+struct ContinuationOptions {
+  int max_tokens = 128;
+  SamplingOptions sampling = {};
+  std::vector<std::string> stop = {};     // generation ends before the first of these strings
+  std::vector<uint32_t> end_tokens = {};  // generation ends after one of these ids (not printed)
+};
+
+// The generated text so far, holding back what could still become a stop string.
+class TextStream {
+ public:
+  TextStream(std::vector<std::string> stop, std::function<void(std::string_view)> out)
+      : stop_(std::move(stop)), out_(std::move(out)) {
+    for (const std::string& s : stop_) holdback_ = std::max(holdback_, s.size());
+  }
+  // The whole text so far; returns true when it holds a stop string (then cut before it).
+  bool update(std::string& text);
+  // Emits what was held back of the final text.
+  void finish(const std::string& text);
+
+ private:
+  std::vector<std::string> stop_;
+  std::function<void(std::string_view)> out_;
+  size_t holdback_ = 0, emitted_ = 0;
+};
+
+class Continuation {
+ public:
+  Continuation(const Tokenizer& tokenizer, std::span<const uint32_t> prompt,
+               const ContinuationOptions& options,
+               std::function<void(std::string_view)> on_text = {});
+  // Samples a token from the logits of the last position (modified in place by the repeat
+  // penalty). Returns true while generation goes on: then last() is the next input token.
+  bool next(std::span<float> logits);
+  // Ends generation now (e.g. max_tokens 0, or a time limit) with this reason.
+  void end(std::string reason);
+
+  bool done() const { return !finish_reason_.empty(); }
+  uint32_t last() const { return tokens_.back(); }
+  const std::vector<uint32_t>& tokens() const { return tokens_; }      // end token included
+  const std::string& text() const { return text_; }                    // cut before a stop string
+  const std::string& finish_reason() const { return finish_reason_; }  // "length" or "stop"
+
+ private:
+  const Tokenizer& tokenizer_;
+  ContinuationOptions o_;
+  Sampler sampler_;
+  std::vector<uint32_t> history_, tokens_;
+  std::string text_, finish_reason_;
+  TextStream stream_;
+};
+
+}  // namespace gattn

@@ -1,0 +1,61 @@
+// gattn serve: an OpenAI-compatible HTTP server (cpp-httplib) in front of the scheduler.
+//   POST /v1/completions, POST /v1/chat/completions (stream: server-sent events),
+//   GET /v1/models, GET /health.
+// Every error is a JSON body {"error": {"message", "type"}} with a 4xx or 5xx status.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "model/weights.h"
+#include "serve/scheduler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace gattn {
+
+struct ServeOptions {
+  std::string model_name = "gattn";  // what /v1/models lists and responses name
+  int parallel = 4;                  // requests decoded at once
+  int context = 0;                   // positions per request (prompt + max_tokens)
+  int prefill_chunk = 256;
+  int64_t max_body_bytes = 1 << 20;  // larger request bodies get 413
+  double timeout_s = 300;            // a request's time limit (408 when exceeded)
+  int http_threads = 0;              // 0: 2 * parallel + 4, at least 8
+};
+
+class HttpServer {
+ public:
+  HttpServer(const Weights& weights, const Tokenizer& tokenizer, const ServeOptions& options);
+  ~HttpServer();  // stops serving; requests still running end with 503
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds to host:port (port 0: a free port); returns the port. An error when it cannot.
+  int bind(const std::string& host, int port);
+  // Serves until stop() (from another thread or a signal handler's thread).
+  void run();
+  void stop();
+  SchedulerStats stats() const { return scheduler_.stats(); }
+
+ private:
+  void routes();
+  void post(const httplib::Request& req, httplib::Response& res, bool chat);
+  void health(httplib::Response& res) const;
+
+  const Tokenizer& tokenizer_;
+  const int vocab_size_;
+  const ServeOptions o_;
+  Scheduler scheduler_;
+  std::unique_ptr<httplib::Server> http_;
+  std::atomic<bool> stopping_ = false;
+  std::atomic<int64_t> next_id_ = 0;
+};
+
+}  // namespace gattn

@@ -1,0 +1,40 @@
+// The bodies of OpenAI-compatible requests (/v1/completions, /v1/chat/completions), parsed and
+// validated: a field of the wrong type, a value out of range or a field the endpoint does not
+// have is an Error whose message names the field (the server answers 400).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "infer/generate.h"
+#include "infer/sampler.h"
+
+namespace gattn {
+
+inline constexpr int kMaxLogprobs = 20;  // top alternatives per token
+inline constexpr int kMaxStopStrings = 16;
+
+struct OpenAiRequest {
+  bool chat = false;
+  std::string model = {};
+  // /v1/completions: the prompt as text, or as token ids (prompt_ids non-empty).
+  std::string prompt = {};
+  std::vector<uint32_t> prompt_ids = {};
+  // /v1/chat/completions: the conversation.
+  std::vector<ChatMessage> messages = {};
+  std::optional<int> max_tokens = {};  // absent: the endpoint's default
+  SamplingOptions sampling = {};
+  std::optional<uint64_t> seed = {};  // absent: a fresh seed per request
+  std::vector<std::string> stop = {};
+  bool stream = false;
+  bool echo = false;  // completions: the prompt's text (and logprobs) before the completion
+  int logprobs = -1;  // completions: top alternatives per token; -1: no logprobs
+};
+
+// The body of a POST to /v1/completions or /v1/chat/completions.
+OpenAiRequest parse_completion_request(std::string_view body);
+OpenAiRequest parse_chat_request(std::string_view body);
+
+}  // namespace gattn

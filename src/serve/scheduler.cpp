@@ -1,0 +1,282 @@
+#include "serve/scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "model/batched_infer_state.h"
+#include "util/error.h"
+#include "util/threads.h"
+
+namespace gattn {
+
+bool Job::wait(std::string& text, std::chrono::milliseconds wait) {
+  std::unique_lock lock(m_);
+  cv_.wait_for(lock, wait, [&] { return finished_ || !pending_.empty(); });
+  text += pending_;
+  pending_.clear();
+  return finished_;
+}
+
+void Job::append_text(std::string_view text) {
+  {
+    std::lock_guard lock(m_);
+    pending_ += text;
+  }
+  cv_.notify_all();
+}
+
+void Job::finish(JobOutcome outcome) {
+  {
+    std::lock_guard lock(m_);
+    outcome_ = std::move(outcome);
+    finished_ = true;
+  }
+  cv_.notify_all();
+}
+
+namespace {
+// log softmax of one row of logits, in double.
+std::vector<float> log_softmax(std::span<const float> logits) {
+  const float top = *std::max_element(logits.begin(), logits.end());
+  double sum = 0;
+  for (float x : logits) sum += std::exp(double(x) - top);
+  const double lse = top + std::log(sum);
+  std::vector<float> out(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) out[i] = float(logits[i] - lse);
+  return out;
+}
+
+TokenLogprob score(std::span<const float> logprobs, uint32_t token, int top) {
+  TokenLogprob t{.token = token, .logprob = logprobs[token]};
+  std::vector<uint32_t> order(logprobs.size());
+  std::iota(order.begin(), order.end(), 0u);
+  const int k = std::min<int>(top, int(order.size()));
+  std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                    [&](uint32_t a, uint32_t b) { return logprobs[a] > logprobs[b]; });
+  for (int i = 0; i < k; ++i) t.top.emplace_back(order[i], logprobs[order[i]]);
+  return t;
+}
+}  // namespace
+
+struct Scheduler::Model {
+  BatchedInferState state;
+  std::vector<float> logits;
+};
+
+struct Scheduler::Slot {
+  int index = 0;
+  std::shared_ptr<Job> job;  // null: free
+  std::vector<int32_t> ids;  // the prompt
+  int prefilled = 0;
+  std::optional<Continuation> continuation;  // once the prompt is in the cache
+  std::vector<TokenLogprob> prompt_logprobs, logprobs;
+  std::optional<JobOutcome> failure;
+
+  bool decoding() const { return continuation && !continuation->done() && !failure; }
+  void clear() {
+    job.reset();
+    ids.clear();
+    prefilled = 0;
+    continuation.reset();
+    prompt_logprobs.clear();
+    logprobs.clear();
+    failure.reset();
+  }
+};
+
+Scheduler::Scheduler(const Weights& weights, const Tokenizer& tokenizer,
+                     const SchedulerOptions& options)
+    : w_(weights), tokenizer_(tokenizer), o_(options) {
+  if (o_.parallel < 1) fail("serve: --parallel must be at least 1, got ", o_.parallel);
+  if (o_.timeout_s <= 0) fail("serve: the time limit must be positive, got ", o_.timeout_s);
+  model_.reset(new Model{.state = {w_, o_.parallel, o_.context, o_.prefill_chunk}, .logits = {}});
+  for (int i = 0; i < o_.parallel; ++i) {
+    slots_.push_back(std::make_unique<Slot>());
+    slots_.back()->index = i;
+  }
+  // OpenMP's thread count is per thread: the scheduler's passes use the creator's.
+  thread_ = std::thread([this, threads = num_threads()] {
+    set_num_threads(threads);
+    loop();
+  });
+}
+
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard lock(m_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  const JobOutcome stopped{.error_status = 503, .error = "the server is shutting down"};
+  for (auto& slot : slots_)
+    if (slot->job) slot->job->finish(stopped);
+  for (auto& job : queue_) job->finish(stopped);
+}
+
+std::shared_ptr<Job> Scheduler::submit(JobSpec spec) {
+  const auto limit = std::chrono::duration_cast<SteadyClock::duration>(
+      std::chrono::duration<double>(o_.timeout_s));
+  auto job = std::make_shared<Job>(std::move(spec), SteadyClock::now() + limit);
+  {
+    std::lock_guard lock(m_);
+    queue_.push_back(job);
+    stats_.queued = int(queue_.size());
+  }
+  cv_.notify_all();
+  return job;
+}
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard lock(m_);
+  return stats_;
+}
+
+int Scheduler::busy_slots() const {
+  return int(
+      std::count_if(slots_.begin(), slots_.end(), [](auto& s) { return s->job != nullptr; }));
+}
+
+JobOutcome Scheduler::timeout_outcome() const {
+  return {.error_status = 408,
+          .error = cat("the request exceeded the server's time limit of ", o_.timeout_s, " s")};
+}
+
+JobOutcome Scheduler::cancelled_outcome() {
+  return {.error_status = 499, .error = "the client closed the connection"};
+}
+
+bool Scheduler::admit() {
+  std::unique_lock lock(m_);
+  cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || busy_slots() > 0; });
+  if (stopping_) return false;
+  const auto now = SteadyClock::now();
+  for (auto& slot : slots_) {
+    while (!slot->job && !queue_.empty()) {
+      std::shared_ptr<Job> job = std::move(queue_.front());
+      queue_.pop_front();
+      if (job->cancelled()) {  // its client left while it waited
+        job->finish(cancelled_outcome());
+        ++stats_.cancelled;
+      } else if (now > job->deadline()) {
+        job->finish(timeout_outcome());
+        ++stats_.timed_out;
+      } else {
+        slot->job = std::move(job);
+        slot->ids.assign(slot->job->spec().prompt.begin(), slot->job->spec().prompt.end());
+      }
+    }
+  }
+  stats_.queued = int(queue_.size());
+  stats_.active = busy_slots();
+  return true;
+}
+
+void Scheduler::loop() {
+  while (admit()) {
+    try {
+      for (auto& slot : slots_)
+        if (slot->job && !slot->continuation && !slot->failure && !slot->job->cancelled())
+          prefill(*slot);
+      decode_step();
+    } catch (const std::exception& e) {  // a bug or an exhausted resource: fail the running jobs
+      for (auto& slot : slots_)
+        if (slot->job && !(slot->continuation && slot->continuation->done()))
+          slot->failure = JobOutcome{.error_status = 500, .error = e.what()};
+    }
+    retire();
+  }
+}
+
+// One chunk of a slot's prompt; scores each prompt token when asked (echo with logprobs).
+void Scheduler::prefill(Slot& slot) {
+  const JobSpec& spec = slot.job->spec();
+  const int V = w_.config().vocab_size, total = int(slot.ids.size());
+  const int n = std::min(o_.prefill_chunk, total - slot.prefilled);
+  const bool every = spec.prompt_logprobs;
+  model_->logits.resize(size_t(every ? n : 1) * V);
+  model_->state.prefill(slot.index, slot.ids.data() + slot.prefilled, n, model_->logits.data(),
+                        every);
+  if (every) {
+    if (slot.prefilled == 0) slot.prompt_logprobs.push_back({.token = uint32_t(slot.ids[0])});
+    for (int r = 0; r < n && slot.prefilled + r + 1 < total; ++r) {
+      const auto lp = log_softmax(std::span(model_->logits).subspan(size_t(r) * V, V));
+      slot.prompt_logprobs.push_back(
+          score(lp, uint32_t(slot.ids[slot.prefilled + r + 1]), std::max(spec.logprobs, 0)));
+    }
+  }
+  slot.prefilled += n;
+  if (slot.prefilled == total)
+    start_decoding(slot, std::span(model_->logits).subspan(size_t(every ? n - 1 : 0) * V, V));
+}
+
+void Scheduler::start_decoding(Slot& slot, std::span<float> logits) {
+  const std::shared_ptr<Job> job = slot.job;
+  slot.continuation.emplace(tokenizer_, job->spec().prompt, job->spec().options,
+                            [job](std::string_view text) { job->append_text(text); });
+  if (!slot.continuation->done()) take_token(slot, logits);
+}
+
+void Scheduler::take_token(Slot& slot, std::span<float> logits) {
+  const int top = slot.job->spec().logprobs;
+  std::vector<float> lp;
+  if (top >= 0) lp = log_softmax(logits);
+  slot.continuation->next(logits);
+  if (top >= 0) slot.logprobs.push_back(score(lp, slot.continuation->tokens().back(), top));
+}
+
+void Scheduler::decode_step() {
+  std::vector<Slot*> batch;
+  std::vector<int> indices;
+  std::vector<int32_t> ids;
+  for (auto& slot : slots_)
+    if (slot->job && slot->decoding() && !slot->job->cancelled()) {
+      batch.push_back(slot.get());
+      indices.push_back(slot->index);
+      ids.push_back(int32_t(slot->continuation->last()));
+    }
+  if (batch.empty()) return;
+  const int V = w_.config().vocab_size;
+  model_->logits.resize(batch.size() * V);
+  model_->state.decode(indices, ids, model_->logits.data());
+  for (size_t i = 0; i < batch.size(); ++i)
+    take_token(*batch[i], std::span(model_->logits).subspan(i * V, V));
+}
+
+// Frees the slots of jobs that finished, were cancelled, failed or ran out of time.
+void Scheduler::retire() {
+  const auto now = SteadyClock::now();
+  for (auto& slot : slots_) {
+    if (!slot->job) continue;
+    Job& job = *slot->job;
+    const bool done = slot->continuation && slot->continuation->done();
+    int64_t SchedulerStats::*counter = nullptr;
+    if (slot->failure) {
+      job.finish(*slot->failure);
+      counter = &SchedulerStats::failed;
+    } else if (job.cancelled()) {
+      job.finish(cancelled_outcome());
+      counter = &SchedulerStats::cancelled;
+    } else if (done) {
+      const Continuation& c = *slot->continuation;
+      job.finish({.text = c.text(),
+                  .finish_reason = c.finish_reason(),
+                  .tokens = c.tokens(),
+                  .prompt_logprobs = std::move(slot->prompt_logprobs),
+                  .logprobs = std::move(slot->logprobs)});
+      counter = &SchedulerStats::completed;
+    } else if (now > job.deadline()) {
+      job.finish(timeout_outcome());
+      counter = &SchedulerStats::timed_out;
+    }
+    if (!counter) continue;
+    model_->state.reset(slot->index);
+    slot->clear();
+    std::lock_guard lock(m_);
+    ++(stats_.*counter);
+    stats_.active = busy_slots();
+  }
+}
+
+}  // namespace gattn

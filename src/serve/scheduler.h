@@ -1,0 +1,130 @@
+// The server's scheduler: one thread owns the model state and runs every request. HTTP threads
+// submit jobs and read their text as it is produced; the scheduler admits up to `parallel` jobs
+// into the slots of a BatchedInferState, prefills each prompt in chunks, and runs one decode
+// step for all decoding jobs at once (one GEMM per weight over their rows).
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "infer/continuation.h"
+#include "model/weights.h"
+#include "tokenizer/tokenizer.h"
+
+namespace gattn {
+
+using SteadyClock = std::chrono::steady_clock;
+
+struct TokenLogprob {
+  uint32_t token = 0;
+  std::optional<float> logprob = {};                 // absent for a prompt's first token
+  std::vector<std::pair<uint32_t, float>> top = {};  // the most likely tokens there, best first
+};
+
+struct JobSpec {
+  std::vector<uint32_t> prompt;  // at least one token, all below the model's vocab_size
+  ContinuationOptions options;   // max_tokens may be 0 (then only the prompt is scored)
+  int logprobs = -1;             // top alternatives reported per token; -1: no logprobs
+  bool prompt_logprobs = false;  // also score every prompt token (echo)
+};
+
+struct JobOutcome {
+  std::string text = {}, finish_reason = {};
+  std::vector<uint32_t> tokens = {};
+  std::vector<TokenLogprob> prompt_logprobs = {}, logprobs = {};
+  int error_status = 0;  // 0: finished; else the HTTP status of `error` (408, 500, 503)
+  std::string error = {};
+};
+
+// One request as both sides see it.
+class Job {
+ public:
+  Job(JobSpec spec, SteadyClock::time_point deadline)
+      : spec_(std::move(spec)), deadline_(deadline) {}
+  const JobSpec& spec() const { return spec_; }
+  SteadyClock::time_point deadline() const { return deadline_; }
+
+  // HTTP side: waits up to `wait` for new text or the end, appends the new text to `text`, and
+  // returns true once the job has finished (then outcome() is final).
+  bool wait(std::string& text, std::chrono::milliseconds wait);
+  const JobOutcome& outcome() const { return outcome_; }  // once wait() returned true
+  void cancel() { cancelled_ = true; }  // the client went away: the scheduler frees the slot
+  bool cancelled() const { return cancelled_; }
+
+  // Scheduler side.
+  void append_text(std::string_view text);
+  void finish(JobOutcome outcome);
+
+ private:
+  const JobSpec spec_;
+  const SteadyClock::time_point deadline_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::string pending_;
+  bool finished_ = false;
+  JobOutcome outcome_;
+  std::atomic<bool> cancelled_ = false;
+};
+
+struct SchedulerOptions {
+  int parallel = 4;         // jobs decoded at once
+  int context = 0;          // positions per job (prompt + generated)
+  int prefill_chunk = 256;  // prompt tokens per forward pass
+  double timeout_s = 300;   // a job's time limit, from submission (queueing included)
+};
+
+struct SchedulerStats {
+  int active = 0, queued = 0;
+  int64_t completed = 0, cancelled = 0, timed_out = 0, failed = 0;
+};
+
+class Scheduler {
+ public:
+  Scheduler(const Weights& weights, const Tokenizer& tokenizer, const SchedulerOptions& options);
+  ~Scheduler();  // stops: jobs still queued or running end with a 503 error
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  const SchedulerOptions& options() const { return o_; }
+  // Queues a job (the caller has checked it fits in options().context); returns at once.
+  std::shared_ptr<Job> submit(JobSpec spec);
+  SchedulerStats stats() const;
+
+ private:
+  struct Slot;
+  void loop();
+  int busy_slots() const;  // on the scheduler thread
+  JobOutcome timeout_outcome() const;
+  static JobOutcome cancelled_outcome();
+  bool admit();  // moves queued jobs into free slots; false when stopping
+  void prefill(Slot& slot);
+  void decode_step();
+  void retire();
+  void start_decoding(Slot& slot, std::span<float> logits);
+  void take_token(Slot& slot, std::span<float> logits);
+
+  const Weights& w_;
+  const Tokenizer& tokenizer_;
+  const SchedulerOptions o_;
+  struct Model;
+  std::unique_ptr<Model> model_;  // the BatchedInferState and its logits
+  std::vector<std::unique_ptr<Slot>> slots_;
+
+  mutable std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  bool stopping_ = false;
+  SchedulerStats stats_;
+  std::thread thread_;
+};
+
+}  // namespace gattn

@@ -1,0 +1,332 @@
+// gattn serve on loopback with a real HTTP client: completions equal generate(), streaming,
+// chat, concurrent requests, echo with logprobs, every bad request, a client that disconnects
+// mid-stream, the time limit. Every server is stopped when its test ends.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "infer/generate.h"
+#include "model/train_state.h"
+#include "serve/http_server.h"
+#include "serve/openai_response.h"
+#include "util/json_parse.h"
+
+namespace gattn {
+namespace {
+using nlohmann::json;
+
+// The fixture tokenizer with ChatML's two tokens added.
+const Tokenizer& chat_tokenizer() {
+  static const Tokenizer t = [] {
+    json j = parse_json_file(std::string(GATTN_FIXTURE_DIR) + "/tokenizer/gattn_trained.json");
+    const int next = int(j["model"]["vocab"].size());
+    for (int i = 0; i < 2; ++i)
+      j["added_tokens"].push_back({{"id", next + i},
+                                   {"content", i == 0 ? "<|im_start|>" : "<|im_end|>"},
+                                   {"single_word", false},
+                                   {"lstrip", false},
+                                   {"rstrip", false},
+                                   {"normalized", false},
+                                   {"special", true}});
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("gattn_chat_tokenizer_" + std::to_string(::getpid()) + ".json");
+    std::ofstream(path) << j.dump();
+    Tokenizer loaded = Tokenizer::load(path.string());
+    std::filesystem::remove(path);
+    return loaded;
+  }();
+  return t;
+}
+
+const Weights& model() {
+  static const std::unique_ptr<Weights> w = [] {
+    Config c;
+    c.vocab_size = chat_tokenizer().vocab_size();
+    c.hidden_size = 32;
+    c.num_hidden_layers = 2;
+    c.num_attention_heads = 4;
+    c.num_key_value_heads = 2;
+    c.head_dim = 12;
+    c.intermediate_size = 48;
+    c.max_position_embeddings = 4096;
+    c.initializer_range = 0.3;  // peaked logits: no near-ties between the top two
+    c.gate.position = GatePosition::sdpa;
+    auto weights = std::make_unique<Weights>(c);
+    weights->init(5);
+    return weights;
+  }();
+  return *w;
+}
+
+// A server on a free loopback port, serving on its own thread until destroyed.
+class TestServer {
+ public:
+  explicit TestServer(ServeOptions o) : server_(model(), chat_tokenizer(), o) {
+    port_ = server_.bind("127.0.0.1", 0);
+    thread_ = std::thread([this] { server_.run(); });
+  }
+  ~TestServer() {
+    server_.stop();
+    thread_.join();
+  }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(60, 0);
+    return c;
+  }
+  json health() const {
+    auto r = client().Get("/health");
+    return r ? json::parse(r->body) : json();
+  }
+
+ private:
+  HttpServer server_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+ServeOptions options() {
+  return {.model_name = "tiny",
+          .parallel = 3,
+          .context = 1024,
+          .max_body_bytes = 4096,
+          .timeout_s = 60};
+}
+
+std::pair<int, json> post(const TestServer& s, const std::string& path, const json& body) {
+  auto r = s.client().Post(path, body.dump(), "application/json");
+  if (!r) return {0, json()};
+  return {r->status, json::parse(r->body)};
+}
+
+// The data of every server-sent event of a streamed response.
+std::vector<std::string> sse_data(const std::string& body) {
+  std::vector<std::string> events;
+  size_t at = 0;
+  while ((at = body.find("data: ", at)) != std::string::npos) {
+    const size_t end = body.find("\n\n", at);
+    events.push_back(body.substr(at + 6, end - at - 6));
+    at = end;
+  }
+  return events;
+}
+
+// generate()'s greedy text as JSON carries it (the random model writes invalid UTF-8 too,
+// which the server replaces with U+FFFD).
+std::string greedy(const std::string& prompt, int max_tokens, bool chat = false) {
+  GenerateOptions o{.max_tokens = max_tokens, .sampling = {.temperature = 0}};
+  o.end_tokens = {chat_tokenizer().end_of_text_id()};
+  if (chat) o.end_tokens.push_back(*chat_tokenizer().token_to_id("<|im_end|>"));
+  const std::string text =
+      generate(model(), chat_tokenizer(), chat_tokenizer().encode(prompt), o).text;
+  return json::parse(json_text(text)).get<std::string>();
+}
+
+TEST(Serve, HealthAndModels) {
+  TestServer s(options());
+  EXPECT_EQ(s.health()["status"], "ok");
+  auto r = s.client().Get("/v1/models");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(json::parse(r->body)["data"][0]["id"], "tiny");
+}
+
+TEST(Serve, GreedyCompletionEqualsGenerate) {
+  TestServer s(options());
+  const std::string prompt = "In the beginning God created";
+  auto [status, r] =
+      post(s, "/v1/completions", {{"prompt", prompt}, {"max_tokens", 24}, {"temperature", 0}});
+  ASSERT_EQ(status, 200) << r.dump();
+  EXPECT_EQ(r["object"], "text_completion");
+  EXPECT_EQ(r["choices"][0]["text"], greedy(prompt, 24));
+  EXPECT_EQ(r["usage"]["prompt_tokens"], chat_tokenizer().encode(prompt).size());
+}
+
+TEST(Serve, StreamingSendsTheSameTextAsEvents) {
+  TestServer s(options());
+  const json body = {{"prompt", "Blessed is the man"}, {"max_tokens", 30}, {"temperature", 0}};
+  const std::string whole =
+      post(s, "/v1/completions", body).second["choices"][0]["text"].get<std::string>();
+  json streamed_body = body;
+  streamed_body["stream"] = true;
+  auto r = s.client().Post("/v1/completions", streamed_body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Content-Type"), "text/event-stream");
+  const auto events = sse_data(r->body);
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  std::string text;
+  for (size_t i = 0; i + 1 < events.size(); ++i)
+    text += json::parse(events[i])["choices"][0]["text"].get<std::string>();
+  EXPECT_EQ(text, whole);
+  EXPECT_EQ(json::parse(events[events.size() - 2])["choices"][0]["finish_reason"], "length");
+}
+
+TEST(Serve, ChatEqualsGenerateOnTheChatmlPrompt) {
+  TestServer s(options());
+  const std::vector<ChatMessage> messages = {{"system", "Be brief."}, {"user", "Who made it?"}};
+  const json body = {{"messages",
+                      {{{"role", "system"}, {"content", "Be brief."}},
+                       {{"role", "user"}, {"content", "Who made it?"}}}},
+                     {"max_tokens", 20},
+                     {"temperature", 0}};
+  auto [status, r] = post(s, "/v1/chat/completions", body);
+  ASSERT_EQ(status, 200) << r.dump();
+  const std::string expected = greedy(chatml_messages(chat_tokenizer(), messages), 20, true);
+  EXPECT_EQ(r["object"], "chat.completion");
+  EXPECT_EQ(r["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(r["choices"][0]["message"]["content"], expected);
+
+  json streamed = body;
+  streamed["stream"] = true;
+  auto sr = s.client().Post("/v1/chat/completions", streamed.dump(), "application/json");
+  ASSERT_TRUE(sr);
+  const auto events = sse_data(sr->body);
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(json::parse(events[0])["choices"][0]["delta"]["role"], "assistant");
+  std::string text;
+  for (size_t i = 0; i + 1 < events.size(); ++i)
+    text += json::parse(events[i])["choices"][0]["delta"].value("content", "");
+  EXPECT_EQ(text, expected);
+  EXPECT_EQ(events.back(), "[DONE]");
+}
+
+TEST(Serve, ConcurrentRequestsEachEqualGenerate) {
+  TestServer s(options());  // 3 slots, 6 requests: some wait in the queue
+  const std::vector<std::string> prompts = {"And God said", "The LORD is my shepherd",
+                                            "Blessed",      "In the beginning was the Word, and",
+                                            "Praise ye",    "O give thanks unto the LORD"};
+  std::vector<std::string> texts(prompts.size());
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < prompts.size(); ++i)
+    clients.emplace_back([&, i] {
+      auto [status, r] = post(s, "/v1/completions",
+                              {{"prompt", prompts[i]},
+                               {"max_tokens", 16 + 3 * int(i)},
+                               {"temperature", 0},
+                               {"stream", false}});
+      if (status == 200) texts[i] = r["choices"][0]["text"].get<std::string>();
+    });
+  for (auto& c : clients) c.join();
+  for (size_t i = 0; i < prompts.size(); ++i)
+    EXPECT_EQ(texts[i], greedy(prompts[i], 16 + 3 * int(i))) << prompts[i];
+  EXPECT_EQ(s.health()["completed"], 6);
+}
+
+TEST(Serve, EchoWithLogprobsScoresThePrompt) {
+  TestServer s(options());
+  const std::vector<uint32_t> ids = chat_tokenizer().encode("For God so loved the world");
+  auto [status, r] = post(s, "/v1/completions",
+                          {{"prompt", ids}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 1}});
+  ASSERT_EQ(status, 200) << r.dump();
+  const json& lp = r["choices"][0]["logprobs"];
+  ASSERT_EQ(lp["token_logprobs"].size(), ids.size());
+  EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+  EXPECT_EQ(r["choices"][0]["text"], chat_tokenizer().decode(std::span(ids)));
+  // Against a full forward pass: log softmax of position i - 1 at token i.
+  const int V = model().config().vocab_size;
+  TrainState full(model());
+  std::vector<int32_t> tokens(ids.begin(), ids.end());
+  std::vector<float> logits(ids.size() * V);
+  full.forward({tokens.data(), nullptr, 1, int(ids.size())}, logits.data());
+  for (size_t i = 1; i < ids.size(); ++i) {
+    const float* row = logits.data() + (i - 1) * V;
+    double sum = 0;
+    const float top = *std::max_element(row, row + V);
+    for (int v = 0; v < V; ++v) sum += std::exp(double(row[v]) - top);
+    const double expected = row[ids[i]] - top - std::log(sum);
+    EXPECT_NEAR(lp["token_logprobs"][i].get<double>(), expected, 1e-4) << i;
+    EXPECT_EQ(lp["top_logprobs"][i].size(), 1u);
+  }
+}
+
+TEST(Serve, BadRequestsGetJsonErrorsAndTheServerKeepsServing) {
+  TestServer s(options());
+  const std::vector<std::tuple<std::string, std::string, int, std::string>> cases = {
+      {"/v1/completions", R"({"prompt": "x", "max_tokens": 3)", 400, "not valid JSON"},
+      {"/v1/completions", R"({"prompt": "x", "frobnicate": true})", 400, "unknown field"},
+      {"/v1/completions", R"({"prompt": "x", "max_tokens": -1})", 400, "max_tokens"},
+      {"/v1/completions", R"({"prompt": "x", "temperature": "hot"})", 400, "temperature"},
+      {"/v1/completions", R"({"prompt": "x", "max_tokens": 2000})", 400,
+       "exceeds the server's context"},
+      {"/v1/completions", R"({"prompt": ""})", 400, "no tokens"},
+      {"/v1/completions", R"({"prompt": [99999]})", 400, "beyond the model's vocab_size"},
+      {"/v1/completions", R"({"prompt": "x", "top_k": -3})", 400, "top_k"},
+      {"/v1/chat/completions", R"({"messages": [{"role": "robot", "content": "x"}]})", 400, "role"},
+      {"/v1/chat/completions", R"({"messages": "hello"})", 400, "messages"},
+      {"/v1/completions", R"({"prompt": ")" + std::string(5000, 'a') + R"("})", 413,
+       "limit of 4096"},
+      {"/v1/nothing", "{}", 404, "no endpoint POST /v1/nothing"},
+  };
+  for (const auto& [path, body, status, message] : cases) {
+    auto r = s.client().Post(path, body, "application/json");
+    ASSERT_TRUE(r) << body;
+    EXPECT_EQ(r->status, status) << body;
+    EXPECT_EQ(r->get_header_value("Content-Type"), "application/json") << body;
+    const json j = json::parse(r->body, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << r->body;
+    EXPECT_NE(j["error"]["message"].get<std::string>().find(message), std::string::npos)
+        << body << " gave " << r->body;
+    if (status < 500) {
+      EXPECT_EQ(j["error"]["type"], "invalid_request_error");
+    }
+  }
+  auto [status, r] = post(s, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}});
+  EXPECT_EQ(status, 200) << r.dump();
+}
+
+TEST(Serve, AClientThatDisconnectsMidStreamFreesItsSlot) {
+  ServeOptions o = options();
+  o.parallel = 1;
+  o.context = 4096;
+  TestServer s(o);
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.set_header("Content-Type", "application/json");
+  req.body = json{{"prompt", "And"}, {"max_tokens", 4000}, {"stream", true}}.dump();
+  std::string received;
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    received.append(data, n);
+    return false;  // hang up after the first chunk
+  };
+  s.client().send(req);
+  EXPECT_NE(received.find("data: "), std::string::npos);
+  // The next write to the closed connection fails and the scheduler frees the slot.
+  json h;
+  for (int i = 0; i < 3000; ++i) {
+    h = s.health();
+    if (h["active"] == 0 && h["cancelled"] == 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(h["cancelled"], 1) << h.dump();
+  EXPECT_EQ(h["active"], 0) << h.dump();
+  auto [status, r] = post(s, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}});
+  EXPECT_EQ(status, 200) << r.dump();
+}
+
+TEST(Serve, ARequestOverTheTimeLimitGets408) {
+  ServeOptions o = options();
+  o.timeout_s = 1e-9;
+  TestServer s(o);
+  auto [status, r] = post(s, "/v1/completions", {{"prompt", "And"}, {"max_tokens", 50}});
+  EXPECT_EQ(status, 408);
+  EXPECT_EQ(r["error"]["type"], "timeout_error");
+  auto sr = s.client().Post("/v1/completions",
+                            json{{"prompt", "And"}, {"max_tokens", 50}, {"stream", true}}.dump(),
+                            "application/json");
+  ASSERT_TRUE(sr);
+  const auto events = sse_data(sr->body);
+  ASSERT_GE(events.size(), 2u) << sr->body;  // text may come before the limit is seen
+  EXPECT_NE(events[events.size() - 2].find("time limit"), std::string::npos);
+  EXPECT_EQ(events.back(), "[DONE]");
+  EXPECT_EQ(s.health()["timed_out"], 2);
+}
+
+}  // namespace
+}  // namespace gattn

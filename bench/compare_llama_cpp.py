@@ -1,0 +1,217 @@
+"""gattn against llama.cpp (llama-cpp-python from PyPI, compiled from source on this machine) on
+one Qwen3 model: a Hugging Face folder (e.g. bench/random_hf_checkpoint.py's) is loaded by gattn
+as it is and written as GGUF (PyPI `gguf`'s writer; architecture qwen3) for llama.cpp, weights in
+F32 or BF16. Prefill of PROMPT random token ids, then greedy decode of GENERATE tokens through
+each engine's KV cache; rounds alternate between the engines, medians.
+
+The GGUF's vocabulary is placeholder strings (token ids go in directly; no text is tokenized):
+speed does not depend on it. Norm weights stay F32 in both dtypes, as llama.cpp's converter
+writes them.
+
+usage: tools/reference/.venv-llama/bin/python bench/compare_llama_cpp.py --folder DIR
+           [--dtype f32|bf16] [--prompt 512] [--generate 128] [--threads 1] [--rounds 3]
+       ... bench/compare_llama_cpp.py --check-fixture tests/fixtures/hf/qwen3_f32
+The venv: python3 -m venv tools/reference/.venv-llama; its pip install gguf==0.19.0 numpy
+llama-cpp-python==0.3.36 (compiles llama.cpp: 15-30 minutes on 2 cores; CMAKE_ARGS=
+"-DGGML_NATIVE=ON").
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import tempfile
+import time
+
+import gguf
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Hugging Face name (after "model.") -> GGUF name, per layer and whole-model.
+LAYER_NAMES = {
+    "input_layernorm.weight": "attn_norm.weight",
+    "self_attn.q_proj.weight": "attn_q.weight",
+    "self_attn.k_proj.weight": "attn_k.weight",
+    "self_attn.v_proj.weight": "attn_v.weight",
+    "self_attn.o_proj.weight": "attn_output.weight",
+    "self_attn.q_norm.weight": "attn_q_norm.weight",
+    "self_attn.k_norm.weight": "attn_k_norm.weight",
+    "post_attention_layernorm.weight": "ffn_norm.weight",
+    "mlp.gate_proj.weight": "ffn_gate.weight",
+    "mlp.up_proj.weight": "ffn_up.weight",
+    "mlp.down_proj.weight": "ffn_down.weight",
+}
+MODEL_NAMES = {"model.embed_tokens.weight": "token_embd.weight",
+               "model.norm.weight": "output_norm.weight", "lm_head.weight": "output.weight"}
+
+
+def read_safetensors(folder):
+    """Every tensor of the folder's safetensors files as float32 numpy arrays."""
+    tensors = {}
+    for name in sorted(os.listdir(folder)):
+        if not (name.startswith("model") and name.endswith(".safetensors")):
+            continue
+        with open(os.path.join(folder, name), "rb") as f:
+            size = int.from_bytes(f.read(8), "little")
+            header = json.loads(f.read(size))
+            data = f.read()
+        for key, info in header.items():
+            if key == "__metadata__":
+                continue
+            begin, end = info["data_offsets"]
+            raw = np.frombuffer(data[begin:end], dtype={"F32": np.float32, "BF16": np.uint16,
+                                                        "F16": np.float16}[info["dtype"]])
+            if info["dtype"] == "BF16":
+                raw = (raw.astype(np.uint32) << 16).view(np.float32)
+            tensors[key] = raw.astype(np.float32).reshape(info["shape"])
+    return tensors
+
+
+def gguf_name(hf_name):
+    if hf_name in MODEL_NAMES:
+        return MODEL_NAMES[hf_name]
+    m = re.match(r"model\.layers\.(\d+)\.(.+)$", hf_name)
+    if not m or m.group(2) not in LAYER_NAMES:
+        raise SystemExit(f"compare_llama_cpp: no GGUF name for tensor {hf_name}")
+    return f"blk.{m.group(1)}.{LAYER_NAMES[m.group(2)]}"
+
+
+def write_gguf(folder, path, dtype):
+    with open(os.path.join(folder, "config.json")) as f:
+        c = json.load(f)
+    w = gguf.GGUFWriter(path, "qwen3")
+    w.add_context_length(c.get("max_position_embeddings", 4096))
+    w.add_embedding_length(c["hidden_size"])
+    w.add_block_count(c["num_hidden_layers"])
+    w.add_feed_forward_length(c["intermediate_size"])
+    w.add_head_count(c["num_attention_heads"])
+    w.add_head_count_kv(c["num_key_value_heads"])
+    w.add_key_length(c["head_dim"])
+    w.add_value_length(c["head_dim"])
+    w.add_rope_dimension_count(c["head_dim"])
+    theta = c.get("rope_theta", c.get("rope_parameters", {}).get("rope_theta", 10000.0))
+    w.add_rope_freq_base(float(theta))
+    w.add_layer_norm_rms_eps(float(c.get("rms_norm_eps", 1e-6)))
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_BF16 if dtype == "bf16" else gguf.LlamaFileType.ALL_F32)
+    vocab = c["vocab_size"]
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("qwen2")
+    w.add_token_list(["a", "b", "ab"] + [f"<placeholder {i}>" for i in range(3, vocab)])
+    w.add_token_types([gguf.TokenType.NORMAL] * vocab)
+    w.add_token_merges(["a b"])
+    w.add_bos_token_id(0)
+    w.add_eos_token_id(1)
+    for name, value in read_safetensors(folder).items():
+        if value.ndim >= 2 and dtype == "bf16":
+            w.add_tensor(gguf_name(name), gguf.quants.quantize(value, gguf.GGMLQuantizationType.BF16),
+                         raw_dtype=gguf.GGMLQuantizationType.BF16)
+        else:
+            w.add_tensor(gguf_name(name), value)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def check_fixture(folder):
+    """The GGUF conversion against transformers: a tests/fixtures/hf qwen3 folder written as GGUF
+    and run by llama.cpp gives its reference.safetensors logits (relative L2 printed)."""
+    import llama_cpp
+    with open(os.path.join(folder, "reference.safetensors"), "rb") as f:
+        header = json.loads(f.read(int.from_bytes(f.read(8), "little")))
+        data = f.read()
+
+    def tensor(name, dtype):
+        begin, end = header[name]["data_offsets"]
+        return np.frombuffer(data[begin:end], dtype).reshape(header[name]["shape"])
+
+    ids, logits = tensor("input_ids", np.int64)[0], tensor("logits", np.float32)
+    with tempfile.TemporaryDirectory(prefix="gattn_llama_") as tmp:
+        path = os.path.join(tmp, "model.gguf")
+        write_gguf(folder, path, "f32")
+        llm = llama_cpp.Llama(model_path=path, n_ctx=64, logits_all=True, verbose=False,
+                              n_threads=1)
+        llm.eval([int(x) for x in ids])
+        ours = np.array(llm.scores[:len(ids)])
+    error = np.linalg.norm(ours - logits) / np.linalg.norm(logits)
+    print(f"{folder}: llama.cpp logits vs transformers' relative L2 {error:.3g}")
+
+
+def last_logits(llm):
+    """The logits of the last token evaluated (llama.cpp's own buffer, not a copy)."""
+    import llama_cpp
+    return np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),))
+
+
+def time_llama(llm, ids, generate):
+    llm.reset()
+    start = time.perf_counter()
+    llm.eval(ids)
+    prefill = time.perf_counter() - start
+    start = time.perf_counter()
+    for _ in range(generate):
+        token = int(np.argmax(last_logits(llm)))
+        llm.eval([token])
+    decode = time.perf_counter() - start
+    return len(ids) / prefill, generate / decode
+
+
+def time_gattn(args):
+    out = subprocess.run([args.gattn, args.folder, "", str(args.prompt), str(args.generate),
+                          str(args.threads), "1", args.dtype],
+                         check=True, capture_output=True, text=True).stdout
+    line = next(l for l in out.splitlines() if l.startswith("round 0"))
+    prefill = args.prompt / float(re.search(r"prefill ([0-9.]+) s", line).group(1))
+    decode = args.generate / float(re.search(r"decode ([0-9.]+) s", line).group(1))
+    return prefill, decode
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--folder", help="a Hugging Face qwen3 folder")
+    p.add_argument("--check-fixture", help="only compare llama.cpp's logits on this "
+                   "tests/fixtures/hf qwen3 folder with its transformers reference")
+    p.add_argument("--gattn", default=os.path.join(ROOT, "build/gattn_bench_decode"))
+    p.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
+    p.add_argument("--prompt", type=int, default=512)
+    p.add_argument("--generate", type=int, default=128)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--rounds", type=int, default=3)
+    args = p.parse_args()
+    if args.check_fixture:
+        return check_fixture(args.check_fixture)
+    if not args.folder:
+        p.error("--folder is required")
+    import llama_cpp  # after argparse: its import is slow
+
+    with tempfile.TemporaryDirectory(prefix="gattn_llama_") as tmp:
+        path = os.path.join(tmp, "model.gguf")
+        write_gguf(args.folder, path, args.dtype)
+        llm = llama_cpp.Llama(model_path=path, n_ctx=args.prompt + args.generate + 16,
+                              n_batch=args.prompt, n_ubatch=args.prompt, n_threads=args.threads,
+                              n_threads_batch=args.threads, verbose=False)
+        vocab = llm.n_vocab()
+        ids = [int(x) for x in np.random.default_rng(1).integers(0, vocab, args.prompt)]
+        results = {"gattn": [], "llama.cpp": []}
+        for r in range(args.rounds):
+            order = ["gattn", "llama.cpp"] if r % 2 == 0 else ["llama.cpp", "gattn"]
+            for who in order:
+                result = time_gattn(args) if who == "gattn" else time_llama(llm, ids, args.generate)
+                results[who].append(result)
+                print(f"round {r} {who:10s} prefill {result[0]:7.1f} tok/s  decode "
+                      f"{result[1]:6.2f} tok/s", flush=True)
+    med = {who: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v))
+           for who, v in results.items()}
+    print(f"\nmedians over {args.rounds} alternated rounds, {args.threads} thread(s), {args.dtype}, "
+          f"pp{args.prompt} / tg{args.generate}, llama-cpp-python {llama_cpp.__version__}")
+    print("| engine | prefill tok/s | decode tok/s |\n|---|---|---|")
+    for who, (prefill, decode) in med.items():
+        print(f"| {who} | {prefill:.1f} | {decode:.2f} |")
+    g, l = med["gattn"], med["llama.cpp"]
+    print(f"gattn / llama.cpp: prefill {g[0] / l[0]:.2f}x, decode {g[1] / l[1]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -14,14 +14,13 @@ usage (the reference venv has torch and transformers):
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
-import subprocess
 import tempfile
 import time
 
 import torch
+from bench_decode import add_decode_args, run_gattn
 from transformers import Qwen3Config, Qwen3ForCausalLM
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -45,17 +44,6 @@ def make_model(config_path, folder, dtype):
     return model
 
 
-def time_gattn(binary, folder, args):
-    out = subprocess.run([binary, folder, "", str(args.prompt), str(args.generate),
-                          str(args.threads), "1", args.dtype],
-                         check=True, capture_output=True, text=True).stdout
-    round_line = next(line for line in out.splitlines() if line.startswith("round 0"))
-    prefill_s = float(re.search(r"prefill ([0-9.]+) s", round_line).group(1))
-    decode_s = float(re.search(r"decode ([0-9.]+) s", round_line).group(1))
-    bound = float(re.search(r"bandwidth bound ([0-9.]+) tok/s", out).group(1))
-    return args.prompt / prefill_s, args.generate / decode_s, bound
-
-
 def time_transformers(model, ids, args):
     def run(n):
         start = time.perf_counter()
@@ -72,12 +60,7 @@ def time_transformers(model, ids, args):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--config", default=os.path.join(ROOT, "configs/bench/qwen3_0.6b.json"))
-    p.add_argument("--gattn", default=os.path.join(ROOT, "build/gattn_bench_decode"))
-    p.add_argument("--prompt", type=int, default=512)
-    p.add_argument("--generate", type=int, default=128)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
+    add_decode_args(p)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     dtype = torch.float32 if args.dtype == "f32" else torch.bfloat16
@@ -92,7 +75,8 @@ def main():
             order = ["gattn", "transformers"] if r % 2 == 0 else ["transformers", "gattn"]
             for who in order:
                 if who == "gattn":
-                    prefill, decode, bound = time_gattn(args.gattn, folder, args)
+                    result = run_gattn(args, folder)
+                    prefill, decode, bound = result["prefill"], result["decode"], result["bound"]
                 else:
                     prefill, decode = time_transformers(model, ids, args)
                 results[who].append((prefill, decode))

@@ -20,14 +20,12 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import tempfile
 import time
 
 import gguf
 import numpy as np
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench_decode import add_decode_args, run_gattn
 
 # Hugging Face name (after "model.") -> GGUF name, per layer and whole-model.
 LAYER_NAMES = {
@@ -158,27 +156,12 @@ def time_llama(llm, ids, generate):
     return len(ids) / prefill, generate / decode
 
 
-def time_gattn(args):
-    out = subprocess.run([args.gattn, args.folder, "", str(args.prompt), str(args.generate),
-                          str(args.threads), "1", args.dtype],
-                         check=True, capture_output=True, text=True).stdout
-    line = next(l for l in out.splitlines() if l.startswith("round 0"))
-    prefill = args.prompt / float(re.search(r"prefill ([0-9.]+) s", line).group(1))
-    decode = args.generate / float(re.search(r"decode ([0-9.]+) s", line).group(1))
-    return prefill, decode
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--folder", help="a Hugging Face qwen3 folder")
     p.add_argument("--check-fixture", help="only compare llama.cpp's logits on this "
                    "tests/fixtures/hf qwen3 folder with its transformers reference")
-    p.add_argument("--gattn", default=os.path.join(ROOT, "build/gattn_bench_decode"))
-    p.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
-    p.add_argument("--prompt", type=int, default=512)
-    p.add_argument("--generate", type=int, default=128)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--rounds", type=int, default=3)
+    add_decode_args(p)
     args = p.parse_args()
     if args.check_fixture:
         return check_fixture(args.check_fixture)
@@ -198,7 +181,11 @@ def main():
         for r in range(args.rounds):
             order = ["gattn", "llama.cpp"] if r % 2 == 0 else ["llama.cpp", "gattn"]
             for who in order:
-                result = time_gattn(args) if who == "gattn" else time_llama(llm, ids, args.generate)
+                if who == "gattn":
+                    run = run_gattn(args, args.folder)
+                    result = (run["prefill"], run["decode"])
+                else:
+                    result = time_llama(llm, ids, args.generate)
                 results[who].append(result)
                 print(f"round {r} {who:10s} prefill {result[0]:7.1f} tok/s  decode "
                       f"{result[1]:6.2f} tok/s", flush=True)

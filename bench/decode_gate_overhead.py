@@ -7,43 +7,26 @@ usage: python3 bench/decode_gate_overhead.py [--config configs/bench/qwen3_0.6b.
 """
 import argparse
 import os
-import re
 import statistics
-import subprocess
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench_decode import ROOT, add_decode_args, run_gattn
 GATES = {"none": '{"position": "none"}',
          "G1 elementwise": '{"position": "sdpa"}',
          "G1 headwise": '{"position": "sdpa", "granularity": "headwise"}'}
 
 
-def run(args, gate):
-    out = subprocess.run([args.gattn, args.config, gate, str(args.prompt), str(args.generate),
-                          str(args.threads), "1", args.dtype],
-                         check=True, capture_output=True, text=True).stdout
-    line = next(l for l in out.splitlines() if l.startswith("round 0"))
-    decode = args.generate / float(re.search(r"decode ([0-9.]+) s", line).group(1))
-    prefill = args.prompt / float(re.search(r"prefill ([0-9.]+) s", line).group(1))
-    params = int(re.search(r"([0-9]+) parameters", out).group(1))
-    return prefill, decode, params
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--config", default=os.path.join(ROOT, "configs/bench/qwen3_0.6b.json"))
-    p.add_argument("--gattn", default=os.path.join(ROOT, "build/gattn_bench_decode"))
-    p.add_argument("--prompt", type=int, default=512)
-    p.add_argument("--generate", type=int, default=128)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
+    add_decode_args(p)
     args = p.parse_args()
     results = {name: [] for name in GATES}
     params = {}
     for r in range(args.rounds):
         names = list(GATES) if r % 2 == 0 else list(reversed(GATES))
         for name in names:
-            prefill, decode, params[name] = run(args, GATES[name])
+            result = run_gattn(args, args.config, GATES[name])
+            prefill, decode, params[name] = result["prefill"], result["decode"], result["parameters"]
             results[name].append((prefill, decode))
             print(f"round {r} {name:15s} prefill {prefill:7.1f} tok/s  decode {decode:6.2f} tok/s",
                   flush=True)

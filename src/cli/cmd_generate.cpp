@@ -45,18 +45,14 @@ void add_generate_command(CLI::App& app) {
   cmd->add_flag("--chat", f.chat, "wrap the prompt in Qwen's ChatML template");
   cmd->add_option("--system", f.system, "with --chat: a system message");
   cmd->add_flag("--stats", f.stats, "print prompt and generation speed to stderr");
-  cmd->add_option("--weights-dtype", f.weights_dtype,
-                  "f32, or bf16: weights rounded to bfloat16, decode reads half the bytes")
-      ->check(CLI::IsMember({"f32", "bf16"}))
-      ->capture_default_str();
+  add_weights_dtype_option(cmd, f.weights_dtype);
   add_threads_option(cmd, f.threads, "threads (default: all cores)");
   cmd->callback([] {
     if (f.threads > 0) set_num_threads(f.threads);
     if (f.prompt.empty() == f.prompt_file.empty())
       fail("give the prompt with --prompt or --prompt-file");
     std::string folder;
-    const auto weights = load_checkpoint_model(f.checkpoint, folder);
-    if (f.weights_dtype == "bf16") weights->round_to_bf16_for_inference();
+    const auto weights = load_inference_model(f.checkpoint, f.weights_dtype, folder);
     const Tokenizer tokenizer = load_model_tokenizer(f.tokenizer, folder);
     std::string text = f.prompt_file.empty() ? f.prompt : read_text_file(f.prompt_file);
     GenerateOptions options = f.options;

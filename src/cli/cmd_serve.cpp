@@ -85,18 +85,14 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--model-name", f.model_name,
                   "the model's id in responses (default: the "
                   "checkpoint folder's name)");
-  cmd->add_option("--weights-dtype", f.weights_dtype,
-                  "f32, or bf16: weights rounded to bfloat16, decode reads half the bytes")
-      ->check(CLI::IsMember({"f32", "bf16"}))
-      ->capture_default_str();
+  add_weights_dtype_option(cmd, f.weights_dtype);
   add_threads_option(cmd, f.threads, "threads (default: all cores)");
   cmd->callback([] {
     const sigset_t blocked = stop_signals();
     pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
     if (f.threads > 0) set_num_threads(f.threads);
     std::string folder;
-    const auto weights = load_checkpoint_model(f.checkpoint, folder);
-    if (f.weights_dtype == "bf16") weights->round_to_bf16_for_inference();
+    const auto weights = load_inference_model(f.checkpoint, f.weights_dtype, folder);
     const Tokenizer tokenizer = load_model_tokenizer(f.tokenizer, folder);
     ServeOptions options = f.options;
     const int trained = weights->config().max_position_embeddings;

@@ -37,6 +37,21 @@ std::unique_ptr<Weights> load_checkpoint_model(const std::string& path, std::str
   return load_any_model(folder);
 }
 
+CLI::Option* add_weights_dtype_option(CLI::App* cmd, std::string& dtype) {
+  return cmd
+      ->add_option("--weights-dtype", dtype,
+                   "f32, or bf16: weights rounded to bfloat16, decode reads half the bytes")
+      ->check(CLI::IsMember({"f32", "bf16"}))
+      ->capture_default_str();
+}
+
+std::unique_ptr<Weights> load_inference_model(const std::string& path, const std::string& dtype,
+                                              std::string& folder) {
+  std::unique_ptr<Weights> weights = load_checkpoint_model(path, folder);
+  if (dtype == "bf16") weights->round_to_bf16_for_inference();
+  return weights;
+}
+
 Tokenizer load_model_tokenizer(const std::string& flag, const std::string& folder) {
   if (!flag.empty()) return Tokenizer::load(flag);
   const std::string beside = folder + "/tokenizer.json";

@@ -1,6 +1,7 @@
 // What the evaluation commands read: a model from a checkpoint (or a run's newest one), and
 // held-out tokens from a shard or from text tokenized on the fly.
 #pragma once
+#include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +15,12 @@ namespace gattn {
 // `path` is a checkpoint folder, a run folder (its newest checkpoint) or a Hugging Face model
 // folder (docs/INTEROP.md). Sets `folder` to the one read.
 std::unique_ptr<Weights> load_checkpoint_model(const std::string& path, std::string& folder);
+
+// The inference commands' --weights-dtype (f32, or bf16: Weights::round_to_bf16_for_inference),
+// and load_checkpoint_model with it applied.
+CLI::Option* add_weights_dtype_option(CLI::App* cmd, std::string& dtype);
+std::unique_ptr<Weights> load_inference_model(const std::string& path, const std::string& dtype,
+                                              std::string& folder);
 
 // The tokenizer `flag` names, else the tokenizer.json in the model's folder.
 Tokenizer load_model_tokenizer(const std::string& flag, const std::string& folder);

@@ -1,9 +1,11 @@
-// Inference speed of a model folder, or of a config's shape with random weights: prefill of a prompt and greedy
-// decode through the KV cache (InferState), next to what the machine allows in the same run —
-// the read bandwidth (decode reads every weight once per token) and the sgemm rate (prefill).
-//   gattn_bench_decode CONFIG|FOLDER [GATE_JSON] [PROMPT=512] [GENERATE=128] [THREADS=0: all] [ROUNDS=3]
-//                      [DTYPE=f32|bf16]
-// Prints one line per round and the medians.
+// Inference speed of a model folder, or of a config's shape with random weights: prefill of a
+// prompt and greedy decode through the KV cache (InferState), next to what the machine allows in
+// the same run — the read bandwidth (decode reads every weight once per token) and the sgemm rate
+// (prefill).
+//   gattn_bench_decode CONFIG|FOLDER [GATE_JSON] [PROMPT=512] [GENERATE=128] [THREADS=0: all]
+//   [ROUNDS=3]
+//                      [DTYPE=f32|bf16] [--profile]
+// Prints one line per round and the medians; --profile adds the decode time per op and token.
 #include <omp.h>
 
 #include <algorithm>
@@ -21,6 +23,7 @@
 #include "ops/matmul.h"
 #include "util/aligned.h"
 #include "util/error.h"
+#include "util/op_profile.h"
 #include "util/threads.h"
 
 namespace {
@@ -83,16 +86,28 @@ double sgemm_rate(int m, int n, int k) {
   return best;
 }
 
+// Milliseconds per generated token of each op, and its share of the decode time.
+void print_profile(const gattn::OpProfile& profile, double tokens) {
+  double total = 0;
+  for (const auto& [op, seconds] : profile.totals()) total += seconds;
+  std::printf("decode profile (ms per token, share):\n");
+  for (const auto& [op, seconds] : profile.totals())
+    std::printf("  %-36s %7.3f  %5.1f%%\n", op.c_str(), 1e3 * seconds / tokens,
+                100 * seconds / total);
+}
+
 int argmax(const std::vector<float>& logits) {
   return int(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool profile = argc > 1 && std::string(argv[argc - 1]) == "--profile";
+  if (profile) --argc;
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: gattn_bench_decode CONFIG [GATE_JSON] [PROMPT] [GENERATE] [THREADS] "
-                 "[ROUNDS] [f32|bf16]\n");
+                 "[ROUNDS] [f32|bf16] [--profile]\n");
     return 2;
   }
   try {
@@ -124,17 +139,20 @@ int main(int argc, char** argv) {
     std::vector<float> logits(config.vocab_size);
     std::vector<double> prefill_s, decode_s;
     gattn::InferState state(weights, prompt + generate, prompt);
+    gattn::OpProfile decode_profile;
     for (int round = 0; round < rounds; ++round) {
       state.reset();
       auto start = Clock::now();
       state.forward_last(ids.data(), prompt, logits.data());
       prefill_s.push_back(seconds_since(start));
+      if (profile) state.set_profile(&decode_profile);
       start = Clock::now();
       for (int t = 0; t < generate; ++t) {
         const int32_t next = argmax(logits);
         state.forward_last(&next, 1, logits.data());
       }
       decode_s.push_back(seconds_since(start));
+      state.set_profile(nullptr);
       std::printf("round %d: prefill %.3f s (%.1f tok/s), decode %.3f s (%.2f tok/s)\n", round,
                   prefill_s.back(), prompt / prefill_s.back(), decode_s.back(),
                   generate / decode_s.back());
@@ -150,14 +168,13 @@ int main(int argc, char** argv) {
         "threads %d, %lld parameters (%.2f GB %s), read bandwidth %.1f GB/s, sgemm %.1f "
         "GFLOP/s\n",
         gattn::num_threads(), static_cast<long long>(weights.size()), weight_bytes * 1e-9,
-        dtype.c_str(),
-        bandwidth * 1e-9,
-        peak * 1e-9);
+        dtype.c_str(), bandwidth * 1e-9, peak * 1e-9);
     std::printf("decode  %.2f tok/s = %.1f%% of the bandwidth bound %.2f tok/s\n", decode_rate,
                 100 * decode_rate / bound, bound);
     std::printf("prefill %.1f tok/s, %.1f GFLOP/s (weights' FLOPs) = %.1f%% of sgemm\n",
                 prompt / median(prefill_s), prefill_flops / median(prefill_s) * 1e-9,
                 100 * prefill_flops / median(prefill_s) / peak);
+    if (profile) print_profile(decode_profile, double(rounds) * generate);
   } catch (const gattn::Error& e) {
     std::fprintf(stderr, "gattn_bench_decode: error: %s\n", e.what());
     return 1;

@@ -6,6 +6,7 @@
 
 #include "gradcheck.h"
 #include "ops/attention.h"
+#include "ops/attention_decode.h"
 
 namespace gattn {
 namespace {
@@ -77,7 +78,8 @@ TEST(AttentionForward, QueriesAfterAnOffsetSeeThePrecedingKeys) {
   const auto k = random_vector(size_t(2) * seq * full.ld_k, rng, 2.0);
   const auto v = random_vector(size_t(2) * seq * full.ld_v, rng);
   const auto expected = naive_attention(q, k, v, full);
-  for (const int offset : {1, kAttentionTile - 3, kAttentionTile, seq - 1}) {
+  for (const int offset :
+       {1, kAttentionTile - 3, kAttentionTile, seq - kFewQueryRows, seq - 2, seq - 1}) {
     const int n = seq - offset;
     AttentionShape chunk = full;
     chunk.q_len = n, chunk.q_offset = offset, chunk.kv_stride = capacity;
@@ -100,6 +102,43 @@ TEST(AttentionForward, QueriesAfterAnOffsetSeeThePrecedingKeys) {
         worst = std::max(worst, std::abs(out[size_t(b * n) * full.ld_out + i] -
                                          expected[size_t(b * seq + offset) * full.ld_out + i]));
     EXPECT_LT(worst, 1e-12) << "offset " << offset;
+  }
+}
+
+// Decode-sized chunks in float at a real head size (the vector kernels' path): the few-query
+// path's out and lse equal the formula's, for 1 .. kFewQueryRows queries after a long prefix.
+TEST(AttentionForward, FewQueriesInFloatMatchTheFormula) {
+  const int seq = 3 * kAttentionTile + 7, d = 128, heads = 4, kv_heads = 2;
+  const AttentionShape full = shape(1, seq, heads, kv_heads, d, 0);
+  std::mt19937_64 rng(5);
+  const auto q = random_vector(size_t(seq) * full.ld_q, rng, 0.3);
+  const auto k = random_vector(size_t(seq) * full.ld_k, rng, 0.3);
+  const auto v = random_vector(size_t(seq) * full.ld_v, rng);
+  const auto expected = naive_attention(q, k, v, full);
+  const std::vector<float> kf(k.begin(), k.end()), vf(v.begin(), v.end());
+  for (int n = 1; n <= kFewQueryRows; ++n) {
+    AttentionShape chunk = full;
+    chunk.q_len = n, chunk.q_offset = seq - n;
+    const std::vector<float> qf(q.end() - ptrdiff_t(n) * full.ld_q, q.end());
+    std::vector<float> out(size_t(n) * full.ld_out), lse(size_t(n) * heads);
+    attention_forward(out.data(), lse.data(), qf.data(), kf.data(), vf.data(), chunk);
+    double err = 0, norm = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+      const double e = expected[size_t(seq - n) * full.ld_out + i];
+      err += (out[i] - e) * (out[i] - e), norm += e * e;
+    }
+    EXPECT_LT(std::sqrt(err / norm), 1e-5) << n << " queries";
+    // lse of the last query row and head 3 (kv head 1) against its direct sum.
+    double max = -1e300, sum = 0;
+    std::vector<double> scores(seq);
+    for (int j = 0; j < seq; ++j) {
+      double s = 0;
+      for (int c = 0; c < d; ++c)
+        s += q[size_t(seq - 1) * full.ld_q + 3 * d + c] * k[size_t(j) * full.ld_k + d + c];
+      max = std::max(max, scores[j] = s / std::sqrt(double(d)));
+    }
+    for (double x : scores) sum += std::exp(x - max);
+    EXPECT_NEAR(lse[size_t(n - 1) * heads + 3], max + std::log(sum), 1e-5) << n << " queries";
   }
 }
 

@@ -27,7 +27,8 @@ void InferState::run(const int32_t* ids, int count) {
                          .batch = 1,
                          .seq_len = count,
                          .positions = positions_.data(),
-                         .cache = &cache_};
+                         .cache = &cache_,
+                         .profile = profile_};
   forward_layers(pass, ids, buffers_);
   length_ += count;
 }
@@ -35,6 +36,8 @@ void InferState::run(const int32_t* ids, int count) {
 void InferState::forward(const int32_t* ids, int count, float* logits) {
   run(ids, count);
   const Config& c = w_.config();
+  OpSections ops(profile_);
+  ops.next("lm head");
   if (logits)
     project(w_, w_.layout().lm_head, logits, buffers_.final_out, count, c.hidden_size,
             c.vocab_size);
@@ -43,8 +46,10 @@ void InferState::forward(const int32_t* ids, int count, float* logits) {
 void InferState::forward_last(const int32_t* ids, int count, float* logits) {
   run(ids, count);
   const Config& c = w_.config();
-  project(w_, w_.layout().lm_head, logits,
-          buffers_.final_out + int64_t(count - 1) * c.hidden_size, 1, c.hidden_size, c.vocab_size);
+  OpSections ops(profile_);
+  ops.next("lm head");
+  project(w_, w_.layout().lm_head, logits, buffers_.final_out + int64_t(count - 1) * c.hidden_size,
+          1, c.hidden_size, c.vocab_size);
 }
 
 }  // namespace gattn

@@ -20,6 +20,8 @@ class InferState {
   int length() const { return length_; }  // positions in the cache
   int context() const { return cache_.capacity; }
   void reset() { length_ = 0; }
+  // Times each op of the following passes into `profile` (null: stop timing).
+  void set_profile(OpProfile* profile) { profile_ = profile; }
 
   // Runs `count` tokens at positions length() .. length() + count - 1, appending their keys and
   // values to the cache; writes their logits [count, vocab] when asked.
@@ -39,6 +41,7 @@ class InferState {
   Arena acts_;
   PassBuffers buffers_;
   std::vector<int32_t> positions_;
+  OpProfile* profile_ = nullptr;
 };
 
 }  // namespace gattn

@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "ops/attention_decode.h"
 #include "ops/fast_exp.h"
 #include "ops/matmul.h"
 
@@ -49,6 +50,7 @@ AttentionShape self_attention_shape(int batch, int seq_len, int q_heads, int kv_
 template <typename T>
 void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
                        const AttentionShape& s) {
+  if (s.q_len <= kFewQueryRows) return attention_forward_few_queries(out, lse, q, k, v, s);
   const int d = s.head_dim, group = s.q_heads / s.kv_heads;
   const int tiles = tile_count(s.q_len);
   const T scale = T(1) / std::sqrt(T(d));

@@ -1,0 +1,16 @@
+// Attention for a few query rows per sequence against many keys (a decode step, or the first
+// rows of a tiny batch): one pass over each kv head's keys and one over its values, shared by the
+// query heads of its group, with no BLAS call per tile. attention_forward() sends such shapes here.
+#pragma once
+#include "ops/attention.h"
+
+namespace gattn {
+
+inline constexpr int kFewQueryRows = 4;  // attention_forward() comes here for q_len up to this
+
+// The same result as attention_forward's tiled path (out and lse), for s.q_len <= kFewQueryRows.
+template <typename T>
+void attention_forward_few_queries(T* out, T* lse, const T* q, const T* k, const T* v,
+                                   const AttentionShape& s);
+
+}  // namespace gattn

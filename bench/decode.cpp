@@ -6,7 +6,11 @@
 //   [ROUNDS=3]
 //                      [DTYPE=f32|bf16] [--profile]
 // Prints one line per round and the medians; --profile adds the decode time per op and token.
+#include <cblas.h>
 #include <omp.h>
+#ifdef __AVX__
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -38,37 +42,58 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Sum of n floats at p, read with four independent accumulators (one would be latency-bound).
-float sum_floats(const float* p, size_t n) {
-  float acc[4][8] = {};
-  size_t i = 0;
-  for (; i + 32 <= n; i += 32)
-    for (int a = 0; a < 4; ++a)
-#pragma omp simd
-      for (int j = 0; j < 8; ++j) acc[a][j] += p[i + 8 * a + j];
+// Sum of n floats at p, read as `streams` (1 or 4) parts side by side: one core reads more from
+// several far-apart streams. Two AVX accumulators per stream (scalar code without AVX).
+float sum_floats(const float* p, size_t n, int streams) {
+  const size_t part = n / streams;
   float sum = 0;
-  for (; i < n; ++i) sum += p[i];
-  for (int a = 0; a < 4; ++a)
-    for (int j = 0; j < 8; ++j) sum += acc[a][j];
+#ifdef __AVX__
+  __m256 acc[4][2];
+  for (auto& a : acc) a[0] = a[1] = _mm256_setzero_ps();
+  for (size_t i = 0; i + 16 <= part; i += 16)
+    for (int s = 0; s < streams; ++s) {
+      acc[s][0] = _mm256_add_ps(acc[s][0], _mm256_loadu_ps(p + s * part + i));
+      acc[s][1] = _mm256_add_ps(acc[s][1], _mm256_loadu_ps(p + s * part + i + 8));
+    }
+  for (auto& a : acc) {
+    float lanes[8];
+    _mm256_storeu_ps(lanes, _mm256_add_ps(a[0], a[1]));
+    for (float x : lanes) sum += x;
+  }
+#else
+  for (size_t i = 0; i < part * streams; ++i) sum += p[i];
+#endif
   return sum;
 }
 
-// Bytes per second of summing a buffer far larger than the caches, all threads (best of 5).
+// Bytes per second of reading a buffer far larger than the caches, all threads: the best of 5
+// rounds each of a sum read as one stream per thread, the same as four streams, and OpenBLAS's
+// sgemv over it as a [rows, 1024] matrix (a tuned library's matrix-vector read). The machine
+// is shared: the bound moves from run to run, and gattn's kernels may read faster than all three.
 double read_bandwidth() {
   const size_t count = size_t(1) << 28;  // 1 GiB of floats
+  const int width = 1024, rows = int(count / width);
   gattn::AlignedFloats buffer(count, 1.0f);
+  std::vector<float> x(width, 1.0f), y(rows);
   double best = 0;
-  for (int round = 0; round < 5; ++round) {
+  for (int round = 0; round < 15; ++round) {
     const auto start = Clock::now();
     float sum = 0;
+    if (round % 3 == 2) {
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, rows, width, 1.0f, buffer.data(), width, x.data(),
+                  1, 0.0f, y.data(), 1);
+      sum = y[rows - 1];
+    } else {
+      const int streams = round % 3 ? 4 : 1;
 #pragma omp parallel reduction(+ : sum)
-    {
-      const size_t t = omp_get_thread_num(), threads = omp_get_num_threads();
-      const size_t begin = count * t / threads, end = count * (t + 1) / threads;
-      sum += sum_floats(buffer.data() + begin, end - begin);
+      {
+        const size_t t = omp_get_thread_num(), threads = omp_get_num_threads();
+        const size_t begin = count * t / threads, end = count * (t + 1) / threads;
+        sum += sum_floats(buffer.data() + begin, end - begin, streams);
+      }
     }
     const double s = seconds_since(start);
-    if (sum != float(count) && sum < 0) std::printf("%g", sum);  // keep the loop
+    if (sum < 0) std::printf("%g", sum);  // keep the loop
     best = std::max(best, double(count) * 4 / s);
   }
   return best;

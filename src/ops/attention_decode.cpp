@@ -7,49 +7,28 @@
 #include <cstdint>
 #include <vector>
 
+#include "ops/dot.h"
 #include "ops/fast_exp.h"
-
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#endif
 
 namespace gattn {
 
 namespace {
+// Dot products of a query with one and with four key rows: fp32 through ops/dot's vector
+// kernels, any other type (the float64 of the tests) by plain loops.
 template <typename T>
-T dot(const T* a, const T* b, int n) {
+T row_dot(const T* a, const T* b, int n) {
   T s = 0;
-#pragma omp simd reduction(+ : s)
   for (int c = 0; c < n; ++c) s += a[c] * b[c];
   return s;
 }
+inline float row_dot(const float* a, const float* b, int n) { return dot(a, b, n); }
 
-#if defined(__AVX2__) && defined(__FMA__)
-// Four independent accumulators: one would wait on each FMA's latency.
-float dot(const float* a, const float* b, int n) {
-  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-  int c = 0;
-  for (; c + 32 <= n; c += 32) {
-    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c), _mm256_loadu_ps(b + c), s0);
-    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c + 8), _mm256_loadu_ps(b + c + 8), s1);
-    s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c + 16), _mm256_loadu_ps(b + c + 16), s2);
-    s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c + 24), _mm256_loadu_ps(b + c + 24), s3);
-  }
-  const __m256 v = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
-  __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  x = _mm_hadd_ps(x, x);
-  float s = _mm_cvtss_f32(_mm_hadd_ps(x, x));
-  for (; c < n; ++c) s += a[c] * b[c];
-  return s;
-}
-#endif
-
-// Asks for the n values at p ahead of their use: a cache's rows for one range of heads are short
-// runs at a 4 KiB stride, where the hardware prefetcher restarts on every row.
 template <typename T>
-void prefetch(const T* p, int n) {
-  const char* bytes = reinterpret_cast<const char*>(p);
-  for (size_t offset = 0; offset < n * sizeof(T); offset += 64) __builtin_prefetch(bytes + offset);
+void row_dot4(const T* x, const T* const rows[4], int n, T out[4]) {
+  for (int i = 0; i < 4; ++i) out[i] = row_dot(x, rows[i], n);
+}
+inline void row_dot4(const float* x, const float* const rows[4], int n, float out[4]) {
+  dot4(x, rows, n, out);
 }
 
 // p[j] = exp(p[j] - max) over n scores; returns their sum and sets *max.
@@ -67,8 +46,6 @@ T exp_shifted(T* p, int n, T* max) {
 // The query vectors of one task: every query row of one sequence for each query head of the kv
 // heads [kv_begin, kv_end). Vector u = (i * kv_count + kv) * group + g is query row i of head
 // (kv_begin + kv) * group + g.
-constexpr int kPrefetchRows = 2;  // how far ahead the cache's rows are asked for
-
 struct QueryVectors {
   int rows, kv_begin, kv_count, group;
   int count() const { return rows * kv_count * group; }
@@ -111,34 +88,51 @@ void attention_forward_few_queries(T* out, T* lse, const T* q, const T* k, const
                             .group = group};
       const int64_t q_row0 = int64_t(b) * s.q_len, kv_row0 = b * s.kv_stride;
       auto query = [&](int u) { return q + (q_row0 + qv.row(u)) * s.ld_q + qv.head(u) * d; };
-      for (int j = 0; j < most_seen; ++j) {
-        const T* kj = k + (kv_row0 + j) * s.ld_k;
-        if (j + kPrefetchRows < most_seen)
-          prefetch(kj + kPrefetchRows * s.ld_k + qv.kv_begin * d, qv.kv_count * d);
-        for (int u = 0; u < qv.count(); ++u)
-          if (j < seen(qv.row(u)))
-            scores[size_t(u) * most_seen + j] = scale * dot(query(u), kj + qv.kv_head(u) * d, d);
+      // Scores, the cache's rows read as four far-apart streams (rows j, j + part, ..), then the
+      // rows left over; rows after a query's position are computed and not kept.
+      const int part = most_seen / 4;
+      auto key = [&](int j, int u) { return k + (kv_row0 + j) * s.ld_k + qv.kv_head(u) * d; };
+      for (int j = 0; j < part; ++j) {
+        const int js[4] = {j, j + part, j + 2 * part, j + 3 * part};
+        for (int u = 0; u < qv.count(); ++u) {
+          const T* const rows[4] = {key(js[0], u), key(js[1], u), key(js[2], u), key(js[3], u)};
+          T dots[4];
+          row_dot4(query(u), rows, d, dots);
+          for (int i = 0; i < 4; ++i) scores[size_t(u) * most_seen + js[i]] = scale * dots[i];
+        }
       }
+      for (int j = 4 * part; j < most_seen; ++j)
+        for (int u = 0; u < qv.count(); ++u)
+          scores[size_t(u) * most_seen + j] = scale * row_dot(query(u), key(j, u), d);
       for (int u = 0; u < qv.count(); ++u) {
         T* p = scores + size_t(u) * most_seen;
         const int n = seen(qv.row(u));
         row_sum[u] = exp_shifted(p, n, &row_max[u]);
         std::fill(p + n, p + most_seen, T(0));
       }
-      // out_u = sum_j p_uj v_j
+      // out_u = sum_j p_uj v_j, the same four streams (invisible rows have p = 0).
       std::fill(acc, acc + size_t(qv.count()) * d, T(0));
-      for (int j = 0; j < most_seen; ++j) {
-        const T* vj = v + (kv_row0 + j) * s.ld_v;
-        if (j + kPrefetchRows < most_seen)
-          prefetch(vj + kPrefetchRows * s.ld_v + qv.kv_begin * d, qv.kv_count * d);
+      auto value = [&](int j, int u) { return v + (kv_row0 + j) * s.ld_v + qv.kv_head(u) * d; };
+      for (int j = 0; j < part; ++j) {
+        const int js[4] = {j, j + part, j + 2 * part, j + 3 * part};
         for (int u = 0; u < qv.count(); ++u) {
-          const T p = scores[size_t(u) * most_seen + j];
-          const T* vh = vj + qv.kv_head(u) * d;
+          const T* p = scores + size_t(u) * most_seen;
+          const T p0 = p[js[0]], p1 = p[js[1]], p2 = p[js[2]], p3 = p[js[3]];
+          const T *v0 = value(js[0], u), *v1 = value(js[1], u), *v2 = value(js[2], u),
+                  *v3 = value(js[3], u);
           T* a = acc + size_t(u) * d;
 #pragma omp simd
-          for (int c = 0; c < d; ++c) a[c] += p * vh[c];
+          for (int c = 0; c < d; ++c) a[c] += p0 * v0[c] + p1 * v1[c] + p2 * v2[c] + p3 * v3[c];
         }
       }
+      for (int j = 4 * part; j < most_seen; ++j)
+        for (int u = 0; u < qv.count(); ++u) {
+          const T p = scores[size_t(u) * most_seen + j];
+          const T* vj = value(j, u);
+          T* a = acc + size_t(u) * d;
+#pragma omp simd
+          for (int c = 0; c < d; ++c) a[c] += p * vj[c];
+        }
       for (int u = 0; u < qv.count(); ++u) {
         const int64_t row = q_row0 + qv.row(u);
         T* o = out + row * s.ld_out + qv.head(u) * d;

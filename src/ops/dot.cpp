@@ -1,0 +1,55 @@
+#include "ops/dot.h"
+
+namespace gattn {
+
+namespace {
+float tail(const float* a, const float* b, int begin, int end) {
+  float s = 0;
+  for (int k = begin; k < end; ++k) s += a[k] * b[k];
+  return s;
+}
+}  // namespace
+
+#ifdef GATTN_DOT_AVX2
+// Four independent accumulators over 32 values at a time (one would wait on each FMA).
+float dot(const float* in, const float* w, int n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  int k = 0;
+  for (; k + 32 <= n; k += 32) {
+    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(in + k), _mm256_loadu_ps(w + k), a0);
+    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(in + k + 8), _mm256_loadu_ps(w + k + 8), a1);
+    a2 = _mm256_fmadd_ps(_mm256_loadu_ps(in + k + 16), _mm256_loadu_ps(w + k + 16), a2);
+    a3 = _mm256_fmadd_ps(_mm256_loadu_ps(in + k + 24), _mm256_loadu_ps(w + k + 24), a3);
+  }
+  return horizontal_sum(a0, a1, a2, a3) + tail(in, w, k, n);
+}
+
+void dot4(const float* in, const float* const w[4], int n, float out[4]) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+  int k = 0;
+  for (; k + 16 <= n; k += 16) {
+    const __m256 x0 = _mm256_loadu_ps(in + k), x1 = _mm256_loadu_ps(in + k + 8);
+    a0 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(w[0] + k), a0);
+    b0 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(w[0] + k + 8), b0);
+    a1 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(w[1] + k), a1);
+    b1 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(w[1] + k + 8), b1);
+    a2 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(w[2] + k), a2);
+    b2 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(w[2] + k + 8), b2);
+    a3 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(w[3] + k), a3);
+    b3 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(w[3] + k + 8), b3);
+  }
+  const __m256 zero = _mm256_setzero_ps();
+  out[0] = horizontal_sum(a0, b0, zero, zero) + tail(in, w[0], k, n);
+  out[1] = horizontal_sum(a1, b1, zero, zero) + tail(in, w[1], k, n);
+  out[2] = horizontal_sum(a2, b2, zero, zero) + tail(in, w[2], k, n);
+  out[3] = horizontal_sum(a3, b3, zero, zero) + tail(in, w[3], k, n);
+}
+
+#else
+float dot(const float* a, const float* b, int n) { return tail(a, b, 0, n); }
+void dot4(const float* x, const float* const rows[4], int n, float out[4]) {
+  for (int i = 0; i < 4; ++i) out[i] = tail(x, rows[i], 0, n);
+}
+#endif
+
+}  // namespace gattn

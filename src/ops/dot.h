@@ -1,0 +1,30 @@
+// fp32 dot products for the memory-bound kernels of decode (the small-batch linear layer and
+// attention over a KV cache): AVX2 with independent accumulators where the CPU has it, plain
+// loops elsewhere.
+#pragma once
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define GATTN_DOT_AVX2 1
+#endif
+
+namespace gattn {
+
+// sum_k a[k] b[k] over n values.
+float dot(const float* a, const float* b, int n);
+
+// out[i] = sum_k x[k] rows[i][k] for four rows: x is loaded once for the four, and four streams
+// of rows are in flight at once.
+void dot4(const float* x, const float* const rows[4], int n, float out[4]);
+
+#ifdef GATTN_DOT_AVX2
+// The sum of the 32 lanes of four vectors.
+inline float horizontal_sum(__m256 a, __m256 b, __m256 c, __m256 d) {
+  const __m256 v = _mm256_add_ps(_mm256_add_ps(a, b), _mm256_add_ps(c, d));
+  __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  x = _mm_hadd_ps(x, x);
+  return _mm_cvtss_f32(_mm_hadd_ps(x, x));
+}
+#endif
+
+}  // namespace gattn

@@ -6,14 +6,14 @@
 //   [ROUNDS=3]
 //                      [DTYPE=f32|bf16] [--profile]
 // Prints one line per round and the medians; --profile adds the decode time per op and token.
-#include <cblas.h>
 #include <omp.h>
-#ifdef __AVX__
+#ifdef __AVX2__
 #include <immintrin.h>
 #endif
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -42,23 +42,25 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Sum of n floats at p, read as `streams` (1 or 4) parts side by side: one core reads more from
-// several far-apart streams. Two AVX accumulators per stream (scalar code without AVX).
-float sum_floats(const float* p, size_t n, int streams) {
+// Sum of the n 32-bit words at p as integers (any bytes, no floating-point special cases), read
+// as `streams` (1 or 4) parts side by side: one core reads more from several far-apart streams.
+// Two AVX2 accumulators per stream (a plain loop without AVX2).
+uint32_t sum_words(const uint32_t* p, size_t n, int streams) {
   const size_t part = n / streams;
-  float sum = 0;
-#ifdef __AVX__
-  __m256 acc[4][2];
-  for (auto& a : acc) a[0] = a[1] = _mm256_setzero_ps();
+  uint32_t sum = 0;
+#ifdef __AVX2__
+  __m256i acc[4][2];
+  for (auto& a : acc) a[0] = a[1] = _mm256_setzero_si256();
   for (size_t i = 0; i + 16 <= part; i += 16)
     for (int s = 0; s < streams; ++s) {
-      acc[s][0] = _mm256_add_ps(acc[s][0], _mm256_loadu_ps(p + s * part + i));
-      acc[s][1] = _mm256_add_ps(acc[s][1], _mm256_loadu_ps(p + s * part + i + 8));
+      const auto* q = reinterpret_cast<const __m256i*>(p + s * part + i);
+      acc[s][0] = _mm256_add_epi32(acc[s][0], _mm256_loadu_si256(q));
+      acc[s][1] = _mm256_add_epi32(acc[s][1], _mm256_loadu_si256(q + 1));
     }
   for (auto& a : acc) {
-    float lanes[8];
-    _mm256_storeu_ps(lanes, _mm256_add_ps(a[0], a[1]));
-    for (float x : lanes) sum += x;
+    uint32_t lanes[8];
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes), _mm256_add_epi32(a[0], a[1]));
+    for (uint32_t x : lanes) sum += x;
   }
 #else
   for (size_t i = 0; i < part * streams; ++i) sum += p[i];
@@ -66,34 +68,25 @@ float sum_floats(const float* p, size_t n, int streams) {
   return sum;
 }
 
-// Bytes per second of reading a buffer far larger than the caches, all threads: the best of 5
-// rounds each of a sum read as one stream per thread, the same as four streams, and OpenBLAS's
-// sgemv over it as a [rows, 1024] matrix (a tuned library's matrix-vector read). The machine
-// is shared: the bound moves from run to run, and gattn's kernels may read faster than all three.
-double read_bandwidth() {
-  const size_t count = size_t(1) << 28;  // 1 GiB of floats
-  const int width = 1024, rows = int(count / width);
-  gattn::AlignedFloats buffer(count, 1.0f);
-  std::vector<float> x(width, 1.0f), y(rows);
+// Bytes per second of reading the very buffer decode reads (the model's weights: the fp32
+// values, or the bf16 copy), all threads: the best of 5 rounds each of reading it as one stream
+// per thread and as four. The machine is shared: this moves from run to run.
+double read_bandwidth(const void* data, size_t bytes) {
+  const auto* words = static_cast<const uint32_t*>(data);
+  const size_t count = bytes / 4;
   double best = 0;
-  for (int round = 0; round < 15; ++round) {
+  for (int round = 0; round < 10; ++round) {
+    const int streams = round % 2 ? 4 : 1;
     const auto start = Clock::now();
-    float sum = 0;
-    if (round % 3 == 2) {
-      cblas_sgemv(CblasRowMajor, CblasNoTrans, rows, width, 1.0f, buffer.data(), width, x.data(),
-                  1, 0.0f, y.data(), 1);
-      sum = y[rows - 1];
-    } else {
-      const int streams = round % 3 ? 4 : 1;
+    uint32_t sum = 0;
 #pragma omp parallel reduction(+ : sum)
-      {
-        const size_t t = omp_get_thread_num(), threads = omp_get_num_threads();
-        const size_t begin = count * t / threads, end = count * (t + 1) / threads;
-        sum += sum_floats(buffer.data() + begin, end - begin, streams);
-      }
+    {
+      const size_t t = omp_get_thread_num(), threads = omp_get_num_threads();
+      const size_t begin = count * t / threads, end = count * (t + 1) / threads;
+      sum += sum_words(words + begin, end - begin, streams);
     }
     const double s = seconds_since(start);
-    if (sum < 0) std::printf("%g", sum);  // keep the loop
+    if (sum == 1) std::printf(" ");  // keep the loop
     best = std::max(best, double(count) * 4 / s);
   }
   return best;
@@ -156,7 +149,9 @@ int main(int argc, char** argv) {
     const gattn::Config& config = weights.config();
     if (dtype == "bf16") weights.round_to_bf16_for_inference();
     const double weight_bytes = double(weights.size()) * (dtype == "bf16" ? 2 : 4);
-    const double bandwidth = read_bandwidth();
+    const double bandwidth =
+        dtype == "bf16" ? read_bandwidth(weights.bf16_data(), size_t(weights.size()) * 2)
+                        : read_bandwidth(weights.values().data(), size_t(weights.size()) * 4);
     const double peak = sgemm_rate(prompt, config.intermediate_size, config.hidden_size);
 
     std::vector<int32_t> ids(prompt);

@@ -145,6 +145,8 @@ def main():
     p.add_argument("--url", help="use a running server instead, e.g. http://127.0.0.1:8080")
     p.add_argument("--parallel", type=int, default=4, help="--parallel of the started server")
     p.add_argument("--threads", type=int, default=0, help="--threads of the started server")
+    p.add_argument("--weights-dtype", choices=["f32", "bf16"], default="f32",
+                   help="--weights-dtype of the started server")
     p.add_argument("--clients", type=int, default=4)
     p.add_argument("--requests", type=int, default=32)
     p.add_argument("--max-tokens", type=int, default=64)
@@ -165,6 +167,7 @@ def main():
                "--port", str(port), "--parallel", str(args.parallel)]
         if args.threads:
             cmd += ["--threads", str(args.threads)]
+        cmd += ["--weights-dtype", args.weights_dtype]
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         wait_healthy(host, port, proc, 60)

@@ -55,9 +55,9 @@ struct QueryVectors {
 };
 }  // namespace
 
-// A cache keeps all kv heads of a position in one row, so each task walks the rows in order and
-// serves a contiguous range of kv heads: memory is read as one stream, not one 4 KiB stride per
-// head. Tasks: sequences x (one range of heads per thread).
+// A cache keeps all kv heads of a position in one row, so each task serves a contiguous range of
+// kv heads and walks the rows in order (as four far-apart streams, which one core reads faster
+// than one), not one 4 KiB stride per head. Tasks: sequences x (one range of heads per thread).
 template <typename T>
 void attention_forward_few_queries(T* out, T* lse, const T* q, const T* k, const T* v,
                                    const AttentionShape& s) {

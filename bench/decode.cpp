@@ -25,7 +25,6 @@
 #include "model/infer_state.h"
 #include "model/weights.h"
 #include "ops/matmul.h"
-#include "util/aligned.h"
 #include "util/error.h"
 #include "util/op_profile.h"
 #include "util/threads.h"

@@ -33,23 +33,22 @@ void InferState::run(const int32_t* ids, int count) {
   length_ += count;
 }
 
-void InferState::forward(const int32_t* ids, int count, float* logits) {
-  run(ids, count);
+void InferState::lm_head(int first, int count, float* logits) {
   const Config& c = w_.config();
   OpSections ops(profile_);
   ops.next("lm head");
-  if (logits)
-    project(w_, w_.layout().lm_head, logits, buffers_.final_out, count, c.hidden_size,
-            c.vocab_size);
+  project(w_, w_.layout().lm_head, logits, buffers_.final_out + int64_t(first) * c.hidden_size,
+          count, c.hidden_size, c.vocab_size);
+}
+
+void InferState::forward(const int32_t* ids, int count, float* logits) {
+  run(ids, count);
+  if (logits) lm_head(0, count, logits);
 }
 
 void InferState::forward_last(const int32_t* ids, int count, float* logits) {
   run(ids, count);
-  const Config& c = w_.config();
-  OpSections ops(profile_);
-  ops.next("lm head");
-  project(w_, w_.layout().lm_head, logits, buffers_.final_out + int64_t(count - 1) * c.hidden_size,
-          1, c.hidden_size, c.vocab_size);
+  lm_head(count - 1, 1, logits);
 }
 
 }  // namespace gattn

@@ -33,6 +33,8 @@ class InferState {
 
  private:
   void run(const int32_t* ids, int count);
+  // logits [count, vocab] of the last run's rows first .. first + count - 1.
+  void lm_head(int first, int count, float* logits);
 
   const Weights& w_;
   int max_chunk_;

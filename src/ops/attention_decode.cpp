@@ -43,6 +43,18 @@ T exp_shifted(T* p, int n, T* max) {
   return sum;
 }
 
+// Visits rows 0 .. n - 1 as four far-apart streams: four(js) with js = {j, j + part, j + 2 part,
+// j + 3 part} for j < part = n / 4, then one(j) for each row left over.
+template <typename Four, typename One>
+void in_four_streams(int n, Four&& four, One&& one) {
+  const int part = n / 4;
+  for (int j = 0; j < part; ++j) {
+    const int js[4] = {j, j + part, j + 2 * part, j + 3 * part};
+    four(js);
+  }
+  for (int j = 4 * part; j < n; ++j) one(j);
+}
+
 // The query vectors of one task: every query row of one sequence for each query head of the kv
 // heads [kv_begin, kv_end). Vector u = (i * kv_count + kv) * group + g is query row i of head
 // (kv_begin + kv) * group + g.
@@ -88,51 +100,53 @@ void attention_forward_few_queries(T* out, T* lse, const T* q, const T* k, const
                             .group = group};
       const int64_t q_row0 = int64_t(b) * s.q_len, kv_row0 = b * s.kv_stride;
       auto query = [&](int u) { return q + (q_row0 + qv.row(u)) * s.ld_q + qv.head(u) * d; };
-      // Scores, the cache's rows read as four far-apart streams (rows j, j + part, ..), then the
-      // rows left over; rows after a query's position are computed and not kept.
-      const int part = most_seen / 4;
+      // Scores; rows after a query's position are computed and not kept.
       auto key = [&](int j, int u) { return k + (kv_row0 + j) * s.ld_k + qv.kv_head(u) * d; };
-      for (int j = 0; j < part; ++j) {
-        const int js[4] = {j, j + part, j + 2 * part, j + 3 * part};
-        for (int u = 0; u < qv.count(); ++u) {
-          const T* const rows[4] = {key(js[0], u), key(js[1], u), key(js[2], u), key(js[3], u)};
-          T dots[4];
-          row_dot4(query(u), rows, d, dots);
-          for (int i = 0; i < 4; ++i) scores[size_t(u) * most_seen + js[i]] = scale * dots[i];
-        }
-      }
-      for (int j = 4 * part; j < most_seen; ++j)
-        for (int u = 0; u < qv.count(); ++u)
-          scores[size_t(u) * most_seen + j] = scale * row_dot(query(u), key(j, u), d);
+      in_four_streams(
+          most_seen,
+          [&](const int js[4]) {
+            for (int u = 0; u < qv.count(); ++u) {
+              const T* const rows[4] = {key(js[0], u), key(js[1], u), key(js[2], u), key(js[3], u)};
+              T dots[4];
+              row_dot4(query(u), rows, d, dots);
+              for (int i = 0; i < 4; ++i) scores[size_t(u) * most_seen + js[i]] = scale * dots[i];
+            }
+          },
+          [&](int j) {
+            for (int u = 0; u < qv.count(); ++u)
+              scores[size_t(u) * most_seen + j] = scale * row_dot(query(u), key(j, u), d);
+          });
       for (int u = 0; u < qv.count(); ++u) {
         T* p = scores + size_t(u) * most_seen;
         const int n = seen(qv.row(u));
         row_sum[u] = exp_shifted(p, n, &row_max[u]);
         std::fill(p + n, p + most_seen, T(0));
       }
-      // out_u = sum_j p_uj v_j, the same four streams (invisible rows have p = 0).
+      // out_u = sum_j p_uj v_j over the same streams (invisible rows have p = 0).
       std::fill(acc, acc + size_t(qv.count()) * d, T(0));
       auto value = [&](int j, int u) { return v + (kv_row0 + j) * s.ld_v + qv.kv_head(u) * d; };
-      for (int j = 0; j < part; ++j) {
-        const int js[4] = {j, j + part, j + 2 * part, j + 3 * part};
-        for (int u = 0; u < qv.count(); ++u) {
-          const T* p = scores + size_t(u) * most_seen;
-          const T p0 = p[js[0]], p1 = p[js[1]], p2 = p[js[2]], p3 = p[js[3]];
-          const T *v0 = value(js[0], u), *v1 = value(js[1], u), *v2 = value(js[2], u),
-                  *v3 = value(js[3], u);
-          T* a = acc + size_t(u) * d;
+      in_four_streams(
+          most_seen,
+          [&](const int js[4]) {
+            for (int u = 0; u < qv.count(); ++u) {
+              const T* p = scores + size_t(u) * most_seen;
+              const T p0 = p[js[0]], p1 = p[js[1]], p2 = p[js[2]], p3 = p[js[3]];
+              const T *v0 = value(js[0], u), *v1 = value(js[1], u), *v2 = value(js[2], u),
+                      *v3 = value(js[3], u);
+              T* a = acc + size_t(u) * d;
 #pragma omp simd
-          for (int c = 0; c < d; ++c) a[c] += p0 * v0[c] + p1 * v1[c] + p2 * v2[c] + p3 * v3[c];
-        }
-      }
-      for (int j = 4 * part; j < most_seen; ++j)
-        for (int u = 0; u < qv.count(); ++u) {
-          const T p = scores[size_t(u) * most_seen + j];
-          const T* vj = value(j, u);
-          T* a = acc + size_t(u) * d;
+              for (int c = 0; c < d; ++c) a[c] += p0 * v0[c] + p1 * v1[c] + p2 * v2[c] + p3 * v3[c];
+            }
+          },
+          [&](int j) {
+            for (int u = 0; u < qv.count(); ++u) {
+              const T p = scores[size_t(u) * most_seen + j];
+              const T* vj = value(j, u);
+              T* a = acc + size_t(u) * d;
 #pragma omp simd
-          for (int c = 0; c < d; ++c) a[c] += p * vj[c];
-        }
+              for (int c = 0; c < d; ++c) a[c] += p * vj[c];
+            }
+          });
       for (int u = 0; u < qv.count(); ++u) {
         const int64_t row = q_row0 + qv.row(u);
         T* o = out + row * s.ld_out + qv.head(u) * d;

@@ -7,6 +7,7 @@
 namespace gattn {
 
 namespace {
+constexpr std::size_t kHugePage = std::size_t(2) << 20;
 // From this size on a buffer starts on a huge page: the rounding wastes at most 2 MiB of
 // address space (and nothing when transparent huge pages are off).
 constexpr std::size_t kHugeFrom = std::size_t(8) << 20;

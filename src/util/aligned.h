@@ -11,10 +11,9 @@
 namespace gattn {
 
 inline constexpr std::size_t kBufferAlignment = 64;
-inline constexpr std::size_t kHugePage = std::size_t(2) << 20;
 
-// Allocates `bytes` aligned to kBufferAlignment, or for large buffers to kHugePage with a hint
-// that they be backed by huge pages (no effect where the kernel has them off).
+// Allocates `bytes` aligned to kBufferAlignment, or for large buffers to 2 MiB with a hint
+// that they be backed by 2 MiB pages (no effect where the kernel has them off).
 void* allocate_aligned(std::size_t bytes);
 void free_aligned(void* p, std::size_t bytes);
 

@@ -4,8 +4,11 @@
 // (prefill).
 //   gattn_bench_decode CONFIG|FOLDER [GATE_JSON] [PROMPT=512] [GENERATE=128] [THREADS=0: all]
 //   [ROUNDS=3]
-//                      [DTYPE=f32|bf16] [--profile]
+//                      [DTYPE=f32|bf16] [--profile] [--slots N]
 // Prints one line per round and the medians; --profile adds the decode time per op and token.
+// --slots N (a server's concurrent requests): each round decodes one sequence alone, then N
+// sequences together through BatchedInferState (one step = one token for each), and prints the
+// total tokens/s of both and their ratio.
 #include <omp.h>
 #ifdef __AVX2__
 #include <immintrin.h>
@@ -15,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -22,6 +26,7 @@
 
 #include "io/checkpoint.h"
 #include "io/hf_weights.h"
+#include "model/batched_infer_state.h"
 #include "model/infer_state.h"
 #include "model/weights.h"
 #include "ops/matmul.h"
@@ -113,18 +118,81 @@ void print_profile(const gattn::OpProfile& profile, double tokens) {
                 100 * seconds / total);
 }
 
-int argmax(const std::vector<float>& logits) {
-  return int(std::max_element(logits.begin(), logits.end()) - logits.begin());
+int argmax(const float* logits, int n) {
+  return int(std::max_element(logits, logits + n) - logits);
+}
+int argmax(const std::vector<float>& logits) { return argmax(logits.data(), int(logits.size())); }
+
+// Seconds to decode `generate` tokens in each of `slots` sequences at once, after prefilling each
+// with `prompt` (different prompts per slot).
+double batched_decode_seconds(gattn::BatchedInferState& state, int vocab, int slots, int prompt,
+                              int generate, gattn::OpProfile* profile) {
+  std::vector<float> logits(size_t(slots) * vocab);
+  std::vector<int> active(slots);
+  std::vector<int32_t> next(slots), ids(prompt);
+  for (int s = 0; s < slots; ++s) {
+    active[s] = s;
+    state.reset(s);
+    for (int i = 0; i < prompt; ++i) ids[i] = (i * 7919 + s * 104729) % vocab;
+    state.prefill(s, ids.data(), prompt, logits.data() + int64_t(s) * vocab);
+  }
+  state.set_profile(profile);
+  const auto start = Clock::now();
+  for (int t = 0; t < generate; ++t) {
+    for (int s = 0; s < slots; ++s) next[s] = argmax(logits.data() + int64_t(s) * vocab, vocab);
+    state.decode(active, next, logits.data());
+  }
+  const double seconds = seconds_since(start);
+  state.set_profile(nullptr);
+  return seconds;
+}
+
+// Total decode tokens/s of one sequence and of `slots` at once, alternated rounds, medians.
+void compare_slots(const gattn::Weights& weights, int slots, int prompt, int generate, int rounds,
+                   bool profile) {
+  gattn::BatchedInferState state(weights, slots, prompt + generate, prompt);
+  const int vocab = weights.config().vocab_size;
+  std::vector<double> one, many, ratio;
+  gattn::OpProfile profile_one, profile_many;
+  for (int round = 0; round < rounds; ++round) {
+    one.push_back(generate / batched_decode_seconds(state, vocab, 1, prompt, generate,
+                                                    profile ? &profile_one : nullptr));
+    many.push_back(double(slots) * generate /
+                   batched_decode_seconds(state, vocab, slots, prompt, generate,
+                                          profile ? &profile_many : nullptr));
+    ratio.push_back(many.back() / one.back());
+    std::printf("round %d: 1 sequence %.2f tok/s, %d sequences %.2f tok/s in total (%.2fx)\n",
+                round, one.back(), slots, many.back(), ratio.back());
+  }
+  std::printf(
+      "decode, medians of %d rounds: 1 sequence %.2f tok/s, %d sequences %.2f tok/s, "
+      "ratio %.2fx\n",
+      rounds, median(one), slots, median(many), median(ratio));
+  if (profile) {
+    std::printf("1 sequence, ");
+    print_profile(profile_one, double(rounds) * generate);
+    std::printf("%d sequences (per step of %d tokens), ", slots, slots);
+    print_profile(profile_many, double(rounds) * generate);
+  }
 }
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool profile = argc > 1 && std::string(argv[argc - 1]) == "--profile";
-  if (profile) --argc;
-  if (argc < 2) {
+  // The flags follow the positional arguments.
+  bool profile = false;
+  int slots = 0;
+  int positional = argc;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--profile" || arg == "--slots") positional = std::min(positional, i);
+    if (arg == "--profile") profile = true;
+    if (arg == "--slots" && i + 1 < argc) slots = std::atoi(argv[++i]);
+  }
+  argc = positional;
+  if (argc < 2 || slots < 0) {
     std::fprintf(stderr,
                  "usage: gattn_bench_decode CONFIG [GATE_JSON] [PROMPT] [GENERATE] [THREADS] "
-                 "[ROUNDS] [f32|bf16] [--profile]\n");
+                 "[ROUNDS] [f32|bf16] [--profile] [--slots N]\n");
     return 2;
   }
   try {
@@ -147,6 +215,10 @@ int main(int argc, char** argv) {
     gattn::Weights& weights = *model;
     const gattn::Config& config = weights.config();
     if (dtype == "bf16") weights.round_to_bf16_for_inference();
+    if (slots > 0) {
+      compare_slots(weights, slots, prompt, generate, rounds, profile);
+      return 0;
+    }
     const double weight_bytes = double(weights.size()) * (dtype == "bf16" ? 2 : 4);
     const double bandwidth =
         dtype == "bf16" ? read_bandwidth(weights.bf16_data(), size_t(weights.size()) * 2)

@@ -103,5 +103,41 @@ TEST(SmallBatchLinear, LinearForwardAgreesAcrossTheDispatchBoundary) {
   for (size_t i = 0; i < few.size(); ++i) EXPECT_NEAR(few[i], all[i], 1e-4) << i;
 }
 
+// A row's outputs are the same bits whatever else is in the batch, wherever it sits in it and
+// however many threads run: a request's tokens at temperature 0 do not depend on what else the
+// server decodes with it.
+TEST(SmallBatchLinear, RowsDoNotDependOnTheBatchOrTheThreads) {
+  const int in_dim = 1029, out_dim = 70;  // a SIMD tail, and columns left over per thread
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  std::vector<float> in(size_t(kSmallBatchRows) * in_dim), w(size_t(out_dim) * in_dim);
+  for (float& x : in) x = normal(rng);
+  for (float& x : w) x = normal(rng);
+  std::vector<uint16_t> w_bf16(w.size());
+  for (size_t i = 0; i < w.size(); ++i) w_bf16[i] = to_bf16(w[i]);
+  for (bool bf16 : {false, true}) {
+    auto run = [&](const float* rows_in, int rows, int threads) {
+      ThreadScope scope(threads);
+      std::vector<float> out(size_t(rows) * out_dim);
+      if (bf16)
+        small_batch_linear(out.data(), rows_in, w_bf16.data(), rows, in_dim, out_dim);
+      else
+        small_batch_linear(out.data(), rows_in, w.data(), rows, in_dim, out_dim);
+      return out;
+    };
+    for (int rows = 1; rows <= kSmallBatchRows; ++rows)
+      for (int threads : {1, 2}) {
+        const std::vector<float> batch = run(in.data(), rows, threads);
+        for (int r = 0; r < rows; ++r) {
+          const std::vector<float> alone = run(in.data() + size_t(r) * in_dim, 1, 1);
+          for (int n = 0; n < out_dim; ++n)
+            ASSERT_EQ(batch[size_t(r) * out_dim + n], alone[n])
+                << "row " << r << " of " << rows << ", column " << n << ", threads " << threads
+                << (bf16 ? " bf16" : " fp32");
+        }
+      }
+  }
+}
+
 }  // namespace
 }  // namespace gattn

@@ -19,6 +19,8 @@
 #include "model/flops.h"
 #include "model/train_state.h"
 #include "model/weights.h"
+#include "ops/gemm_floor.h"
+#include "ops/gemm_log.h"
 #include "train/adamw.h"
 #include "train/step.h"
 #include "util/op_profile.h"
@@ -76,6 +78,7 @@ struct BenchResult {
   std::vector<double> train_ms, forward_ms;
   StepResult last;
   OpProfile ops;
+  GemmFloor gemm_floor;  // with --profile
   int64_t rss_growth_bytes = 0;
 };
 
@@ -107,6 +110,13 @@ BenchResult run_bench(const BenchOptions& o, Weights& weights, TrainState& state
   if (o.profile) state.set_profile(&r.ops);
   r.train_ms = time_ms(o.steps, train_step);
   state.set_profile(nullptr);
+  if (o.profile) {  // one more step, recording its GEMMs, then each shape timed alone
+    GemmLog log;
+    set_gemm_log(&log);
+    train_step();
+    set_gemm_log(nullptr);
+    r.gemm_floor = measure_gemm_floor(log.calls());
+  }
   if (!o.skip_forward) {
     state.forward(batch);
     r.forward_ms = time_ms(o.steps, [&] { state.forward(batch); });
@@ -154,6 +164,14 @@ nlohmann::json bench_json(const BenchOptions& o, const Weights& weights, const T
     nlohmann::json per_op = nlohmann::json::object();
     for (const auto& [op, seconds] : r.ops.totals()) per_op[op] = seconds * 1e3 / o.steps;
     j["op_ms_per_step"] = per_op;
+    const GemmFloor& f = r.gemm_floor;
+    j["gemm_floor"] = {{"ms", f.ms},
+                       {"weight_ms", f.weight_ms},
+                       {"tile_ms", f.tile_ms},
+                       {"gflop", f.gflop},
+                       {"calls", f.calls},
+                       {"shapes", f.shapes},
+                       {"step_over_floor", train_median / f.ms}};
   }
   return j;
 }
@@ -169,6 +187,25 @@ void print_profile(const BenchOptions& o, const BenchResult& r) {
   }
   std::printf("  %-56s %8.1f ms %5.1f%%\n", "other (optimizer, gradient norm, clipping, zeroing)",
               step_ms - counted, 100 * (step_ms - counted) / step_ms);
+  const GemmFloor& f = r.gemm_floor;
+  std::printf(
+      "GEMM-bound floor: %.1f ms (the step's %lld GEMM calls, %d shapes, %.1f GFLOP, each shape "
+      "timed alone: weight GEMMs %.1f ms, attention tiles %.1f ms); the step's median is %.2fx "
+      "the floor\n",
+      f.ms, static_cast<long long>(f.calls), f.shapes, f.gflop, f.weight_ms, f.tile_ms,
+      median(r.train_ms) / f.ms);
+  std::printf("  %-40s %8s %10s %9s\n", "shape (m x n x k, op(a) op(b), += c, tile)", "calls", "ms",
+              "GFLOP/s");
+  for (const GemmShapeTime& t : f.per_shape) {
+    const GemmShape& s = t.shape;
+    char label[96];
+    std::snprintf(label, sizeof label, "%d x %d x %d %s%s%s%s", s.m, s.n, s.k,
+                  s.trans_a ? "T" : "N", s.trans_b ? "T" : "N", s.accumulate ? " +=" : "",
+                  s.in_parallel ? " tile" : "");
+    const double gflops = 2e-6 * s.m * s.n * double(s.k) * double(t.calls) / t.ms;
+    std::printf("  %-40s %8lld %10.1f %9.1f\n", label, static_cast<long long>(t.calls), t.ms,
+                gflops);
+  }
 }
 
 // Every buffer of the plan with its size, as llm.c prints its activation count.
@@ -230,7 +267,8 @@ void add_bench_command(CLI::App& app) {
   add_threads_option(cmd, o.threads, "threads (default: all cores)");
   cmd->add_flag("--json", o.json_output, "one JSON object instead of the table");
   cmd->add_flag("--train-only", o.skip_forward, "skip the forward-only timing");
-  cmd->add_flag("--profile", o.profile, "time each op of the training steps too");
+  cmd->add_flag("--profile", o.profile,
+                "time each op of the training steps, and the step's GEMM-bound floor");
   cmd->add_flag("--no-peak", o.no_peak, "skip the sgemm peak measurement");
   cmd->add_flag("--memory-plan", o.memory_plan, "list every buffer of the step's memory plan");
   cmd->callback([] {

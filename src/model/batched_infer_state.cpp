@@ -68,10 +68,13 @@ void BatchedInferState::decode(std::span<const int> slots, std::span<const int32
                          .seq_len = 1,
                          .positions = positions_.data(),
                          .cache = &cache_,
-                         .cache_sequences = slots.data()};
+                         .cache_sequences = slots.data(),
+                         .profile = profile_};
   forward_layers(pass, ids.data(), buffers_);
   for (int slot : slots) ++lengths_[slot];
   const Config& c = w_.config();
+  OpSections ops(profile_);
+  ops.next("lm head");
   project(w_, w_.layout().lm_head, logits, buffers_.final_out, n, c.hidden_size, c.vocab_size);
 }
 

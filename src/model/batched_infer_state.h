@@ -25,6 +25,8 @@ class BatchedInferState {
   int max_chunk() const { return max_chunk_; }
   int length(int slot) const { return lengths_.at(slot); }  // positions in the slot's cache
   void reset(int slot) { lengths_.at(slot) = 0; }
+  // Times each op of the following decode steps into `profile` (null: stop timing).
+  void set_profile(OpProfile* profile) { profile_ = profile; }
 
   // Runs `count` tokens of one slot at positions length(slot) .. and appends them to its cache;
   // writes the logits [vocab] of the last one when `logits` is not null, or of every one
@@ -44,6 +46,7 @@ class BatchedInferState {
   Arena acts_;
   PassBuffers buffers_;
   std::vector<int32_t> positions_;
+  OpProfile* profile_ = nullptr;
 };
 
 }  // namespace gattn

@@ -1,6 +1,6 @@
-// fp32 dot products for the memory-bound kernels of decode (the small-batch linear layer and
-// attention over a KV cache): AVX2 with independent accumulators where the CPU has it, plain
-// loops elsewhere.
+// fp32 dot products for attention over a KV cache at decode (memory-bound), and the horizontal
+// sum the small-batch linear kernel shares: AVX2 with independent accumulators where the CPU has
+// it, plain loops elsewhere.
 #pragma once
 
 #if defined(__AVX2__) && defined(__FMA__)

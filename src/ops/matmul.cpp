@@ -1,6 +1,7 @@
 #include "ops/matmul.h"
 
 #include <cblas.h>
+#include <omp.h>
 
 #include <atomic>
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ops/gemm_log.h"
 #include "ops/small_batch_linear.h"
 
 namespace gattn {
@@ -54,6 +56,17 @@ void matmul(T* c, const T* a, const T* b, int m, int n, int k, bool trans_a, boo
   if (ldb == 0) ldb = trans_b ? k : n;
   if (ldc == 0) ldc = n;
   if constexpr (std::is_same_v<T, float>) {
+    if (GemmLog* log = gemm_log())
+      log->add({.m = m,
+                .n = n,
+                .k = k,
+                .lda = lda,
+                .ldb = ldb,
+                .ldc = ldc,
+                .trans_a = trans_a,
+                .trans_b = trans_b,
+                .accumulate = beta != 0,
+                .in_parallel = omp_in_parallel() != 0});
     if (g_bf16.load(std::memory_order_relaxed) && k > 0) {
       thread_local std::vector<float> a_bf16, b_bf16;  // grown once, reused
       const int a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;

@@ -1,0 +1,36 @@
+// A record of the GEMMs a pass runs, by shape (gattn bench --profile times each shape alone to
+// give the step's GEMM-bound floor). Off unless a log is installed; process-wide.
+#pragma once
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <mutex>
+
+namespace gattn {
+
+// One fp32 GEMM as matmul() ran it: c[m, n] = op(a) op(b) (+ c when accumulate).
+struct GemmShape {
+  int m = 0, n = 0, k = 0;
+  int lda = 0, ldb = 0, ldc = 0;
+  bool trans_a = false, trans_b = false, accumulate = false;
+  // Called from inside an OpenMP parallel region (an attention tile): it ran on one thread
+  // while the others ran their own tiles.
+  bool in_parallel = false;
+  auto operator<=>(const GemmShape&) const = default;
+};
+
+class GemmLog {
+ public:
+  void add(const GemmShape& shape);
+  std::map<GemmShape, int64_t> calls() const;  // how many times each shape ran
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<GemmShape, int64_t> calls_;
+};
+
+// Installs the log every fp32 matmul() adds to (null: stop recording).
+void set_gemm_log(GemmLog* log);
+GemmLog* gemm_log();
+
+}  // namespace gattn

@@ -74,7 +74,7 @@ def print_paired(results, params):
         low, high = s["ci95"]
         verdict = "met" if high <= allowed else "not met" if low > allowed else "not resolved"
         print(f"| {name} | {s['n']} | {s['mean']:+.2f} | {s['sd']:.2f} | {s['t']:.2f} | "
-              f"{s['p']:.3f} | [{low:+.2f}, {high:+.2f}] | {allowed:.1f} | {verdict} |")
+              f"{s['p']:.2g} | [{low:+.2f}, {high:+.2f}] | {allowed:.1f} | {verdict} |")
 
 
 if __name__ == "__main__":

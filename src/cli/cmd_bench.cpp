@@ -111,10 +111,12 @@ BenchResult run_bench(const BenchOptions& o, Weights& weights, TrainState& state
   r.train_ms = time_ms(o.steps, train_step);
   state.set_profile(nullptr);
   if (o.profile) {  // one more step, recording its GEMMs, then each shape timed alone
+    const StepResult timed = r.last;
     GemmLog log;
     set_gemm_log(&log);
     train_step();
     set_gemm_log(nullptr);
+    r.last = timed;  // the reported loss stays the one after the timed steps
     r.gemm_floor = measure_gemm_floor(log.calls());
   }
   if (!o.skip_forward) {
@@ -194,16 +196,20 @@ void print_profile(const BenchOptions& o, const BenchResult& r) {
       "the floor\n",
       f.ms, static_cast<long long>(f.calls), f.shapes, f.gflop, f.weight_ms, f.tile_ms,
       median(r.train_ms) / f.ms);
-  std::printf("  %-40s %8s %10s %9s\n", "shape (m x n x k, op(a) op(b), += c, tile)", "calls", "ms",
-              "GFLOP/s");
+  std::printf("  %-52s %8s %10s %9s\n", "shape (m x n x k, op(a) op(b), += c, tile, strides)",
+              "calls", "ms", "GFLOP/s");
   for (const GemmShapeTime& t : f.per_shape) {
     const GemmShape& s = t.shape;
-    char label[96];
-    std::snprintf(label, sizeof label, "%d x %d x %d %s%s%s%s", s.m, s.n, s.k,
+    const bool packed =
+        s.lda == (s.trans_a ? s.m : s.k) && s.ldb == (s.trans_b ? s.k : s.n) && s.ldc == s.n;
+    char strides[48] = "";
+    if (!packed) std::snprintf(strides, sizeof strides, " ld %d/%d/%d", s.lda, s.ldb, s.ldc);
+    char label[128];
+    std::snprintf(label, sizeof label, "%d x %d x %d %s%s%s%s%s", s.m, s.n, s.k,
                   s.trans_a ? "T" : "N", s.trans_b ? "T" : "N", s.accumulate ? " +=" : "",
-                  s.in_parallel ? " tile" : "");
+                  s.in_parallel ? " tile" : "", strides);
     const double gflops = 2e-6 * s.m * s.n * double(s.k) * double(t.calls) / t.ms;
-    std::printf("  %-40s %8lld %10.1f %9.1f\n", label, static_cast<long long>(t.calls), t.ms,
+    std::printf("  %-52s %8lld %10.1f %9.1f\n", label, static_cast<long long>(t.calls), t.ms,
                 gflops);
   }
 }

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "io/checkpoint.h"
 #include "io/hf_weights.h"
 #include "model/batched_infer_state.h"
@@ -35,11 +36,9 @@
 #include "util/threads.h"
 
 namespace {
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+using bench::argmax;
+using bench::Clock;
+using bench::seconds_since;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -117,11 +116,6 @@ void print_profile(const gattn::OpProfile& profile, double tokens) {
     std::printf("  %-36s %7.3f  %5.1f%%\n", op.c_str(), 1e3 * seconds / tokens,
                 100 * seconds / total);
 }
-
-int argmax(const float* logits, int n) {
-  return int(std::max_element(logits, logits + n) - logits);
-}
-int argmax(const std::vector<float>& logits) { return argmax(logits.data(), int(logits.size())); }
 
 // Seconds to decode `generate` tokens in each of `slots` sequences at once, after prefilling each
 // with `prompt` (different prompts per slot).

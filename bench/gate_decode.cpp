@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "io/checkpoint.h"
 #include "model/infer_state.h"
 #include "model/weights.h"
@@ -19,11 +20,9 @@
 #include "util/threads.h"
 
 namespace {
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+using bench::argmax;
+using bench::Clock;
+using bench::seconds_since;
 
 constexpr int kTurn = 8;  // tokens a model decodes before the next model's turn
 
@@ -34,10 +33,6 @@ struct Contender {
   std::vector<float> logits;
   double prefill_s = 0, decode_s = 0;
 };
-
-int32_t argmax(const std::vector<float>& logits) {
-  return int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
-}
 
 void run_round(std::vector<Contender>& models, const std::vector<int32_t>& prompt, int generate,
                int round) {

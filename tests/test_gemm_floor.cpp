@@ -71,8 +71,8 @@ TEST(GemmFloor, AddsEveryCallOfEveryShape) {
                        .in_parallel = true};
   ThreadScope scope(2);
   const GemmFloor floor = measure_gemm_floor({{big, 3}, {tile, 10}});
-  EXPECT_EQ(floor.calls, 13);
-  EXPECT_EQ(floor.shapes, 2);
+  EXPECT_EQ(floor.calls(), 13);
+  EXPECT_EQ(floor.shapes(), 2);
   EXPECT_NEAR(floor.gflop, 1e-9 * (3 * 2.0 * 64 * 96 * 128 + 10 * 2.0 * 16 * 16 * 32), 1e-12);
   EXPECT_GT(floor.weight_ms, 0);
   EXPECT_GT(floor.tile_ms, 0);

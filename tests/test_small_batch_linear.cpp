@@ -27,6 +27,25 @@ float from_bf16(uint16_t b) {
   return x;
 }
 
+// Random normal weights [out_dim, in_dim] in fp32 and their bf16 truncation, and the kernel on
+// either.
+struct TestWeights {
+  TestWeights(int out_dim, int in_dim, std::mt19937& rng) : fp32(size_t(out_dim) * in_dim) {
+    std::normal_distribution<float> normal;
+    for (float& x : fp32) x = normal(rng);
+    for (float x : fp32) bf16.push_back(to_bf16(x));
+  }
+  void apply(bool use_bf16, float* out, const float* in, int rows, int in_dim, int out_dim,
+             bool accumulate = false, int ld_out = 0) const {
+    if (use_bf16)
+      small_batch_linear(out, in, bf16.data(), rows, in_dim, out_dim, accumulate, ld_out);
+    else
+      small_batch_linear(out, in, fp32.data(), rows, in_dim, out_dim, accumulate, ld_out);
+  }
+  std::vector<float> fp32;
+  std::vector<uint16_t> bf16;
+};
+
 struct Case {
   int rows, in_dim, out_dim;
 };
@@ -37,11 +56,11 @@ TEST_P(SmallBatchLinear, MatchesFloat64ForFp32AndBf16Weights) {
   const auto [rows, in_dim, out_dim] = GetParam();
   std::mt19937 rng(rows * 1000 + in_dim);
   std::normal_distribution<float> normal;
-  std::vector<float> in(size_t(rows) * in_dim), w(size_t(out_dim) * in_dim);
+  std::vector<float> in(size_t(rows) * in_dim);
   for (float& x : in) x = normal(rng);
-  for (float& x : w) x = normal(rng);
-  std::vector<uint16_t> w_bf16(w.size());
-  for (size_t i = 0; i < w.size(); ++i) w_bf16[i] = to_bf16(w[i]);
+  const TestWeights weights(out_dim, in_dim, rng);
+  const std::vector<float>& w = weights.fp32;
+  const std::vector<uint16_t>& w_bf16 = weights.bf16;
 
   const int ld_out = out_dim + 3;
   for (int threads : {1, 2}) {
@@ -49,12 +68,7 @@ TEST_P(SmallBatchLinear, MatchesFloat64ForFp32AndBf16Weights) {
     for (bool bf16 : {false, true}) {
       for (bool accumulate : {false, true}) {
         std::vector<float> out(size_t(rows) * ld_out, 0.5f);
-        if (bf16)
-          small_batch_linear(out.data(), in.data(), w_bf16.data(), rows, in_dim, out_dim,
-                             accumulate, ld_out);
-        else
-          small_batch_linear(out.data(), in.data(), w.data(), rows, in_dim, out_dim, accumulate,
-                             ld_out);
+        weights.apply(bf16, out.data(), in.data(), rows, in_dim, out_dim, accumulate, ld_out);
         for (int r = 0; r < rows; ++r)
           for (int n = 0; n < ld_out; ++n) {
             const float got = out[size_t(r) * ld_out + n];
@@ -64,8 +78,8 @@ TEST_P(SmallBatchLinear, MatchesFloat64ForFp32AndBf16Weights) {
             }
             double ref = accumulate ? 0.5 : 0.0, scale = 0;
             for (int k = 0; k < in_dim; ++k) {
-              const double wk = bf16 ? from_bf16(w_bf16[size_t(n) * in_dim + k])
-                                     : w[size_t(n) * in_dim + k];
+              const double wk =
+                  bf16 ? from_bf16(w_bf16[size_t(n) * in_dim + k]) : w[size_t(n) * in_dim + k];
               ref += double(in[size_t(r) * in_dim + k]) * wk;
               scale += std::fabs(double(in[size_t(r) * in_dim + k]) * wk);
             }
@@ -80,9 +94,9 @@ TEST_P(SmallBatchLinear, MatchesFloat64ForFp32AndBf16Weights) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, SmallBatchLinear,
                          ::testing::Values(Case{1, 1, 1}, Case{1, 7, 5}, Case{2, 31, 9},
-                                           Case{3, 32, 17}, Case{1, 33, 64},
-                                           Case{4, 100, 300}, Case{8, 1029, 70},
-                                           Case{1, 1024, 1030}, Case{5, 64, 2048}),
+                                           Case{3, 32, 17}, Case{1, 33, 64}, Case{4, 100, 300},
+                                           Case{8, 1029, 70}, Case{1, 1024, 1030},
+                                           Case{5, 64, 2048}),
                          [](const auto& test) {
                            return std::to_string(test.param.rows) + "x" +
                                   std::to_string(test.param.in_dim) + "to" +
@@ -98,8 +112,8 @@ TEST(SmallBatchLinear, LinearForwardAgreesAcrossTheDispatchBoundary) {
   for (float& x : in) x = normal(rng);
   for (float& x : w) x = normal(rng);
   std::vector<float> all(size_t(rows) * out_dim), few(size_t(rows - 1) * out_dim);
-  linear_forward(all.data(), in.data(), w.data(), rows, in_dim, out_dim);       // sgemm
-  linear_forward(few.data(), in.data(), w.data(), rows - 1, in_dim, out_dim);   // the kernel
+  linear_forward(all.data(), in.data(), w.data(), rows, in_dim, out_dim);      // sgemm
+  linear_forward(few.data(), in.data(), w.data(), rows - 1, in_dim, out_dim);  // the kernel
   for (size_t i = 0; i < few.size(); ++i) EXPECT_NEAR(few[i], all[i], 1e-4) << i;
 }
 
@@ -110,19 +124,14 @@ TEST(SmallBatchLinear, RowsDoNotDependOnTheBatchOrTheThreads) {
   const int in_dim = 1029, out_dim = 70;  // a SIMD tail, and columns left over per thread
   std::mt19937 rng(11);
   std::normal_distribution<float> normal;
-  std::vector<float> in(size_t(kSmallBatchRows) * in_dim), w(size_t(out_dim) * in_dim);
+  std::vector<float> in(size_t(kSmallBatchRows) * in_dim);
   for (float& x : in) x = normal(rng);
-  for (float& x : w) x = normal(rng);
-  std::vector<uint16_t> w_bf16(w.size());
-  for (size_t i = 0; i < w.size(); ++i) w_bf16[i] = to_bf16(w[i]);
+  const TestWeights weights(out_dim, in_dim, rng);
   for (bool bf16 : {false, true}) {
     auto run = [&](const float* rows_in, int rows, int threads) {
       ThreadScope scope(threads);
       std::vector<float> out(size_t(rows) * out_dim);
-      if (bf16)
-        small_batch_linear(out.data(), rows_in, w_bf16.data(), rows, in_dim, out_dim);
-      else
-        small_batch_linear(out.data(), rows_in, w.data(), rows, in_dim, out_dim);
+      weights.apply(bf16, out.data(), rows_in, rows, in_dim, out_dim);
       return out;
     };
     for (int rows = 1; rows <= kSmallBatchRows; ++rows)

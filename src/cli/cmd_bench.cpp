@@ -171,8 +171,8 @@ nlohmann::json bench_json(const BenchOptions& o, const Weights& weights, const T
                        {"weight_ms", f.weight_ms},
                        {"tile_ms", f.tile_ms},
                        {"gflop", f.gflop},
-                       {"calls", f.calls},
-                       {"shapes", f.shapes},
+                       {"calls", f.calls()},
+                       {"shapes", f.shapes()},
                        {"step_over_floor", train_median / f.ms}};
   }
   return j;
@@ -194,7 +194,7 @@ void print_profile(const BenchOptions& o, const BenchResult& r) {
       "GEMM-bound floor: %.1f ms (the step's %lld GEMM calls, %d shapes, %.1f GFLOP, each shape "
       "timed alone: weight GEMMs %.1f ms, attention tiles %.1f ms); the step's median is %.2fx "
       "the floor\n",
-      f.ms, static_cast<long long>(f.calls), f.shapes, f.gflop, f.weight_ms, f.tile_ms,
+      f.ms, static_cast<long long>(f.calls()), f.shapes(), f.gflop, f.weight_ms, f.tile_ms,
       median(r.train_ms) / f.ms);
   std::printf("  %-52s %8s %10s %9s\n", "shape (m x n x k, op(a) op(b), += c, tile, strides)",
               "calls", "ms", "GFLOP/s");

@@ -77,8 +77,6 @@ GemmFloor measure_gemm_floor(const std::map<GemmShape, int64_t>& calls) {
     floor.ms += ms;
     (shape.in_parallel ? floor.tile_ms : floor.weight_ms) += ms;
     floor.gflop += 2e-9 * shape.m * shape.n * double(shape.k) * double(count);
-    floor.calls += count;
-    ++floor.shapes;
     floor.per_shape.push_back({.shape = shape, .calls = count, .ms = ms});
   }
   std::sort(floor.per_shape.begin(), floor.per_shape.end(),

@@ -21,9 +21,14 @@ struct GemmFloor {
   double weight_ms = 0;  // of it: GEMMs run from the main thread (BLAS uses every thread)
   double tile_ms = 0;    // of it: GEMMs run inside parallel regions (attention tiles)
   double gflop = 0;      // what the GEMMs compute
-  int64_t calls = 0;
-  int shapes = 0;
   std::vector<GemmShapeTime> per_shape;  // the largest share first
+
+  int shapes() const { return int(per_shape.size()); }
+  int64_t calls() const {
+    int64_t n = 0;
+    for (const GemmShapeTime& t : per_shape) n += t.calls;
+    return n;
+  }
 };
 
 // GEMMs that ran inside a parallel region are timed with every thread running its own copy at

@@ -133,7 +133,8 @@ struct InputRows<float> {
 
 template <>
 struct InputRows<uint16_t> {
-  InputRows(const float* in, int rows, int in_dim) : in_(in), in_dim_(in_dim) {
+  InputRows(const float* in, [[maybe_unused]] int rows, int in_dim) : in_(in), in_dim_(in_dim) {
+#ifdef GATTN_SMALL_BATCH_AVX2
     thread_local std::vector<float> buffer;  // grown once per calling thread, then reused
     buffer.resize(size_t(rows) * in_dim);
     split_ = buffer.data();
@@ -148,6 +149,7 @@ struct InputRows<uint16_t> {
           odd[k / 2 + j] = x[k + 2 * j + 1];
         }
     }
+#endif
   }
   const float* row(int r) const { return in_ + int64_t(r) * in_dim_; }
 #ifdef GATTN_SMALL_BATCH_AVX2

@@ -3,8 +3,13 @@
 thread count: blocks of steps alternate between the engines, each block's median step time is
 taken, and the ratio of each pair of blocks is reported with its spread.
 
+--precision bf16 runs gattn's native bf16 GEMMs against PyTorch under
+torch.autocast("cpu", torch.bfloat16) (eager, and torch.compile of the autocast model): fp32
+master weights and AdamW state in both.
+
 Usage: compare_torch.py --gattn build/gattn --config configs/default.json [--gate JSON]
        [--batch 16] [--seq 256] [--threads 2] [--rounds 5] [--steps 11] [--no-compile]
+       [--precision fp32|bf16]
 """
 import argparse
 import json
@@ -39,7 +44,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=11)
     ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     a = ap.parse_args()
+    bf16 = a.precision == "bf16"
 
     torch.set_num_threads(a.threads)
     config = json.load(open(a.config))
@@ -58,7 +65,8 @@ def main():
 
         def step(model=model, opt=opt, forward=forward):
             opt.zero_grad(set_to_none=True)
-            loss = forward(ids, targets)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                loss = forward(ids, targets)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
@@ -69,7 +77,8 @@ def main():
         engines[name] = step
 
     command = [a.gattn, "bench", "--config", a.config, "--batch", str(a.batch), "--seq", str(a.seq),
-               "--threads", str(a.threads), "--steps", str(a.steps), "--warmup", "2", "--json", "--train-only"]
+               "--threads", str(a.threads), "--steps", str(a.steps), "--warmup", "2", "--json", "--train-only",
+               "--precision", a.precision]
     if a.gate:
         command += ["--gate", a.gate]
     ratios = {name: [] for name in engines}
@@ -88,7 +97,8 @@ def main():
 
     tokens = a.batch * a.seq
     print(f"\nconfig {a.config} gate {info['gate']}, {info['parameters']:,} parameters, batch {a.batch} x {a.seq}, "
-          f"{a.threads} threads, torch {torch.__version__}, OpenBLAS core {info['blas_core']}")
+          f"{a.threads} threads, {a.precision}{' (torch autocast)' if bf16 else ''}, torch {torch.__version__}, "
+          f"OpenBLAS core {info['blas_core']}")
     print(f"{'engine':<16}{'median step ms':>16}{'tokens/s':>12}")
     for name, ms in medians.items():
         m = statistics.median(ms)

@@ -39,7 +39,7 @@ REGIMES = {  # name: (what it changes, run overrides)
     "long_1k_2layer": ("as long_1k, 2 layers", runner.merged(LONG_1K, {"model": {"num_hidden_layers": 2}})),
     "long_1k_3layer": ("as long_1k, 3 layers", runner.merged(LONG_1K, {"model": {"num_hidden_layers": 3}})),
     "long_1k_wd": ("as long_1k, weight decay 0.1", runner.merged(LONG_1K, {"optimizer": {"weight_decay": 0.1}})),
-    "long_1k_bf16": ("as long_1k, bf16 GEMM inputs", runner.merged(LONG_1K, {"precision": "bf16"})),
+    "long_1k_bf16": ("as long_1k, bf16 GEMM inputs (emulated)", runner.merged(LONG_1K, {"precision": "bf16_emulated"})),
 }
 GATES = {"baseline": {"position": "none"}, "g1": {"position": "sdpa"}}
 

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Runner 3, stability: a learning-rate sweep up to where the baseline breaks, the baseline
 against G1 and the paper's other remedies (sandwich norm, block-output clipping at 100 and 300),
-in fp32 and in bf16 mode (GEMM inputs rounded to bf16), on the default corpus. Reports per run the
+in fp32 and in bf16 (GEMM inputs rounded to bf16; "bf16" here runs the engine's bf16_emulated
+mode, which made the recorded runs, "bf16_native" its native bf16), on the default corpus. Reports per run the
 final loss, loss spikes (a step whose loss exceeds 1.5x the mean of the previous 20), skipped
 non-finite steps, and M-Act during training and at the end, with SVG plots of the loss and M-Act
 curves (OUT/plots). The summary covers every finished run in OUT, so invocations with other --lrs,
 --precisions or --seeds add to it. Resumable.
 
-  experiments/stability.py [--seeds 2] [--lrs 0.01,0.1,0.3,1] [--precisions fp32,bf16]
+  experiments/stability.py [--seeds 2] [--lrs 0.01,0.1,0.3,1] [--precisions fp32,bf16,bf16_native]
                            [--remedies baseline,g1,sandwich,clip100,clip300] [--threads 0]
 
 Needs the default corpus, tokenizer and shards (scripts/quickstart.sh makes them), or --data.
@@ -28,6 +29,9 @@ REMEDIES = {
     "clip300": {"gate": {"position": "none"}, "model": {"block_output_clip": 300}},
 }
 
+# The sweep's precision labels and the run configs' "precision" they train with.
+PRECISIONS = {"fp32": "fp32", "bf16": "bf16_emulated", "bf16_native": "bf16"}
+
 
 def main():
     def options(ap):
@@ -39,7 +43,7 @@ def main():
     lrs = [float(x) for x in a.lrs.split(",")]
     precisions = a.precisions.split(",")
     remedies = a.remedies.split(",")
-    unknown = [r for r in remedies if r not in REMEDIES] + [p for p in precisions if p not in ("fp32", "bf16")]
+    unknown = [r for r in remedies if r not in REMEDIES] + [p for p in precisions if p not in PRECISIONS]
     if unknown:
         raise SystemExit(f"unknown remedy or precision: {', '.join(unknown)}")
     out = a.out or os.path.join(runner.ROOT, "runs", "experiments", "stability" + ("_smoke" if a.smoke else ""))
@@ -61,7 +65,7 @@ def main():
             for r in remedies:
                 v = dict(REMEDIES[r])
                 v["name"] = f"{p}.lr{lr:g}.{r}"
-                v["run"] = {"precision": p, "optimizer": {"lr": lr, "min_lr": lr}}
+                v["run"] = {"precision": PRECISIONS[p], "optimizer": {"lr": lr, "min_lr": lr}}
                 variants.append(v)
     runner.run_grid(a, base, variants, out, ["--sequences", "4" if a.smoke else "32"])
     rows = finished_runs(out)

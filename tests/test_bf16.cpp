@@ -1,4 +1,6 @@
-// bf16 mode of the GEMM: inputs rounded to nearest-even bf16, products accumulated in fp32.
+// bf16 GEMMs: the emulation (inputs rounded to nearest-even bf16, fp32 sgemm) against an exact
+// sum, and the native mode (the CPU's bf16 dot products through oneDNN) against the emulation, for
+// single GEMMs and for a whole training step.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,7 +9,12 @@
 #include <random>
 #include <vector>
 
+#include "model/train_state.h"
+#include "ops/bf16_gemm.h"
+#include "ops/bf16_tile.h"
 #include "ops/matmul.h"
+#include "util/error.h"
+#include "util/threads.h"
 
 namespace gattn {
 namespace {
@@ -32,16 +39,17 @@ TEST(Bf16, RoundsToNearestEven) {
   EXPECT_TRUE(std::isinf(round_to_bf16(std::numeric_limits<float>::max())));  // rounds up
 }
 
-TEST(Bf16, GemmMultipliesTheRoundedInputs) {
+TEST(Bf16, EmulatedGemmMultipliesTheRoundedInputs) {
   const int m = 7, n = 5, k = 33, lda = 40;  // a transposed, with a wider leading dimension
   std::mt19937 rng(1);
   std::normal_distribution<float> normal;
   std::vector<float> a(size_t(k) * lda), b(size_t(k) * n), c(size_t(m) * n, 1.0f);
   for (float& x : a) x = normal(rng);
   for (float& x : b) x = normal(rng);
-  set_bf16_gemm_inputs(true);
-  matmul<float>(c.data(), a.data(), b.data(), m, n, k, true, false, 0.5f, 2.0f, lda);
-  set_bf16_gemm_inputs(false);
+  {
+    const GemmPrecisionScope emulated(GemmPrecision::bf16_emulated);
+    matmul<float>(c.data(), a.data(), b.data(), m, n, k, true, false, 0.5f, 2.0f, lda);
+  }
   std::vector<float> fp32(size_t(m) * n, 1.0f);
   matmul<float>(fp32.data(), a.data(), b.data(), m, n, k, true, false, 0.5f, 2.0f, lda);
   double differs = 0;
@@ -55,6 +63,175 @@ TEST(Bf16, GemmMultipliesTheRoundedInputs) {
       differs = std::max(differs, std::abs(double(fp32[i * n + j]) - c[i * n + j]));
     }
   EXPECT_GT(differs, 1e-3);  // the rounding is visible against fp32
+}
+
+TEST(Bf16, ConversionRoundsLikeRoundToBf16) {
+  // Ties both ways, values near overflow, signed zeros, subnormals (flushed to zero, as the
+  // instructions do) and infinities; 70 values so
+  // that the vector loop (32 at a time) and the scalar tail both run, with a row stride.
+  std::vector<float> x = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, -2.5f, 0.3f, -0.0f, 0.0f, 1e-40f,
+                          -1e-41f, std::numeric_limits<float>::max(), -65504.0f,
+                          std::numeric_limits<float>::infinity()};
+  std::mt19937 rng(2);
+  std::normal_distribution<float> normal(0, 100);
+  while (x.size() < 140) x.push_back(normal(rng));
+  std::vector<uint16_t> out(2 * 70);
+  to_bf16(x.data(), 2, 70, 70, out.data());
+  for (size_t i = 0; i < out.size(); ++i) {
+    const bool subnormal = x[i] != 0 && std::abs(x[i]) < std::numeric_limits<float>::min();
+    const uint32_t want = subnormal ? bits(std::copysign(0.0f, x[i])) : bits(round_to_bf16(x[i]));
+    EXPECT_EQ(out[i], want >> 16) << "value " << x[i] << " at " << i;
+  }
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  to_bf16(&nan, 1, 1, 1, out.data());
+  EXPECT_EQ(out[0] & 0x7f80u, 0x7f80u);
+  EXPECT_NE(out[0] & 0x7fu, 0u) << "NaN stays NaN";
+}
+
+// Native bf16 computes the emulation's products (both exact in fp32) and differs only in the
+// order of the fp32 additions: every shape, transpose, scale and stride agrees to fp32 rounding
+// of the sum of |products|, while both differ from fp32 by the input rounding.
+TEST(Bf16, NativeGemmEqualsTheEmulation) {
+  if (!native_bf16_gemm_available()) GTEST_SKIP() << "no avx512_bf16 on this CPU";
+  struct Case {
+    int m, n, k;
+    bool trans_a = false, trans_b = false;
+    float alpha = 1, beta = 0;
+    int pad = 0;  // extra columns of every leading dimension
+  };
+  const Case cases[] = {
+      {.m = 7, .n = 5, .k = 33, .trans_a = true, .alpha = 0.5f, .beta = 2.0f, .pad = 3},
+      {.m = 64, .n = 96, .k = 130, .trans_b = true},
+      {.m = 300, .n = 257, .k = 64, .beta = 1, .pad = 5},
+      {.m = 1, .n = 40, .k = 512, .trans_a = true, .trans_b = true, .alpha = 0.125f}};
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  for (const Case& t : cases) {
+    const int lda = (t.trans_a ? t.m : t.k) + t.pad, ldb = (t.trans_b ? t.k : t.n) + t.pad;
+    const int ldc = t.n + t.pad;
+    std::vector<float> a(size_t(t.trans_a ? t.k : t.m) * lda), b(size_t(t.trans_b ? t.n : t.k) * ldb);
+    std::vector<float> c0(size_t(t.m) * ldc);
+    for (float& x : a) x = normal(rng);
+    for (float& x : b) x = normal(rng);
+    for (float& x : c0) x = normal(rng);
+    auto run = [&](GemmPrecision p) {
+      const GemmPrecisionScope scope(p);
+      std::vector<float> c = c0;
+      matmul<float>(c.data(), a.data(), b.data(), t.m, t.n, t.k, t.trans_a, t.trans_b, t.alpha,
+                    t.beta, lda, ldb, ldc);
+      return c;
+    };
+    const auto native = run(GemmPrecision::bf16), emulated = run(GemmPrecision::bf16_emulated);
+    const auto fp32 = run(GemmPrecision::fp32);
+    double worst = 0, rounding = 0;
+    for (int i = 0; i < t.m; ++i)
+      for (int j = 0; j < t.n; ++j) {
+        const size_t at = size_t(i) * ldc + j;
+        worst = std::max(worst, std::abs(double(native[at]) - emulated[at]));
+        rounding = std::max(rounding, std::abs(double(fp32[at]) - emulated[at]));
+      }
+    for (int i = 0; i < t.m; ++i)  // the padding between rows is not written
+      for (int j = t.n; j < ldc; ++j) ASSERT_EQ(native[size_t(i) * ldc + j], c0[size_t(i) * ldc + j]);
+    const double sum_scale = std::abs(t.alpha) * std::sqrt(double(t.k)) * 4;
+    EXPECT_LT(worst, 1e-5 * sum_scale) << t.m << "x" << t.n << "x" << t.k;
+    EXPECT_GT(rounding, 10 * worst) << "the bf16 rounding dominates the order of the additions";
+  }
+}
+
+// The attention tile kernel against the emulation: every transpose, shapes around its blocks (4
+// rows, 16-lane vectors, 64 columns), odd k, accumulate or not, strided rows.
+TEST(Bf16, TileKernelEqualsTheEmulation) {
+  if (!bf16_tiles_available()) GTEST_SKIP() << "built without avx512_bf16";
+  std::mt19937 rng(6);
+  std::normal_distribution<float> normal;
+  const int sizes[][3] = {{64, 64, 64}, {1, 1, 1},   {5, 17, 3},
+                          {63, 130, 20}, {13, 64, 65}, {64, 20, 64}};
+  for (const auto& size : sizes)
+    for (int transposes = 0; transposes < 4; ++transposes)
+      for (const float beta : {0.0f, 1.0f}) {
+        const int m = size[0], n = size[1], k = size[2];
+        const bool ta = transposes & 1, tb = transposes & 2;
+        const int lda = (ta ? m : k) + 2, ldb = (tb ? k : n) + 3, ldc = n + 1;
+        std::vector<float> a(size_t(ta ? k : m) * lda), b(size_t(tb ? n : k) * ldb);
+        std::vector<float> c0(size_t(m) * ldc);
+        for (float& x : a) x = normal(rng);
+        for (float& x : b) x = normal(rng);
+        for (float& x : c0) x = normal(rng);
+        std::vector<float> kernel = c0, emulated = c0;
+        bf16_tile_gemm(kernel.data(), a.data(), b.data(), m, n, k, ta, tb, 0.25f, beta, lda, ldb,
+                       ldc);
+        {
+          const GemmPrecisionScope scope(GemmPrecision::bf16_emulated);
+          tile_matmul<float>(emulated.data(), a.data(), b.data(), m, n, k, ta, tb, 0.25f, beta,
+                             lda, ldb, ldc);
+        }
+        double worst = 0;
+        for (int i = 0; i < m; ++i) {
+          for (int j = 0; j < n; ++j)
+            worst = std::max(worst, std::abs(double(kernel[size_t(i) * ldc + j]) -
+                                             emulated[size_t(i) * ldc + j]));
+          ASSERT_EQ(kernel[size_t(i) * ldc + n], c0[size_t(i) * ldc + n]) << "wrote past n";
+        }
+        EXPECT_LT(worst, 1e-5 * std::sqrt(double(k)) + 1e-6)
+            << m << "x" << n << "x" << k << " trans " << ta << tb << " beta " << beta;
+      }
+}
+
+// A whole training step (forward and backward through every GEMM of a gated model) in native
+// bf16 against the emulation: loss and gradients agree far inside bf16's own error against fp32.
+TEST(Bf16, NativeTrainingStepTracksTheEmulation) {
+  if (!native_bf16_gemm_available()) GTEST_SKIP() << "no avx512_bf16 on this CPU";
+  const ThreadScope threads(2);
+  Config c;
+  c.vocab_size = 300;
+  c.hidden_size = 64;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  c.head_dim = 16;
+  c.intermediate_size = 96;
+  c.gate.position = GatePosition::sdpa;
+  const int batch = 2, seq = 80;
+  std::vector<int32_t> ids(batch * seq), targets(batch * seq);
+  std::mt19937_64 rng(4);
+  for (auto& id : ids) id = int32_t(rng() % c.vocab_size);
+  for (size_t i = 0; i < ids.size(); ++i) targets[i] = (i + 1) % seq ? ids[i + 1] : -1;
+  Weights w(c);
+  w.init(5);
+  auto step = [&](GemmPrecision p, double& loss) {
+    const GemmPrecisionScope scope(p);
+    TrainState m(w);
+    m.zero_grads();
+    loss = m.forward_backward({ids.data(), targets.data(), batch, seq}, 1.0f).nats;
+    return m.grads().values();
+  };
+  double native_loss = 0, emulated_loss = 0, fp32_loss = 0;
+  const auto native = step(GemmPrecision::bf16, native_loss);
+  const auto emulated = step(GemmPrecision::bf16_emulated, emulated_loss);
+  const auto fp32 = step(GemmPrecision::fp32, fp32_loss);
+  double native_gap = 0, bf16_gap = 0, norm = 0;
+  for (size_t i = 0; i < native.size(); ++i) {
+    native_gap += std::pow(double(native[i]) - emulated[i], 2);
+    bf16_gap += std::pow(double(fp32[i]) - emulated[i], 2);
+    norm += std::pow(double(emulated[i]), 2);
+  }
+  EXPECT_NEAR(native_loss, emulated_loss, 1e-5 * std::abs(emulated_loss));
+  EXPECT_NE(fp32_loss, emulated_loss);
+  // Relative to the emulation's gradient norm: native differs from it by the order of the fp32
+  // additions (amplified through the step), fp32 by the rounding.
+  EXPECT_LT(std::sqrt(native_gap / norm), 1e-3);
+  EXPECT_LT(10 * std::sqrt(native_gap), std::sqrt(bf16_gap));
+  EXPECT_GT(std::sqrt(bf16_gap / norm), 1e-4);
+}
+
+TEST(Bf16, NativeModeNeedsTheInstructions) {
+  if (native_bf16_gemm_available()) {
+    const GemmPrecisionScope scope(GemmPrecision::bf16);
+    EXPECT_EQ(gemm_precision(), GemmPrecision::bf16);
+  } else {
+    EXPECT_THROW(set_gemm_precision(GemmPrecision::bf16), Error);
+  }
+  EXPECT_EQ(gemm_precision(), GemmPrecision::fp32);
 }
 
 }  // namespace

@@ -196,7 +196,7 @@ TEST(RunConfigFile, RejectsBadFields) {
   EXPECT_NE(error_of({{"out", nullptr}}).find("'out' is required"), std::string::npos);
   EXPECT_NE(error_of({{"batch_size", 0}}).find("'batch_size': expected a positive integer"),
             std::string::npos);
-  EXPECT_NE(error_of({{"precision", "fp16"}}).find("'precision': expected one of bf16 | fp32"),
+  EXPECT_NE(error_of({{"precision", "fp16"}}).find("'precision': expected one of bf16 | bf16_emulated | fp32"),
             std::string::npos);
   error_of({{"precision", "bf16"}});
   EXPECT_EQ(load_run_config((dir / "run.json").string()).precision, GemmPrecision::bf16);

@@ -19,8 +19,10 @@
 #include "model/flops.h"
 #include "model/train_state.h"
 #include "model/weights.h"
+#include "ops/bf16_gemm.h"
 #include "ops/gemm_floor.h"
 #include "ops/gemm_log.h"
+#include "ops/matmul.h"
 #include "train/adamw.h"
 #include "train/step.h"
 #include "util/op_profile.h"
@@ -47,13 +49,17 @@ std::vector<double> time_ms(int repeats, Work work) {
   return ms;
 }
 
-// The machine's sgemm rate on n = 2048 square matrices, same threads.
-double sgemm_peak_gflops() {
+// The machine's GEMM rate on n = 2048 square matrices, same threads: OpenBLAS sgemm, or with
+// bf16 the native bf16 GEMM (conversion of both inputs included, as in a step).
+double gemm_peak_gflops(GemmPrecision precision) {
   const int n = 2048;
   std::vector<float> a(size_t(n) * n, 1.0f), b(a.size(), 0.5f), c(a.size());
   auto gemm = [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a.data(), n, b.data(), n, 0,
-                c.data(), n);
+    if (precision == GemmPrecision::bf16)
+      bf16_gemm(c.data(), a.data(), b.data(), n, n, n, false, false, 1, 0, n, n, n);
+    else
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a.data(), n, b.data(), n,
+                  0, c.data(), n);
   };
   gemm();
   return 2.0 * n * n * n / (median(time_ms(5, gemm)) * 1e-3) / 1e9;
@@ -68,6 +74,7 @@ int64_t anonymous_rss_bytes() {
 
 struct BenchOptions {
   std::string config_path, gate;
+  GemmPrecision precision = GemmPrecision::fp32;
   int batch = 8, seq = 256, steps = 11, warmup = 2, threads = 0;
   uint64_t seed = 0;
   bool json_output = false, skip_forward = false, profile = false, no_peak = false;
@@ -141,10 +148,11 @@ nlohmann::json bench_json(const BenchOptions& o, const Weights& weights, const T
       {"parameters", weights.layout().total()},
       {"threads", num_threads()},
       {"blas_core", blas_core_name()},
+      {"precision", gemm_precision_name(o.precision)},
       {"batch", o.batch},
       {"seq", o.seq},
       {"steps", o.steps},
-      {"sgemm_peak_gflops", peak},
+      {o.precision == GemmPrecision::bf16 ? "bf16_gemm_peak_gflops" : "sgemm_peak_gflops", peak},
       {"train_ms", r.train_ms},
       {"train_median_ms", train_median},
       {"train_tokens_per_s", tokens / (train_median * 1e-3)},
@@ -231,9 +239,13 @@ void print_bench(const BenchOptions& o, const Config& config, const TrainState& 
   const int64_t tokens = int64_t(o.batch) * o.seq;
   print_parameter_table(config, false);
   std::printf(
-      "threads %d, OpenBLAS core %s, batch %d x %d tokens, median of %d steps after %d warm-up\n",
-      num_threads(), blas_core_name().c_str(), o.batch, o.seq, o.steps, o.warmup);
-  if (peak > 0) std::printf("sgemm peak (n = 2048):     %8.1f GFLOP/s\n", peak);
+      "threads %d, OpenBLAS core %s, GEMMs in %s, batch %d x %d tokens, median of %d steps after "
+      "%d warm-up\n",
+      num_threads(), blas_core_name().c_str(), gemm_precision_name(o.precision), o.batch, o.seq,
+      o.steps, o.warmup);
+  if (peak > 0)
+    std::printf("%s peak (n = 2048): %8.1f GFLOP/s\n",
+                o.precision == GemmPrecision::bf16 ? "bf16 GEMM" : "    sgemm", peak);
   auto rate = [&](const char* label, double ms, double tokens_per_s, double gflops) {
     std::printf("%-26s %8.1f ms  %9.0f tokens/s  %7.1f GFLOP/s", label, ms, tokens_per_s, gflops);
     if (peak > 0) std::printf("  %5.1f%% of peak", 100 * gflops / peak);
@@ -271,6 +283,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--warmup", o.warmup, "untimed steps first")->check(non_negative_integer());
   cmd->add_option("--seed", o.seed, "initialisation and token seed");
   add_threads_option(cmd, o.threads, "threads (default: all cores)");
+  cmd->add_option("--precision", o.precision,
+                  "GEMM precision: fp32, bf16 (the CPU's bf16 instructions) or bf16_emulated")
+      ->transform(CLI::CheckedTransformer(gemm_precision_names()))
+      ->capture_default_str();
   cmd->add_flag("--json", o.json_output, "one JSON object instead of the table");
   cmd->add_flag("--train-only", o.skip_forward, "skip the forward-only timing");
   cmd->add_flag("--profile", o.profile,
@@ -280,7 +296,8 @@ void add_bench_command(CLI::App& app) {
   cmd->callback([] {
     if (o.threads > 0) set_num_threads(o.threads);
     const Config config = load_config(o.config_path, o.gate);
-    const double peak = o.no_peak ? 0 : sgemm_peak_gflops();
+    const GemmPrecisionScope precision(o.precision);
+    const double peak = o.no_peak ? 0 : gemm_peak_gflops(o.precision);
     const int64_t rss_before = anonymous_rss_bytes();
     Weights weights(config);
     weights.init(o.seed);

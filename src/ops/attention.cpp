@@ -77,7 +77,7 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
         const int k0 = kt * kAttentionTile, nk = std::min(kAttentionTile, s.kv_len - k0);
         const T* k_tile = k + (kv_row0 + k0) * s.ld_k + kvh * d;
         const T* v_tile = v + (kv_row0 + k0) * s.ld_v + kvh * d;
-        matmul<T>(scores, q_tile, k_tile, nq, nk, d, false, true, scale, 0, s.ld_q, s.ld_k,
+        tile_matmul<T>(scores, q_tile, k_tile, nq, nk, d, false, true, scale, 0, s.ld_q, s.ld_k,
                   kAttentionTile);
         for (int i = 0; i < nq; ++i) {
           T* row = scores + i * kAttentionTile;
@@ -92,7 +92,7 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
           row_max[i] = new_max;
           for (int c = 0; c < d; ++c) acc[i * d + c] *= rescale;
         }
-        matmul<T>(acc, scores, v_tile, nq, d, nk, false, false, 1, 1, kAttentionTile, s.ld_v, d);
+        tile_matmul<T>(acc, scores, v_tile, nq, d, nk, false, false, 1, 1, kAttentionTile, s.ld_v, d);
       }
       for (int i = 0; i < nq; ++i) {
         T* o = out + (q_row0 + q0 + i) * s.ld_out + h * d;
@@ -145,7 +145,7 @@ void attention_backward(T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, co
             const int k0 = kt * kAttentionTile, nk = std::min(kAttentionTile, s.kv_len - k0);
             const T* k_tile = k + (kv_row0 + k0) * s.ld_k + kvh * d;
             const T* v_tile = v + (kv_row0 + k0) * s.ld_v + kvh * d;
-            matmul<T>(probs, q_tile, k_tile, nq, nk, d, false, true, scale, 0, s.ld_q, s.ld_k,
+            tile_matmul<T>(probs, q_tile, k_tile, nq, nk, d, false, true, scale, 0, s.ld_q, s.ld_k,
                       kAttentionTile);
             for (int i = 0; i < nq; ++i) {
               T* row = probs + i * kAttentionTile;
@@ -155,10 +155,10 @@ void attention_backward(T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, co
               for (int j = visible; j < nk; ++j) row[j] = 0;
             }
             // d_v += P^T dO
-            matmul<T>(d_v + (kv_row0 + k0) * s.ld_v + kvh * d, probs, dout_tile, nk, d, nq, true,
+            tile_matmul<T>(d_v + (kv_row0 + k0) * s.ld_v + kvh * d, probs, dout_tile, nk, d, nq, true,
                       false, 1, 1, kAttentionTile, s.ld_out, s.ld_v);
             // dP = dO v^T, then dS = P (dP - D) scale
-            matmul<T>(d_scores, dout_tile, v_tile, nq, nk, d, false, true, 1, 0, s.ld_out, s.ld_v,
+            tile_matmul<T>(d_scores, dout_tile, v_tile, nq, nk, d, false, true, 1, 0, s.ld_out, s.ld_v,
                       kAttentionTile);
             for (int i = 0; i < nq; ++i) {
               const T* p = probs + i * kAttentionTile;
@@ -167,9 +167,9 @@ void attention_backward(T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, co
               for (int j = 0; j < nk; ++j) ds[j] = p[j] * (ds[j] - di) * scale;
             }
             // d_q += dS k;  d_k += dS^T q
-            matmul<T>(dq_tile, d_scores, k_tile, nq, d, nk, false, false, 1, 1, kAttentionTile,
+            tile_matmul<T>(dq_tile, d_scores, k_tile, nq, d, nk, false, false, 1, 1, kAttentionTile,
                       s.ld_k, s.ld_q);
-            matmul<T>(d_k + (kv_row0 + k0) * s.ld_k + kvh * d, d_scores, q_tile, nk, d, nq, true,
+            tile_matmul<T>(d_k + (kv_row0 + k0) * s.ld_k + kvh * d, d_scores, q_tile, nk, d, nq, true,
                       false, 1, 1, kAttentionTile, s.ld_q, s.ld_k);
           }
         }

@@ -20,9 +20,10 @@ struct GemmBuffers {
       : a(size_t(s.trans_a ? s.k : s.m) * s.lda, 0.01f),
         b(size_t(s.trans_b ? s.n : s.k) * s.ldb, 0.01f),
         c(size_t(s.m) * s.ldc, 0.0f) {}
-  void run(const GemmShape& s) {
-    matmul<float>(c.data(), a.data(), b.data(), s.m, s.n, s.k, s.trans_a, s.trans_b, 1.0f,
-                  s.accumulate ? 1.0f : 0.0f, s.lda, s.ldb, s.ldc);
+  void run(const GemmShape& s) {  // the step's in-parallel GEMMs are attention's tiles
+    auto* gemm = s.in_parallel ? &tile_matmul<float> : &matmul<float>;
+    gemm(c.data(), a.data(), b.data(), s.m, s.n, s.k, s.trans_a, s.trans_b, 1.0f,
+         s.accumulate ? 1.0f : 0.0f, s.lda, s.ldb, s.ldc);
   }
   std::vector<float> a, b, c;
 };

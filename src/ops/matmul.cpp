@@ -9,13 +9,18 @@
 #include <type_traits>
 #include <vector>
 
+#include "ops/bf16_gemm.h"
+#include "ops/bf16_tile.h"
 #include "ops/gemm_log.h"
 #include "ops/small_batch_linear.h"
+#include "util/error.h"
 
 namespace gattn {
 
 namespace {
-std::atomic<bool> g_bf16{false};
+std::atomic<GemmPrecision> g_precision{GemmPrecision::fp32};
+
+GemmPrecision precision() { return g_precision.load(std::memory_order_relaxed); }
 
 // Copies the rows x cols matrix at x (leading dimension ld) into buffer, packed and rounded.
 const float* rounded_copy(const float* x, int rows, int cols, int ld, std::vector<float>& buffer) {
@@ -36,8 +41,27 @@ void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, double al
 }
 }  // namespace
 
-void set_bf16_gemm_inputs(bool on) { g_bf16 = on; }
-bool bf16_gemm_inputs() { return g_bf16; }
+const std::map<std::string, GemmPrecision>& gemm_precision_names() {
+  static const std::map<std::string, GemmPrecision> names = {
+      {"fp32", GemmPrecision::fp32},
+      {"bf16", GemmPrecision::bf16},
+      {"bf16_emulated", GemmPrecision::bf16_emulated}};
+  return names;
+}
+
+const char* gemm_precision_name(GemmPrecision p) {
+  for (const auto& [name, value] : gemm_precision_names())
+    if (value == p) return name.c_str();
+  return "?";
+}
+
+void set_gemm_precision(GemmPrecision p) {
+  if (p == GemmPrecision::bf16 && !native_bf16_gemm_available())
+    fail("precision bf16: this CPU (or oneDNN) has no bf16 dot-product instructions "
+         "(avx512_bf16); use \"fp32\" or the slower \"bf16_emulated\"");
+  g_precision = p;
+}
+GemmPrecision gemm_precision() { return precision(); }
 
 float round_to_bf16(float x) {
   uint32_t u;
@@ -48,9 +72,12 @@ float round_to_bf16(float x) {
   return x;
 }
 
+namespace {
+// tile: an attention tile (tile_matmul): in native bf16 on ops/bf16_tile's kernel, or in fp32
+// where the build has none.
 template <typename T>
-void matmul(T* c, const T* a, const T* b, int m, int n, int k, bool trans_a, bool trans_b, T alpha,
-            T beta, int lda, int ldb, int ldc) {
+void gemm_in_precision(T* c, const T* a, const T* b, int m, int n, int k, bool trans_a,
+                       bool trans_b, T alpha, T beta, int lda, int ldb, int ldc, bool tile) {
   if (m == 0 || n == 0) return;
   if (lda == 0) lda = trans_a ? m : k;
   if (ldb == 0) ldb = trans_b ? k : n;
@@ -67,7 +94,13 @@ void matmul(T* c, const T* a, const T* b, int m, int n, int k, bool trans_a, boo
                 .trans_b = trans_b,
                 .accumulate = beta != 0,
                 .in_parallel = omp_in_parallel() != 0});
-    if (g_bf16.load(std::memory_order_relaxed) && k > 0) {
+    const GemmPrecision p = precision();
+    if (p == GemmPrecision::bf16 && k > 0) {
+      if (!tile) return bf16_gemm(c, a, b, m, n, k, trans_a, trans_b, alpha, beta, lda, ldb, ldc);
+      if (bf16_tiles_available())
+        return bf16_tile_gemm(c, a, b, m, n, k, trans_a, trans_b, alpha, beta, lda, ldb, ldc);
+    }
+    if (p == GemmPrecision::bf16_emulated && k > 0) {
       thread_local std::vector<float> a_bf16, b_bf16;  // grown once, reused
       const int a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
       const int b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
@@ -80,12 +113,25 @@ void matmul(T* c, const T* a, const T* b, int m, int n, int k, bool trans_a, boo
   gemm(trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a,
        lda, b, ldb, beta, c, ldc);
 }
+}  // namespace
+
+template <typename T>
+void matmul(T* c, const T* a, const T* b, int m, int n, int k, bool trans_a, bool trans_b, T alpha,
+            T beta, int lda, int ldb, int ldc) {
+  gemm_in_precision(c, a, b, m, n, k, trans_a, trans_b, alpha, beta, lda, ldb, ldc, false);
+}
+
+template <typename T>
+void tile_matmul(T* c, const T* a, const T* b, int m, int n, int k, bool trans_a, bool trans_b,
+                 T alpha, T beta, int lda, int ldb, int ldc) {
+  gemm_in_precision(c, a, b, m, n, k, trans_a, trans_b, alpha, beta, lda, ldb, ldc, true);
+}
 
 template <typename T>
 void linear_forward(T* out, const T* in, const T* w, int rows, int in_dim, int out_dim,
                     bool accumulate, int ld_out) {
   if constexpr (std::is_same_v<T, float>) {
-    if (rows <= kSmallBatchRows && !g_bf16.load(std::memory_order_relaxed)) {
+    if (rows <= kSmallBatchRows && precision() == GemmPrecision::fp32) {
       small_batch_linear(out, in, w, rows, in_dim, out_dim, accumulate, ld_out);
       return;
     }
@@ -104,6 +150,8 @@ void linear_backward(T* d_in, T* d_w, const T* d_out, const T* in, const T* w, i
 
 #define GATTN_INSTANTIATE(T)                                                                       \
   template void matmul<T>(T*, const T*, const T*, int, int, int, bool, bool, T, T, int, int, int); \
+  template void tile_matmul<T>(T*, const T*, const T*, int, int, int, bool, bool, T, T, int, int,  \
+                               int);                                                               \
   template void linear_forward<T>(T*, const T*, const T*, int, int, int, bool, int);               \
   template void linear_backward<T>(T*, T*, const T*, const T*, const T*, int, int, int, bool, int);
 GATTN_INSTANTIATE(float)

@@ -5,6 +5,7 @@
 
 #include "io/checkpoint.h"
 #include "io/file.h"
+#include "ops/bf16_gemm.h"
 #include "util/error.h"
 #include "util/json_fields.h"
 #include "util/json_parse.h"
@@ -21,8 +22,6 @@ const std::map<std::string, ScheduleKind> kSchedules = {{"cosine", ScheduleKind:
                                                         {"wsd", ScheduleKind::wsd}};
 const std::map<std::string, NonFinitePolicy> kPolicies = {{"skip", NonFinitePolicy::skip},
                                                           {"abort", NonFinitePolicy::abort}};
-const std::map<std::string, GemmPrecision> kPrecisions = {{"fp32", GemmPrecision::fp32},
-                                                          {"bf16", GemmPrecision::bf16}};
 
 std::string resolve(const fs::path& folder, const std::string& path) {
   if (path.empty() || fs::path(path).is_absolute()) return path;
@@ -119,7 +118,10 @@ RunConfig load_run_config(const std::string& path, const std::string& gate_json)
   run.seed = uint64_t(seed);
   f.read_count("threads", run.threads);
   f.read("on_nonfinite", run.on_nonfinite, kPolicies);
-  f.read("precision", run.precision, kPrecisions);
+  f.read("precision", run.precision, gemm_precision_names());
+  if (run.precision == GemmPrecision::bf16 && !native_bf16_gemm_available())
+    fail(path, ": precision \"bf16\" needs a CPU with bf16 dot products (avx512_bf16) and "
+         "oneDNN; this one has none: use \"fp32\" or \"bf16_emulated\" (slower, same numbers)");
   f.read("out", run.out);
   f.read("init_from", run.init_from);
   f.reject_unknown();
@@ -161,7 +163,7 @@ json run_config_to_json(const RunConfig& run) {
             {"seed", run.seed},
             {"threads", run.threads},
             {"on_nonfinite", name_of(kPolicies, run.on_nonfinite)},
-            {"precision", name_of(kPrecisions, run.precision)},
+            {"precision", name_of(gemm_precision_names(), run.precision)},
             {"out", run.out}};
   if (!run.init_from.empty()) j["init_from"] = run.init_from;
   return j;

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "model/config.h"
+#include "ops/matmul.h"
 #include "train/adamw.h"
 #include "train/loader.h"
 #include "train/schedule.h"
@@ -11,9 +12,6 @@
 namespace gattn {
 
 enum class NonFinitePolicy { skip, abort };
-// fp32: every GEMM in fp32. bf16: GEMM inputs rounded to bf16, fp32 accumulation (ops/matmul.h),
-// as the paper's bf16 training; parameters, optimizer state and every other op stay fp32.
-enum class GemmPrecision { fp32, bf16 };
 
 struct RunConfig {
   Config model;
@@ -35,6 +33,8 @@ struct RunConfig {
   uint64_t seed = 0;
   int threads = 0;  // 0: all cores
   NonFinitePolicy on_nonfinite = NonFinitePolicy::skip;
+  // The GEMMs' precision (ops/matmul.h): bf16 is mixed precision on the CPU's bf16 instructions;
+  // parameters, optimizer state and every op but the GEMMs stay fp32.
   GemmPrecision precision = GemmPrecision::fp32;
   std::string out;  // run folder: metrics.jsonl, checkpoints/, summary.json
   // A model folder whose weights start the run (gattn train --init-from): tensors it has are

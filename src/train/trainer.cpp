@@ -300,11 +300,7 @@ TrainOutcome TrainingRun::run(bool resume, int64_t stop_at_step) {
 TrainOutcome train(const RunConfig& run, bool resume, const std::vector<uint32_t>& token_bytes,
                    int64_t stop_at_step) {
   const ThreadScope threads(run.threads);
-  struct Bf16Scope {  // the run's GEMM precision, restored when training ends or throws
-    explicit Bf16Scope(bool on) : before(bf16_gemm_inputs()) { set_bf16_gemm_inputs(on); }
-    ~Bf16Scope() { set_bf16_gemm_inputs(before); }
-    bool before;
-  } bf16_scope(run.precision == GemmPrecision::bf16);
+  const GemmPrecisionScope precision(run.precision);
   return TrainingRun(run, token_bytes).run(resume, stop_at_step);
 }
 

@@ -8,7 +8,7 @@ gattn=$1 experiments=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$gattn" synthetic --out "$work/data" --train-tokens 20000 --val-tokens 5000 >/dev/null
-for runner in core sink stability variants; do
+for runner in core sink stability variants precision; do
   python3 "$experiments/$runner.py" --smoke --gattn "$gattn" --data "$work/data" --threads 1 \
     --jobs 2 --out "$work/$runner" >"$work/$runner.log" || { cat "$work/$runner.log"; exit 1; }
   python3 "$experiments/$runner.py" --smoke --gattn "$gattn" --data "$work/data" --threads 1 \

@@ -1,0 +1,18 @@
+// bf16 products of small matrices (attention's 64 x 64 tiles) on the CPU's bf16 dot-product
+// instruction (vdpbf16ps), without a library call per tile: both operands are rounded to bf16 and
+// packed as pairs of k, and a register-blocked kernel sums their products in fp32.
+// tile_matmul() routes here in GemmPrecision::bf16 (ops/matmul.h).
+#pragma once
+
+namespace gattn {
+
+// Whether the kernel was compiled in (a build for a CPU with avx512_bf16).
+bool bf16_tiles_available();
+
+// c[m, n] = alpha * op(a) op(b) + beta * c, row-major, as matmul<float> with explicit leading
+// dimensions; inputs rounded to bf16 (subnormals to zero, as ops/bf16_gemm.h's to_bf16). Runs on
+// the calling thread. With beta 0, c is not read.
+void bf16_tile_gemm(float* c, const float* a, const float* b, int m, int n, int k, bool trans_a,
+                    bool trans_b, float alpha, float beta, int lda, int ldb, int ldc);
+
+}  // namespace gattn

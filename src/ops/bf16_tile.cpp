@@ -1,9 +1,13 @@
 #include "ops/bf16_tile.h"
 
+// GCC 12 warns inside its own AVX-512 headers (their _mm512_undefined_* values, GCC bug 105593).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "util/aligned.h"
@@ -24,7 +28,7 @@ constexpr int kLanes = 16;
 // Rounds 16 floats to bf16 (nearest even, subnormals flushed), zero-extended into 32-bit lanes.
 __m512i bf16_lanes(const float* x, __mmask16 valid) {
   const __m256bh h = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(valid, x));
-  return _mm512_maskz_cvtepu16_epi32(0xffff, __m256i(h));  // maskz: gcc warns on the plain one
+  return _mm512_cvtepu16_epi32(__m256i(h));
 }
 
 __mmask16 first(int count) {  // the first `count` lanes (none for count <= 0)
@@ -43,7 +47,7 @@ void pack_across_rows(const float* x, int rows, int cols, int ld_x, uint32_t* wo
       const __mmask16 valid = first(cols - j);
       const __m512i l = bf16_lanes(lo + j, valid);
       const __m512i h = has_hi ? bf16_lanes(hi + j, valid) : _mm512_setzero_si512();
-      _mm512_storeu_si512(words + int64_t(p) * ld + j, _mm512_or_si512(l, _mm512_maskz_slli_epi32(0xffff, h, 16)));
+      _mm512_storeu_si512(words + int64_t(p) * ld + j, _mm512_or_si512(l, _mm512_slli_epi32(h, 16)));
     }
   }
 }
@@ -63,6 +67,52 @@ void pack_along_rows(const float* x, int rows, int cols, int ld_x, uint32_t* wor
       _mm512_mask_storeu_epi32(out + p, first(pairs - p), __m512i(pair));
     }
   }
+}
+
+// The 8 x 8 transpose of 64-bit elements: rows r[0..8) in, columns out (c[u][i] = r[i][u]).
+void transpose8(const __m512d* r, __m512d* c) {
+  __m512d t[8], s[8];
+  for (int i = 0; i < 4; ++i) {  // t[2i] = r[2i][0] r[2i+1][0] r[2i][2] r[2i+1][2] ...
+    t[2 * i] = _mm512_unpacklo_pd(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_pd(r[2 * i], r[2 * i + 1]);
+  }
+  // s[0] = rows 0-3 of columns 0 and 4, s[1] of 2 and 6, s[2] of 1 and 5, s[3] of 3 and 7;
+  // s[4..8) the same of rows 4-7.
+  const __m512i even = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+  const __m512i odd = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+  for (int h = 0; h < 2; ++h) {
+    const __m512d* th = t + 4 * h;
+    s[4 * h + 0] = _mm512_permutex2var_pd(th[0], even, th[2]);
+    s[4 * h + 1] = _mm512_permutex2var_pd(th[0], odd, th[2]);
+    s[4 * h + 2] = _mm512_permutex2var_pd(th[1], even, th[3]);
+    s[4 * h + 3] = _mm512_permutex2var_pd(th[1], odd, th[3]);
+  }
+  const int column_of[4] = {0, 2, 1, 3};  // s[q] holds columns column_of[q] and + 4
+  for (int q = 0; q < 4; ++q) {
+    c[column_of[q]] = _mm512_shuffle_f64x2(s[q], s[4 + q], 0x44);
+    c[column_of[q] + 4] = _mm512_shuffle_f64x2(s[q], s[4 + q], 0xee);
+  }
+}
+
+// words[p * ld + j] = (x[j][2p], x[j][2p+1]) for a rows x cols row-major x read transposed:
+// 16 rows by 8 pairs at a time, each pair of floats moved as one 64-bit element. Rows [rows, ld)
+// are zero.
+void pack_transposed(const float* x, int rows, int cols, int ld_x, uint32_t* words, int ld) {
+  const int pairs = (cols + 1) / 2;
+  for (int j0 = 0; j0 < ld; j0 += kLanes)
+    for (int p0 = 0; p0 < pairs; p0 += 8) {
+      __m512d r[kLanes], lo[8], hi[8];
+      for (int t = 0; t < kLanes; ++t)
+        r[t] = j0 + t < rows ? _mm512_castps_pd(_mm512_maskz_loadu_ps(
+                                   first(cols - 2 * p0), x + int64_t(j0 + t) * ld_x + 2 * p0))
+                             : _mm512_setzero_pd();
+      transpose8(r, lo);
+      transpose8(r + 8, hi);
+      for (int u = 0; u < 8 && p0 + u < pairs; ++u) {
+        const __m512bh w = _mm512_cvtne2ps_pbh(_mm512_castpd_ps(hi[u]), _mm512_castpd_ps(lo[u]));
+        _mm512_storeu_si512(words + int64_t(p0 + u) * ld + j0, __m512i(w));
+      }
+    }
 }
 
 // acc rows i0 .. i0 + MR, columns j0 .. j0 + 16 NV.
@@ -111,7 +161,7 @@ bool bf16_tiles_available() { return true; }
 void bf16_tile_gemm(float* c, const float* a, const float* b, int m, int n, int k, bool trans_a,
                     bool trans_b, float alpha, float beta, int lda, int ldb, int ldc) {
   if (m <= 0 || n <= 0) return;
-  thread_local std::vector<uint32_t, AlignedAllocator<uint32_t>> a_words, b_words, b_rows;
+  thread_local std::vector<uint32_t, AlignedAllocator<uint32_t>> a_words, b_words;
   const int pairs = (k + 1) / 2;
   const int ld_b = (n + kLanes - 1) / kLanes * kLanes;
   // a's words: along its rows when a is stored m x k, across rows when stored k x m (op = ^T).
@@ -124,20 +174,12 @@ void bf16_tile_gemm(float* c, const float* a, const float* b, int m, int n, int 
   } else {
     pack_along_rows(a, m, k, lda, aw, pairs);
   }
-  // b's words p-major: across rows when stored k x n; when stored n x k (op = ^T), along its
-  // rows and then transposed word by word.
+  // b's words p-major: across rows when stored k x n, transposed when stored n x k (op = ^T).
   uint32_t* bw = scratch(b_words, size_t(pairs) * ld_b);
-  if (trans_b) {
-    uint32_t* rows = scratch(b_rows, size_t(n) * pairs);
-    pack_along_rows(b, n, k, ldb, rows, pairs);
-    for (int p = 0; p < pairs; ++p) {
-      uint32_t* out = bw + int64_t(p) * ld_b;
-      for (int j = 0; j < n; ++j) out[j] = rows[int64_t(j) * pairs + p];
-      std::memset(out + n, 0, sizeof(uint32_t) * (ld_b - n));
-    }
-  } else {
+  if (trans_b)
+    pack_transposed(b, n, k, ldb, bw, ld_b);
+  else
     pack_across_rows(b, k, n, ldb, bw, ld_b);
-  }
   for (int j0 = 0; j0 < n; j0 += kColBlock) {
     const int cols = std::min(kColBlock, n - j0);
     const int vectors = (cols + kLanes - 1) / kLanes;

@@ -83,10 +83,8 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
           T* row = scores + i * kAttentionTile;
           const int visible = visible_keys(s, q0 + i, k0, nk);
           T new_max = row_max[i];
-#pragma omp simd reduction(max : new_max)
           for (int j = 0; j < visible; ++j) new_max = std::max(new_max, row[j]);
           T sum = 0;
-#pragma omp simd reduction(+ : sum)
           for (int j = 0; j < visible; ++j) sum += row[j] = fast_exp(row[j] - new_max);
           for (int j = visible; j < nk; ++j) row[j] = 0;
           const T rescale = fast_exp(row_max[i] - new_max);  // 0 on the first tile
@@ -133,7 +131,6 @@ void attention_backward(T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, co
           const T* o = out + (q_row0 + t) * s.ld_out + h * d;
           const T* dout = d_out + (q_row0 + t) * s.ld_out + h * d;
           T dot = 0;
-#pragma omp simd reduction(+ : dot)
           for (int c = 0; c < d; ++c) dot += o[c] * dout[c];
           out_dot[t] = dot;
           std::fill_n(d_q + (q_row0 + t) * s.ld_q + h * d, d, T(0));

@@ -32,14 +32,11 @@ LossSum lm_head_cross_entropy(T* d_x, T* d_w, T* logits_scratch, const T* x, con
         if (d_x) std::fill_n(logit, vocab, T(0));
         continue;
       }
-      T largest = logit[0];
-#pragma omp simd reduction(max : largest)
-      for (int v = 0; v < vocab; ++v) largest = std::max(largest, logit[v]);
+      const T max = *std::max_element(logit, logit + vocab);
       const T target_logit = logit[target];
       double sum = 0;  // the exponentials stay in the row for the gradient
-#pragma omp simd reduction(+ : sum)
-      for (int v = 0; v < vocab; ++v) sum += double(logit[v] = fast_exp(logit[v] - largest));
-      row_nats[i] = double(largest) + std::log(sum) - double(target_logit);
+      for (int v = 0; v < vocab; ++v) sum += double(logit[v] = fast_exp(logit[v] - max));
+      row_nats[i] = double(max) + std::log(sum) - double(target_logit);
       if (d_x) {  // softmax - one_hot, times grad_scale
         const T scale = T(double(grad_scale) / sum);
         for (int v = 0; v < vocab; ++v) logit[v] *= scale;

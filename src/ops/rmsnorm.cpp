@@ -16,7 +16,6 @@ void rmsnorm_forward(T* out, T* rstd, const T* in, const T* weight, const RmsNor
       T* y = out + r * s.ld_out + g * s.dim;
       const T* w = weight + g * s.weight_group_stride;
       T sum_sq = 0;
-#pragma omp simd reduction(+ : sum_sq)
       for (int i = 0; i < s.dim; ++i) sum_sq += x[i] * x[i];
       const T inv = T(1) / std::sqrt(sum_sq / s.dim + eps);
       rstd[r * s.groups + g] = inv;
@@ -37,7 +36,6 @@ void rmsnorm_backward(T* d_in, T* d_weight, const T* d_out, const T* in, const T
       T* dx = d_in + r * s.ld_in + g * s.dim;
       const T inv = rstd[r * s.groups + g];
       T dot = 0;  // sum_i dy_i w_i xhat_i
-#pragma omp simd reduction(+ : dot)
       for (int i = 0; i < s.dim; ++i) dot += dy[i] * w[i] * x[i];
       dot *= inv / s.dim;
       for (int i = 0; i < s.dim; ++i) {

@@ -85,6 +85,24 @@ def holm(p_values):
     return adjusted
 
 
+def _num(x, f):
+    return "–" if x is None else f.format(x)
+
+
+def paired_table(title, comparisons, digits=4):
+    """Markdown: one row per (label, paired()) with n, mean, sd, t, p, the Holm-adjusted p over
+    the rows of this table, and the 95% interval. TITLE names the metric."""
+    f = "{:+.%df}" % digits
+    lines = [f"{title}: paired differences over seeds (Student's t, n − 1 df; Holm over the {len(comparisons)} rows)",
+             "", "| comparison | n | mean | sd | t | p | Holm p | 95% interval |", "|---|---|---|---|---|---|---|---|"]
+    adjusted = holm([c["p"] for _, c in comparisons])
+    for (label, c), h in zip(comparisons, adjusted):
+        ci = "–" if c["ci95"] is None else f"[{f.format(c['ci95'][0])}, {f.format(c['ci95'][1])}]"
+        lines.append(f"| {label} | {c['n']} | {f.format(c['mean'])} | {_num(c['sd'], '{:.%df}' % digits)} | "
+                     f"{_num(c['t'], '{:+.2f}')} | {_num(c['p'], '{:.4f}')} | {_num(h, '{:.4f}')} | {ci} |")
+    return "\n".join(lines) + "\n"
+
+
 def self_check():
     """Known values: two-sided p of t = 4.303 at 2 df is 0.05; t = 2.0 at 2 df gives 0.1835;
     t = 1.96 at 1e6 df gives 0.05; the 97.5% quantile at 2 df is 4.3027."""

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Runner 7, depth: does the sink finding of the 1-layer models (the baseline's sink, G1 removing
+it, G2 making it stronger) hold with 2 and 3 layers? Bigram-Backcopy regime `long` of sink.py
+(constant lr 3e-3, no weight decay, 3,000 steps) at 2 and 3 layers x {baseline, G1, G2
+elementwise} x seeds, a checkpoint every 500 steps, each one analysed (the sink's strength
+fluctuates during training). Resumable.
+
+Pre-registered rule (experiments/RESULTS.md section 7, committed before the runs): the G2 finding
+*generalises* if, at both depths and in >= 2 of 3 seeds, at the final checkpoint, a G2 head puts
+> 0.3 on the first token while no head of the same seed's baseline exceeds 0.1; otherwise it is
+*limited to 1 layer*. The mean over the last three checkpoints is reported beside it as a
+secondary reading, and every sink count is also given at thresholds 0.2 and 0.5.
+
+  experiments/depth.py [--seeds 3] [--depths 2,3] [--jobs 2 --threads 1] [--out runs/experiments/depth]
+"""
+import glob
+import json
+import os
+
+import runner
+import sink
+import stats
+
+GATES = {"baseline": {"position": "none"}, "g1": {"position": "sdpa"}, "g2": {"position": "value"}}
+CHECKPOINT_EVERY = 500
+THRESHOLDS = (0.2, 0.3, 0.5)
+G2_HEAD, BASELINE_CEILING = 0.3, 0.1  # the rule's thresholds
+
+
+def analyze_checkpoints(a, folder, run, analyze_args):
+    """{step: analysis} of every checkpoint of a finished run (each analysed once, then read)."""
+    out = {}
+    for checkpoint in sorted(glob.glob(os.path.join(folder, "train", "checkpoints", "step_*"))):
+        step = int(os.path.basename(checkpoint)[5:])
+        path = os.path.join(folder, f"analysis_step{step}.json")
+        if not os.path.exists(path):
+            runner.run_cmd([a.gattn, "analyze", "--checkpoint", checkpoint, "--data", run["data"]["val"],
+                            "--seq", str(run["data"]["seq_len"]), "--out", path + ".partial"] + analyze_args,
+                           os.path.join(folder, "log.txt"), a.threads)
+            os.replace(path + ".partial", path)
+        with open(path) as f:
+            out[step] = json.load(f)
+    return out
+
+
+def head_first_token(analysis):
+    """Every head's first-token attention (the first query excluded, as in F-Attn), layer-major."""
+    return [x for layer in analysis["layers"] for x in layer["first_token_attention"]]
+
+
+def where_max(analysis):
+    """The largest |hidden| over layers and whether it sits at the first token (position 0)."""
+    top = max(analysis["layers"], key=lambda layer: layer["max_abs_hidden"])
+    return top["max_abs_hidden"], top["max_at"]["position"] == 0
+
+
+def fmt_heads(xs):
+    return " ".join(f"{x:.2f}" for x in xs)
+
+
+def rule_holds(g2_heads, base_heads):
+    return max(g2_heads) > G2_HEAD and max(base_heads) <= BASELINE_CEILING
+
+
+def depth_section(depth, per_run, seeds):
+    """Markdown for one depth: per seed and checkpoint the heads' first-token attention, the
+    pre-registered reading, and paired F-Attn differences with Holm over the two gates."""
+    names = {g: f"{depth}layer.{g}" for g in GATES}
+    steps = sorted(per_run[(names["baseline"], 0)])
+    last3 = steps[-3:]
+    text = f"## {depth} layers\n\nFirst-token attention of every head (layer-major), per checkpoint:\n\n"
+    text += "| seed | gate | " + " | ".join(f"step {s}" for s in steps) + " | max \\|h\\| (at first token?) |\n"
+    text += "|" + "---|" * (len(steps) + 3) + "\n"
+    for seed in range(seeds):
+        for g, name in names.items():
+            an = per_run[(name, seed)]
+            m, first = where_max(an[steps[-1]])
+            text += (f"| {seed} | {g} | " + " | ".join(fmt_heads(head_first_token(an[s])) for s in steps) +
+                     f" | {m:,.0f} ({'yes' if first else 'no'}) |\n")
+    text += "\nSink^eps (share of heads above eps) at the final checkpoint, mean over seeds:\n\n"
+    text += "| gate | " + " | ".join(f"Sink^{e}" for e in THRESHOLDS) + " | F-Attn |\n|---|" + "---|" * (len(THRESHOLDS) + 1) + "\n"
+    for g, name in names.items():
+        heads = [head_first_token(per_run[(name, s)][steps[-1]]) for s in range(seeds)]
+        shares = [sum(sum(h > e for h in hs) / len(hs) for hs in heads) / seeds for e in THRESHOLDS]
+        f_attn = sum(per_run[(name, s)][steps[-1]]["f_attn"] for s in range(seeds)) / seeds
+        text += f"| {g} | " + " | ".join(f"{x:.3f}" for x in shares) + f" | {f_attn:.4f} |\n"
+    final, secondary = [], []
+    for seed in range(seeds):
+        final.append(rule_holds(head_first_token(per_run[(names["g2"], seed)][steps[-1]]),
+                                head_first_token(per_run[(names["baseline"], seed)][steps[-1]])))
+        mean3 = {g: [sum(v) / len(last3) for v in zip(*[head_first_token(per_run[(names[g], seed)][s]) for s in last3])]
+                 for g in ("g2", "baseline")}
+        secondary.append(rule_holds(mean3["g2"], mean3["baseline"]))
+    text += (f"\nRule (a G2 head > {G2_HEAD} while no baseline head > {BASELINE_CEILING}), seeds where it holds: "
+             f"final checkpoint {sum(final)} of {seeds}; mean of steps {', '.join(map(str, last3))} "
+             f"{sum(secondary)} of {seeds}.\n\n")
+    text += paired_f_attn(per_run, names, seeds, steps[-1]) + "\n"
+    return text, sum(final) >= 2, sum(secondary) >= 2
+
+
+def paired_f_attn(per_run, names, seeds, step):
+    """Paired F-Attn differences gate - baseline at STEP, Holm over the gates."""
+    rows = []
+    for g in ("g1", "g2"):
+        d = [per_run[(names[g], s)][step]["f_attn"] - per_run[(names["baseline"], s)][step]["f_attn"]
+             for s in range(seeds)]
+        rows.append((f"{g} - baseline", stats.paired(d)))
+    return stats.paired_table("F-Attn at the final checkpoint", rows)
+
+
+def main():
+    a = runner.arguments(__doc__, default_seeds=3,
+                         add_options=lambda ap: ap.add_argument("--depths", default="2,3"))
+    out = a.out or os.path.join(runner.ROOT, "runs", "experiments", "depth" + ("_smoke" if a.smoke else ""))
+    depths = [int(d) for d in a.depths.split(",")]
+    base = runner.merged(sink.RUN, sink.LONG)
+    base["checkpoint"] = {"every": CHECKPOINT_EVERY, "keep": 1000}
+    if a.smoke:
+        depths, a.seeds = [2], 1
+        runner.toy_budget(base)
+        base["checkpoint"] = {"every": 2, "keep": 10}
+    data = sink.bigram_backcopy_data(a, out)
+    runner.use_data(base, data)
+    variants = [{"name": f"{d}layer.{g}", "gate": gate, "model": {"num_hidden_layers": d}}
+                for d in depths for g, gate in GATES.items()]
+    analyze_args = ["--sequences", "4" if a.smoke else "64"]
+    if a.smoke:
+        variants = [v for v in variants if not v["name"].endswith(".g1")]
+    runner.run_grid(a, base, variants, out, analyze_args)
+    per_run = {(v["name"], s): analyze_checkpoints(a, os.path.join(out, "runs", f"{v['name']}-s{s}"), base, analyze_args)
+               for v in variants for s in range(a.seeds)}
+    if a.smoke:
+        steps = sorted(per_run[(variants[0]["name"], 0)])
+        return runner.write_summary(out, "depth (smoke)", f"depth: {len(steps)} checkpoints analysed\n")
+    text, verdicts = "", []
+    for d in depths:
+        section, final, secondary = depth_section(d, per_run, a.seeds)
+        text += section
+        verdicts.append((final, secondary))
+    holds = all(final for final, _ in verdicts)
+    text += ("## Verdict (pre-registered rule)\n\nThe G2 finding **" + ("generalises" if holds else "is limited to 1 layer") +
+             f"** (final checkpoint, depths {a.depths}); secondary reading (mean of the last three checkpoints): " +
+             ("holds at every depth" if all(s for _, s in verdicts) else "does not hold at every depth") + ".\n")
+    runner.write_summary(out, "depth: Bigram-Backcopy regime long at 2 and 3 layers, baseline, G1 and G2", text)
+
+
+if __name__ == "__main__":
+    main()

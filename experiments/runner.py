@@ -18,6 +18,8 @@ import subprocess
 import sys
 import threading
 
+import stats
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS_LOCK = threading.Lock()  # --jobs > 1: one appender of results.jsonl at a time
 METRICS = [  # (key, label, format)
@@ -191,27 +193,30 @@ def fmt(f, x):
     return "–" if x is None else f.format(x)
 
 
-PAIRED = [("val_loss", "Δ val loss", "{:+.4f}", "{:.4f}"), ("f_attn", "Δ F-Attn", "{:+.3f}", "{:.3f}")]
+PAIRED = [("val_loss", "val loss", 4), ("f_attn", "F-Attn", 4)]  # (key, label, digits)
 
 
-def paired_cell(rows, name, baseline, seeds, key, f_mean, f_sd):
-    """The mean paired difference name - baseline of KEY over seeds, its sd and its t statistic."""
-    d = [rows[(name, s)][key] - rows[(baseline, s)][key] for s in range(seeds)
-         if rows[(name, s)][key] is not None and rows[(baseline, s)][key] is not None]
-    if name == baseline or not d:
-        return ""
-    if len(d) == 1:
-        return f_mean.format(d[0])
-    sd = statistics.stdev(d)
-    t = abs(statistics.mean(d)) / (sd / math.sqrt(len(d))) if sd > 0 else float("inf")
-    return f"{f_mean.format(statistics.mean(d))} ({f_sd.format(sd)}; t = {t:.1f})"
+def differences(rows, name, baseline, seeds, key):
+    """Per-seed differences name - baseline of KEY (seeds where either is missing left out)."""
+    return [rows[(name, s)][key] - rows[(baseline, s)][key] for s in range(seeds)
+            if rows[(name, s)][key] is not None and rows[(baseline, s)][key] is not None]
+
+
+def paired_against(rows, variants, seeds, baseline, key):
+    """[(label, stats.paired)] of every variant but the baseline against it (those with data)."""
+    out = []
+    for v in variants:
+        d = differences(rows, v["name"], baseline, seeds, key)
+        if v["name"] != baseline and d:
+            out.append((f"{v['name']} − {baseline}", stats.paired(d)))
+    return out
 
 
 def summary_table(rows, variants, seeds, baseline):
-    """Markdown: per variant the mean ± sd over seeds of each metric, and the paired differences
-    of the val loss and F-Attn against the baseline with their sd over seeds."""
-    head = (["variant"] + [label for _, label, _ in METRICS] +
-            [f"{label} vs {baseline} (sd)" for _, label, _, _ in PAIRED])
+    """Markdown: per variant the mean ± sd over seeds of each metric, then for the val loss and
+    F-Attn the paired differences of every variant against the baseline (n, mean, sd, t,
+    two-sided p, Holm-adjusted p over the variants, 95% interval)."""
+    head = ["variant"] + [label for _, label, _ in METRICS]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for v in variants:
         cells = [v["name"]]
@@ -223,9 +228,13 @@ def summary_table(rows, variants, seeds, baseline):
                 cells.append(fmt(f, xs[0]))
             else:
                 cells.append(fmt(f, statistics.mean(xs)) + " ± " + fmt(f, statistics.stdev(xs)))
-        cells += [paired_cell(rows, v["name"], baseline, seeds, key, fm, fs) for key, _, fm, fs in PAIRED]
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    for key, label, digits in PAIRED:
+        comparisons = paired_against(rows, variants, seeds, baseline, key)
+        if comparisons:
+            text += "\n" + stats.paired_table(label, comparisons, digits)
+    return text
 
 
 def write_summary(out, title, text):

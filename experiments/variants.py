@@ -11,6 +11,7 @@ import statistics
 
 import runner
 import sink
+import stats
 
 GATES = {
     "baseline": {"position": "none"},
@@ -46,9 +47,10 @@ PAPER = {
 
 
 def paper_table(rows, variants, seeds):
-    """Markdown: our paired effects next to the paper's figures for each gate."""
-    head = ["variant", "row", "+params", "Δ val loss (sd; t)", "F-Attn", "Δ F-Attn (sd; t)", "gate score", "M-Act",
-            "time/step vs baseline", "paper PPL (Δ)", "paper gate", "paper M-Act", "paper F-Attn"]
+    """Markdown: our paired effects (mean difference, two-sided p and Holm-adjusted p over the
+    variants against the one baseline) next to the paper's figures for each gate."""
+    head = ["variant", "row", "+params", "Δ val loss (p; Holm p)", "F-Attn", "Δ F-Attn (p; Holm p)", "gate score",
+            "M-Act", "time/step vs baseline", "paper PPL (Δ)", "paper gate", "paper M-Act", "paper F-Attn"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     base = [rows[("baseline", s)] for s in range(seeds)]
 
@@ -56,18 +58,24 @@ def paper_table(rows, variants, seeds):
         xs = [rows[(name, s)][key] for s in range(seeds) if rows[(name, s)][key] is not None]
         return runner.fmt(f, statistics.mean(xs)) if xs else "–"
 
+    def effects(key, f):
+        """{variant: 'mean (p; Holm p)'} against the baseline, Holm over the variants."""
+        comparisons = {label.split(" − ")[0]: c for label, c in runner.paired_against(rows, variants, seeds, "baseline", key)}
+        adjusted = dict(zip(comparisons, stats.holm([c["p"] for c in comparisons.values()])))
+        return {n: f.format(c["mean"]) + ("" if c["p"] is None else f" ({c['p']:.3f}; {adjusted[n]:.3f})")
+                for n, c in comparisons.items()}
+
+    loss, f_attn = effects("val_loss", "{:+.4f}"), effects("f_attn", "{:+.3f}")
     for v in variants:
         n = v["name"]
-        row, ppl, gate, m_act, f_attn = PAPER[n]
+        row, ppl, gate, m_act, paper_f_attn = PAPER[n]
         own = [rows[(n, s)] for s in range(seeds)]
         slow = statistics.median(b["tokens_per_s"] / r["tokens_per_s"] for b, r in zip(base, own))
-        cells = [n, row, f"{own[0]['parameters'] - base[0]['parameters']:+,}",
-                 runner.paired_cell(rows, n, "baseline", seeds, "val_loss", "{:+.4f}", "{:.4f}") or "–",
-                 mean(n, "f_attn", "{:.3f}"),
-                 runner.paired_cell(rows, n, "baseline", seeds, "f_attn", "{:+.3f}", "{:.3f}") or "–",
-                 mean(n, "gate_score", "{:.3f}"), mean(n, "m_act", "{:,.0f}"), f"{slow:.2f}x",
+        cells = [n, row, f"{own[0]['parameters'] - base[0]['parameters']:+,}", loss.get(n, "–"),
+                 mean(n, "f_attn", "{:.3f}"), f_attn.get(n, "–"), mean(n, "gate_score", "{:.3f}"),
+                 mean(n, "m_act", "{:,.0f}"), f"{slow:.2f}x",
                  f"{ppl:.3f} ({100 * (ppl / PAPER['baseline'][1] - 1):+.1f}%)",
-                 runner.fmt("{:.3f}", gate), runner.fmt("{:,}", m_act), runner.fmt("{:.3f}", f_attn)]
+                 runner.fmt("{:.3f}", gate), runner.fmt("{:,}", m_act), runner.fmt("{:.3f}", paper_f_attn)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -110,7 +110,9 @@ def main():
             for s in range(a.seeds):
                 folder = os.path.join(a.depth_out, "runs", f"{depth}layer.{g}-s{s}")
                 if os.path.exists(os.path.join(folder, "result.json")):
-                    measured[(g, s)] = measure(a, folder, g, os.path.join(a.depth_out, "data", "val.bin"), seq)
+                    with open(os.path.join(folder, "run.json")) as f:
+                        data = json.load(f)["data"]
+                    measured[(g, s)] = measure(a, folder, g, data["val"], data["seq_len"])
         if measured:
             text += section(f"{depth} layers (regime long, depth.py's runs)", measured, a.seeds)
     summary = os.path.join(out, "mechanism")

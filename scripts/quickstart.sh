@@ -2,7 +2,8 @@
 # README command one. Sets up and builds gattn, prepares the default corpus (three public-domain
 # texts from Debian packages) and its tokenizer, trains a baseline and a G1-gated model of the same
 # shape on the same tokens (SEEDS seeds each, paired: same initial values for shared tensors and the
-# same data order), and compares them on the held-out split.
+# same data order), compares them on the held-out split and writes the side-by-side HTML report
+# (runs/quickstart/report.html).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seeds=${SEEDS:-2}
@@ -37,5 +38,6 @@ done
 echo "== training ($((2 * seeds)) runs): $(elapsed "$step") s"
 
 step=$SECONDS
-build/gattn compare --baseline "${baselines[@]}" --candidate "${candidates[@]}"
+build/gattn compare --baseline "${baselines[@]}" --candidate "${candidates[@]}" \
+  --html runs/quickstart/report.html
 echo "== evaluation: $(elapsed "$step") s; total $(elapsed "$start") s"

@@ -24,10 +24,15 @@ Config config(GatePosition gate) {
   return c;
 }
 
-std::vector<float> logits_of(const Weights& w, const Interventions* interventions = nullptr) {
-  std::vector<int32_t> ids(30);
+std::vector<int32_t> some_ids(int n = 30) {
+  std::vector<int32_t> ids(n);
   std::mt19937_64 rng(4);
   for (int32_t& id : ids) id = int32_t(rng() % 100);
+  return ids;
+}
+
+std::vector<float> logits_of(const Weights& w, const Interventions* interventions = nullptr,
+                             std::vector<int32_t> ids = some_ids()) {
   TrainState state(w);
   state.set_interventions(interventions);
   std::vector<float> logits(ids.size() * 100);
@@ -48,7 +53,15 @@ TEST(Intervention, ParsesLayersTargetsAndActions) {
   EXPECT_EQ(i.gate_at(1).kind, GateOverride::Kind::open);
   EXPECT_EQ(i.gate_at(2).kind, GateOverride::Kind::constant);
   EXPECT_EQ(i.specs.size(), 2u);
-  for (const char* bad : {"layer:3:gate=open", "layer:x:gate=open", "gate=shut", "value=zero",
+  const Interventions at = parse({"gate@first=open", "layer:2:value@5=zero"});
+  EXPECT_EQ(at.gate_at(1).position, 0);
+  EXPECT_FALSE(at.gate_at(1).everywhere());
+  EXPECT_TRUE(at.value_at(2).zero);
+  EXPECT_EQ(at.value_at(2).position, 5);
+  EXPECT_FALSE(at.value_at(1).active());
+  EXPECT_EQ(parse({"value=zero"}).value_at(0).position, kEveryPosition);
+  for (const char* bad : {"layer:3:gate=open", "layer:x:gate=open", "gate=shut", "value=open",
+                          "gate@x=open", "gate@-1=open", "gate@1.5=open", "key@first=zero",
                           "gate=constant:abc", "gate", "layer:1"}) {
     Interventions j;
     EXPECT_THROW(add_intervention(j, bad, 3), Error) << bad;
@@ -81,6 +94,62 @@ TEST(Intervention, AConstantEqualToTheScoresChangesNothing) {
     if (t.name.find("sdpa_gate") != std::string::npos) std::fill_n(w.data() + t.offset, t.numel, 0);
   const Interventions half = parse({"gate=constant:0.5"});
   EXPECT_EQ(logits_of(w, &half), logits_of(w));
+}
+
+// Zeroing the values at position 3 changes nothing before it (causality) and every logit from it
+// on.
+TEST(Intervention, ZeroValuesAtOnePositionActFromThatPositionOn) {
+  Weights w(config(GatePosition::none));
+  w.init(7);
+  const Interventions zero = parse({"value@3=zero"});
+  const std::vector<float> a = logits_of(w, &zero), b = logits_of(w);
+  for (int t = 0; t < 30; ++t) {
+    double diff = 0;
+    for (int j = 0; j < 100; ++j)
+      diff = std::max(diff, double(std::abs(a[t * 100 + j] - b[t * 100 + j])));
+    if (t < 3)
+      EXPECT_EQ(diff, 0.0) << "position " << t;
+    else
+      EXPECT_GT(diff, 1e-4) << "position " << t;
+  }
+}
+
+// With every value zero attention adds nothing, so each position's logits are those of its token
+// alone under the same intervention (RoPE only moves q and k).
+TEST(Intervention, ZeroValuesEverywhereLeaveEachTokenAlone) {
+  Weights w(config(GatePosition::none));
+  w.init(8);
+  const Interventions zero = parse({"value=zero"});
+  const std::vector<int32_t> ids = some_ids(6);
+  const std::vector<float> all = logits_of(w, &zero, ids);
+  for (int t = 0; t < 6; ++t) {
+    const std::vector<float> alone = logits_of(w, &zero, {ids[t]});
+    for (int j = 0; j < 100; ++j) EXPECT_NEAR(all[t * 100 + j], alone[j], 1e-4) << t << " " << j;
+  }
+}
+
+// In a 1-layer G2 model the first query sees only the first key: opening the first token's gate
+// gives its logits exactly as opening every gate does, and leaves the rest of the sequence's
+// values gated (other positions differ from the everywhere-open model).
+TEST(Intervention, AGateOpenAtTheFirstTokenActsThereOnly) {
+  Config c = config(GatePosition::value);
+  c.num_hidden_layers = 1;
+  Weights w(c);
+  w.init(9);
+  Interventions first, everywhere;
+  add_intervention(first, "gate@first=open", 1);
+  add_intervention(everywhere, "gate=open", 1);
+  const std::vector<float> a = logits_of(w, &first), b = logits_of(w, &everywhere),
+                           u = logits_of(w);
+  double at_first = 0, unmodified = 0, later = 0;
+  for (int j = 0; j < 100; ++j) {
+    at_first = std::max(at_first, double(std::abs(a[j] - b[j])));
+    unmodified = std::max(unmodified, double(std::abs(a[j] - u[j])));
+  }
+  for (size_t i = 100; i < a.size(); ++i) later = std::max(later, double(std::abs(a[i] - b[i])));
+  EXPECT_LT(at_first, 1e-6);
+  EXPECT_GT(unmodified, 1e-3);
+  EXPECT_GT(later, 1e-3);
 }
 
 TEST(Intervention, RefusesWhatTheModelCannotDo) {

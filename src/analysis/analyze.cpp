@@ -58,7 +58,12 @@ struct LayerSums {
   int64_t under = 0, over = 0;
   double max_abs = -1;
   int64_t max_sequence = 0, max_position = 0, max_channel = 0;
+  // Split by position: [0] the first token, [1] the rest. Sums per head; counts of tokens.
+  std::vector<double> value_abs[2], score_at[2], abs_in_at[2], abs_out_at[2];
+  int64_t tokens_at[2] = {0, 0};
 };
+
+constexpr const char* kPositionGroups[2] = {"first", "rest"};
 
 // The sums of every metric over the analysed sequences, one batch at a time.
 class Analysis {
@@ -72,6 +77,11 @@ class Analysis {
       s.first_token_late.assign(c_.num_attention_heads, 0);
       for (auto* per_head : {&s.score_sum, &s.below_01, &s.abs_in, &s.abs_out})
         per_head->assign(site_.heads, 0);
+      for (int g = 0; g < 2; ++g) {
+        s.value_abs[g].assign(c_.num_key_value_heads, 0);
+        for (auto* per_head : {&s.score_at[g], &s.abs_in_at[g], &s.abs_out_at[g]})
+          per_head->assign(site_.heads, 0);
+      }
     }
   }
 
@@ -80,6 +90,7 @@ class Analysis {
       const LayerView v = state.layer_view(l);
       add_first_token_attention(v, rows, sums_[l]);
       add_max_activation(v, rows, first_sequence, sums_[l]);
+      add_values(v, int64_t(rows) * o_.seq_len, sums_[l]);
       if (v.gate_in) add_gate(v, int64_t(rows) * o_.seq_len, sums_[l]);
     }
   }
@@ -89,7 +100,9 @@ class Analysis {
  private:
   void add_first_token_attention(const LayerView& v, int rows, LayerSums& s) const;
   void add_max_activation(const LayerView& v, int rows, int64_t first_sequence, LayerSums& s) const;
+  void add_values(const LayerView& v, int64_t tokens, LayerSums& s) const;
   void add_gate(const LayerView& v, int64_t tokens, LayerSums& s);
+  int position_group(int64_t row) const { return row % o_.seq_len == 0 ? 0 : 1; }
   void add_score(double x, int h, LayerSums& s) const;
   json layer_json(int l, double* f_attn, double* f_attn_late, int* sink_heads,
                   double* gate_score) const;
@@ -145,22 +158,51 @@ void Analysis::add_score(double x, int h, LayerSums& s) const {
     ++s.histogram[bin];
 }
 
+// Mean |v| per key/value head, the first token apart from the rest.
+void Analysis::add_values(const LayerView& v, int64_t N, LayerSums& s) const {
+  const int d = c_.head_dim;
+  for (int64_t r = 0; r < N; ++r) {
+    const int g = position_group(r);
+    for (int h = 0; h < c_.num_key_value_heads; ++h)
+      for (int i = 0; i < d; ++i) s.value_abs[g][h] += std::abs(v.v[r * v.ld_v + h * d + i]);
+    ++s.tokens_at[g];
+  }
+}
+
 void Analysis::add_gate(const LayerView& v, int64_t N, LayerSums& s) {
   const int heads = site_.heads, dim = site_.head_dim, n = site_.width();
   for (int64_t r = 0; r < N; ++r)
     for (int h = 0; h < heads; ++h)
       for (int i = 0; i < dim; ++i) {
-        s.abs_in[h] += std::abs(v.gate_in[r * v.ld_gate_in + h * dim + i]);
-        s.abs_out[h] += std::abs(v.gate_out[r * v.ld_gate_out + h * dim + i]);
+        const double in = std::abs(v.gate_in[r * v.ld_gate_in + h * dim + i]),
+                     out = std::abs(v.gate_out[r * v.ld_gate_out + h * dim + i]);
+        s.abs_in[h] += in;
+        s.abs_out[h] += out;
+        s.abs_in_at[position_group(r)][h] += in;
+        s.abs_out_at[position_group(r)][h] += out;
       }
   if (v.gate_z) {
     scores_.resize(size_t(N) * n);
     gate_channel_scores(scores_.data(), v.gate_z, site_.shape(int(N), 0, v.ld_gate_z));
     for (int64_t r = 0; r < N; ++r)
       for (int h = 0; h < heads; ++h)
-        for (int i = 0; i < dim; ++i) add_score(scores_[r * n + h * dim + i], h, s);
+        for (int i = 0; i < dim; ++i) {
+          add_score(scores_[r * n + h * dim + i], h, s);
+          s.score_at[position_group(r)][h] += scores_[r * n + h * dim + i];
+        }
   }
   s.channels_per_head += N * dim;
+}
+
+// Per-head sums over the tokens of each position group, as means: {"first": [..], "rest": [..]}.
+json by_position(const std::vector<double> (&sums)[2], const int64_t (&tokens)[2], int per_token) {
+  json out = json::object();
+  for (int g = 0; g < 2; ++g) {
+    json means = json::array();
+    for (double x : sums[g]) means.push_back(tokens[g] ? x / double(tokens[g] * per_token) : 0.0);
+    out[kPositionGroups[g]] = means;
+  }
+  return out;
 }
 
 // The first sequence's attention probabilities of one head, up to map_size positions.
@@ -205,7 +247,8 @@ json Analysis::layer_json(int l, double* f_attn, double* f_attn_late, int* sink_
       {"f_attn_from_k", layer_late},
       {"max_abs_hidden", s.max_abs},
       {"max_at",
-       {{"sequence", s.max_sequence}, {"position", s.max_position}, {"channel", s.max_channel}}}};
+       {{"sequence", s.max_sequence}, {"position", s.max_position}, {"channel", s.max_channel}}},
+      {"value_mean_abs", by_position(s.value_abs, s.tokens_at, c_.head_dim)}};
   *f_attn += layer_mean / L;
   *f_attn_late += layer_late / L;
   if (s.channels_per_head == 0) return layer;
@@ -216,6 +259,8 @@ json Analysis::layer_json(int l, double* f_attn, double* f_attn_late, int* sink_
   }
   g["mean_abs_before"] = in;
   g["mean_abs_after"] = out;
+  g["by_position"] = {{"mean_abs_before", by_position(s.abs_in_at, s.tokens_at, site_.head_dim)},
+                      {"mean_abs_after", by_position(s.abs_out_at, s.tokens_at, site_.head_dim)}};
   if (site_.scores > 0) {
     json mean = json::array(), below = json::array();
     double layer_score = 0;
@@ -225,6 +270,7 @@ json Analysis::layer_json(int l, double* f_attn, double* f_attn_late, int* sink_
       layer_score += s.score_sum[h] / double(s.channels_per_head) / site_.heads;
     }
     g["mean_score"] = mean;
+    g["by_position"]["mean_score"] = by_position(s.score_at, s.tokens_at, site_.head_dim);
     g["fraction_below_0.1"] = below;
     g["layer_mean_score"] = layer_score;
     g["histogram"] = {{"low", hist_lo_},

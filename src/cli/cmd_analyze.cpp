@@ -42,7 +42,8 @@ void add_analyze_command(CLI::App& app) {
   cmd->add_option("--html", html, "write an HTML report with plots here");
   add_threads_option(cmd, threads, "threads (default: all cores)");
   cmd->add_option("--intervene", intervene,
-                  "[layer:L:]gate=constant:X|open|closed (repeatable); the loss is reported "
+                  "[layer:L:]gate[@POS]=constant:X|open|closed or [layer:L:]value[@POS]=zero, POS a "
+                  "position or first (repeatable); the loss is reported "
                   "next to the unmodified one");
   cmd->callback([] {
     if (threads > 0) set_num_threads(threads);

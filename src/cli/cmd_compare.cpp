@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/analyze.h"
+#include "analysis/compare_report.h"
 #include "analysis/paired.h"
 #include "cli/commands.h"
 #include "cli/format.h"
@@ -38,8 +39,9 @@ struct RunResult {
 
 json read_json(const std::string& path) { return parse_json_file(path); }
 
-// Scores a finished run's final checkpoint on its validation shard.
-RunResult score(const std::string& run_dir, int64_t windows) {
+// Scores a finished run's final checkpoint on its validation shard (with every head's attention
+// map when `maps`, for the HTML report).
+RunResult score(const std::string& run_dir, int64_t windows, bool maps) {
   RunResult r;
   r.name = fs::path(run_dir).filename().string();
   if (!fs::exists(run_dir + "/summary.json"))
@@ -69,6 +71,10 @@ RunResult score(const std::string& run_dir, int64_t windows) {
   analysis.seq_len = data.at("seq_len").get<int>();
   analysis.bos = window == WindowKind::bos;
   analysis.from_position = std::min(16, analysis.seq_len - 1);
+  if (maps)
+    for (int l = 0; l < weights->config().num_hidden_layers; ++l)
+      for (int h = 0; h < weights->config().num_attention_heads; ++h)
+        analysis.maps.push_back({l, h});
   r.analysis = analyze(*weights, shard, analysis);
   return r;
 }
@@ -88,6 +94,25 @@ std::vector<double> values(const std::vector<RunResult>& runs, const Metric& met
   for (const RunResult& r : runs) v.push_back(metric(r));
   return v;
 }
+void write_reports(const std::string& a, const std::vector<RunResult>& base, const std::string& b,
+                   const std::vector<RunResult>& cand, const std::string& out,
+                   const std::string& html) {
+  auto analyses = [](const std::vector<RunResult>& runs) {
+    std::vector<json> all;
+    for (const RunResult& r : runs) all.push_back(r.analysis);
+    return all;
+  };
+  const json c = comparison_json(a, analyses(base), b, analyses(cand));
+  if (!out.empty()) {
+    write_text_file_atomically(out, c.dump(1) + "\n");
+    std::printf("  wrote %s\n", out.c_str());
+  }
+  if (!html.empty()) {
+    write_text_file_atomically(html,
+                               comparison_report_html(c, "gattn compare: " + b + " against " + a));
+    std::printf("  report: %s\n", html.c_str());
+  }
+}
 }  // namespace
 
 void add_compare_command(CLI::App& app) {
@@ -95,6 +120,7 @@ void add_compare_command(CLI::App& app) {
   static std::vector<std::string> baseline_dirs, candidate_dirs;
   static int64_t windows = 0;
   static int threads = 0;
+  static std::string html, out;
   cmd->add_option("--baseline", baseline_dirs, "run folders of the baseline, one per seed")
       ->required();
   cmd->add_option("--candidate", candidate_dirs,
@@ -102,6 +128,10 @@ void add_compare_command(CLI::App& app) {
       ->required();
   cmd->add_option("--windows", windows, "validation windows to score (0: all)")
       ->check(non_negative_integer());
+  cmd->add_option("--html", html,
+                  "write the side-by-side HTML report here (first-token attention, attention "
+                  "maps, M-Act, gate scores)");
+  cmd->add_option("--out", out, "write the comparison JSON (both models' mean analyses) here");
   add_threads_option(cmd, threads, "threads (default: all cores)");
   cmd->callback([] {
     if (baseline_dirs.size() != candidate_dirs.size())
@@ -109,8 +139,9 @@ void add_compare_command(CLI::App& app) {
            ": pass one run per seed for each, in the same seed order");
     if (threads > 0) set_num_threads(threads);
     std::vector<RunResult> base, cand;
-    for (const std::string& dir : baseline_dirs) base.push_back(score(dir, windows));
-    for (const std::string& dir : candidate_dirs) cand.push_back(score(dir, windows));
+    const bool maps = !html.empty() || !out.empty();
+    for (const std::string& dir : baseline_dirs) base.push_back(score(dir, windows, maps));
+    for (const std::string& dir : candidate_dirs) cand.push_back(score(dir, windows, maps));
     for (size_t i = 0; i < base.size(); ++i)
       if (base[i].run_config.at("seed") != cand[i].run_config.at("seed"))
         fail(base[i].name, " and ", cand[i].name, " have different seeds: runs are paired by seed");
@@ -182,6 +213,7 @@ void add_compare_command(CLI::App& app) {
         "window SE = standard error of the per-window paired difference\n",
         (long long)base[0].eval.windows, base[0].run_config.at("data").at("seq_len").get<int>(),
         (long long)base[0].eval.tokens);
+    if (!html.empty() || !out.empty()) write_reports(a, base, b, cand, out, html);
   });
 }
 

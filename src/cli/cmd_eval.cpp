@@ -30,7 +30,8 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--batch", batch, "windows per forward pass")->check(positive_integer());
   add_threads_option(cmd, threads, "threads (default: all cores)");
   cmd->add_option("--intervene", intervene,
-                  "[layer:L:]gate=constant:X|open|closed (repeatable); the loss is reported "
+                  "[layer:L:]gate[@POS]=constant:X|open|closed or [layer:L:]value[@POS]=zero, POS a "
+                  "position or first (repeatable); the loss is reported "
                   "next to the unmodified one");
   cmd->add_option(
       "--rope-scaling", rope_scaling,

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <utility>
 
 #include "model/gate_site.h"
 #include "util/error.h"
@@ -30,6 +31,18 @@ GateOverride gate_action(const std::string& action, const std::string& spec) {
             .score = number(action.substr(9), spec, "the constant")};
   fail("--intervene '", spec, "': gate action '", action,
        "' is not one of constant:X | open | closed");
+}
+
+// TARGET[@POSITION]: the target's name, and the position (kEveryPosition without one).
+std::pair<std::string, int> target_and_position(const std::string& text, const std::string& spec) {
+  const size_t at = text.find('@');
+  if (at == std::string::npos) return {text, kEveryPosition};
+  const std::string where = text.substr(at + 1);
+  if (where == "first") return {text.substr(0, at), 0};
+  const double p = number(where, spec, "the position");
+  if (p != std::floor(p) || p < 0 || p > (1 << 30))
+    fail("--intervene '", spec, "': position '", where, "' is not `first` or a position >= 0");
+  return {text.substr(0, at), int(p)};
 }
 }  // namespace
 
@@ -62,12 +75,20 @@ void add_intervention(Interventions& into, const std::string& spec, int layers) 
   }
   const size_t equals = rest.find('=');
   if (equals == std::string::npos) fail("--intervene '", spec, "': expected TARGET=ACTION");
-  const std::string target = rest.substr(0, equals), action = rest.substr(equals + 1);
-  if (target != "gate")
-    fail("--intervene '", spec, "': unknown target '", target, "' (supported: gate)");
-  const GateOverride override_ = gate_action(action, spec);
-  into.gate.resize(layers);
-  for (int l = first; l <= last; ++l) into.gate[l] = override_;
+  const auto [target, position] = target_and_position(rest.substr(0, equals), spec);
+  const std::string action = rest.substr(equals + 1);
+  if (target == "gate") {
+    GateOverride gate = gate_action(action, spec);
+    gate.position = position;
+    into.gate.resize(layers);
+    for (int l = first; l <= last; ++l) into.gate[l] = gate;
+  } else if (target == "value") {
+    if (action != "zero") fail("--intervene '", spec, "': value action '", action, "' is not zero");
+    into.value.resize(layers);
+    for (int l = first; l <= last; ++l) into.value[l] = {.zero = true, .position = position};
+  } else {
+    fail("--intervene '", spec, "': unknown target '", target, "' (supported: gate, value)");
+  }
   into.specs.push_back(spec);
 }
 

@@ -3,28 +3,47 @@
 //   gate=constant:0.15      every layer's gate scores replaced by 0.15
 //   layer:3:gate=open       layer 3's gate passes its input through (score 1; additive: 0)
 //   layer:0:gate=closed     layer 0's multiplicative gate outputs zero
-// Grammar: [layer:L:]TARGET=ACTION. Targets today: gate (ACTION constant:X | open | closed).
-// New targets (values, attention) are new names in parse_intervention() and new fields here.
+//   gate@first=open         only the first token's gate is held open (a G2 gate: the first
+//                           token's value passes ungated; G1: the first query's output)
+//   value@first=zero        every layer's value vectors of the first token are zero
+// Grammar: [layer:L:]TARGET[@POSITION]=ACTION, POSITION a sequence position or `first` (0);
+// without it the change applies at every position. Targets: gate (ACTION constant:X | open |
+// closed) and value (ACTION zero). New targets are new names in add_intervention() and new
+// fields here.
 #pragma once
 #include <string>
 #include <vector>
 
 namespace gattn {
 
+constexpr int kEveryPosition = -1;
+
 struct GateOverride {
   enum class Kind { none, constant, open, closed };
   Kind kind = Kind::none;
-  double score = 0;  // constant
+  double score = 0;               // constant
+  int position = kEveryPosition;  // the only sequence position it applies at
   bool active() const { return kind != Kind::none; }
+  bool everywhere() const { return active() && position == kEveryPosition; }
+};
+
+struct ValueOverride {
+  bool zero = false;
+  int position = kEveryPosition;
+  bool active() const { return zero; }
 };
 
 struct Interventions {
-  std::vector<GateOverride> gate;  // per layer; empty: none
-  std::vector<std::string> specs;  // as given, for reports
+  std::vector<GateOverride> gate;    // per layer; empty: none
+  std::vector<ValueOverride> value;  // per layer; empty: none
+  std::vector<std::string> specs;    // as given, for reports
 
   bool any() const { return !specs.empty(); }
   GateOverride gate_at(int layer) const {
     return layer < int(gate.size()) ? gate[layer] : GateOverride{};
+  }
+  ValueOverride value_at(int layer) const {
+    return layer < int(value.size()) ? value[layer] : ValueOverride{};
   }
 };
 

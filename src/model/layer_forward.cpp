@@ -89,6 +89,7 @@ class LayerForward {
   void full_attention_block(const float* resid_in);  // writes a_.resid_mid
   void dense_mlp_block(float* resid_out);
   TensorRef gate_at(GateStage here, TensorRef x);
+  void zero_values(TensorRef v);
   TensorRef head_path(bool is_query);
   void cached_attention(TensorRef q, TensorRef k, TensorRef v);
   void block_output(float* resid_out, const float* resid_in, const float* raw, int64_t norm_weight,
@@ -112,7 +113,7 @@ TensorRef LayerForward::gate_at(GateStage here, TensorRef x) {
   a_.gate_in = x;
   const GateOverride forced =
       pass_.interventions ? pass_.interventions->gate_at(l_) : GateOverride{};
-  if (forced.active()) {
+  if (forced.everywhere()) {
     forced_gate(a_.gate_out, x, N_, site, forced_gate_score(forced, site, l_));
     return {a_.gate_out, site.width()};
   }
@@ -129,7 +130,23 @@ TensorRef LayerForward::gate_at(GateStage here, TensorRef x) {
                       {N_, site.heads, site.head_dim, x.ld, site.width(), site.head_dim}, eps_);
       break;
   }
+  if (forced.active()) {  // at one position only
+    const float score = forced_gate_score(forced, site, l_);
+    for (int64_t r = 0; r < N_; ++r)
+      if (pass_.positions[r] == forced.position)
+        forced_gate(a_.gate_out + r * site.width(), {x.data + r * x.ld, x.ld}, 1, site, score);
+  }
   return {a_.gate_out, site.width()};
+}
+
+// An intervention: the value vectors attention reads, zeroed at every position or one.
+void LayerForward::zero_values(TensorRef v) {
+  const ValueOverride zero =
+      pass_.interventions ? pass_.interventions->value_at(l_) : ValueOverride{};
+  if (!zero.active()) return;
+  for (int64_t r = 0; r < N_; ++r)
+    if (zero.position == kEveryPosition || pass_.positions[r] == zero.position)
+      std::fill_n(v.data + r * v.ld, c_.kv_dim(), 0.0f);
 }
 
 // q or k as attention reads it: projection -> [gate] -> [QK-norm] -> RoPE -> [gate].
@@ -214,6 +231,7 @@ void LayerForward::full_attention_block(const float* resid_in) {
   a_.k = head_path(false);
   ops.next("gate");
   a_.v = gate_at(GateStage::value_projection, {a_.proj + qd + kvd, P});
+  zero_values(a_.v);
   ops.next("attention");
   if (pass_.cache) {
     cached_attention(a_.q, a_.k, a_.v);

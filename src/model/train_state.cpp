@@ -71,6 +71,8 @@ TrainState::LayerView TrainState::layer_view(int l) const {
               .ld_gate_out = w_.layer(l).gate.width(),
               .gate_z = nullptr,
               .ld_gate_z = 0,
+              .v = a.v.data,
+              .ld_v = a.v.ld,
               .output = buffers_.resid[l + 1]};
   v.gate_z = gate_scores_z(w_, l, a, &v.ld_gate_z);
   if (interventions_ && interventions_->gate_at(l).active()) v.gate_z = nullptr;  // not applied

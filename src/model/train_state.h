@@ -54,6 +54,8 @@ class TrainState {
     int ld_gate_in, ld_gate_out;
     const float* gate_z;  // pre-activation scores (null for the parameter-free kinds)
     int ld_gate_z;        // 0: one shared row (input-independent)
+    const float* v;       // the values attention read (after any value gate) [rows, K heads]
+    int ld_v;
     const float* output;  // the layer's output hidden state [rows, hidden]
   };
   LayerView layer_view(int l) const;

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""Checks a rendered analysis report (the DOM Chromium built from it) against the analysis JSON:
-every plotted element's value is the JSON's value at its data-key, every bar's height is that
-value on its plot's scale, and every per-head value of the JSON is plotted.
-Usage: check_report.py DOM_HTML ANALYSIS_JSON"""
+"""Checks a rendered report (the DOM Chromium built from it) against its JSON: every plotted
+element's value is the JSON's value at its data-key, every bar's height is that value on its
+plot's scale, and every per-head value of each analysis in the JSON is plotted.
+Usage: check_report.py DOM_HTML JSON [ROOT ...]
+ROOTs are JSON pointers of the analyses inside JSON (gattn compare's: /baseline/analysis
+/candidate/analysis); without any, JSON is one analysis (gattn analyze's), every attention map
+of which must be plotted. Under ROOTs, at least one map of each must be."""
 import json
 import sys
 from html.parser import HTMLParser
@@ -29,6 +32,24 @@ def at(doc, key):
     return float(doc)
 
 
+def unplotted(analysis, root, keys, every_map):
+    """The keys of ANALYSIS (at pointer ROOT) that should be plotted and are not."""
+    want = []
+    for l, layer in enumerate(analysis["layers"]):
+        want += [f"{root}/layers/{l}/first_token_attention/{h}" for h in range(len(layer["first_token_attention"]))]
+        want.append(f"{root}/layers/{l}/max_abs_hidden")
+        if "gate" in layer and "mean_score" in layer["gate"]:
+            want += [f"{root}/layers/{l}/gate/mean_score/{h}" for h in range(len(layer["gate"]["mean_score"]))]
+    missing = [k for k in want if k not in keys]
+    maps = [f"{root}/attention_maps/{i}/probabilities/{len(m['probabilities']) - 1}/{len(m['probabilities']) - 1}"
+            for i, m in enumerate(analysis["attention_maps"])]
+    if every_map:
+        missing += [f"attention map {m}" for m in maps if m not in keys]
+    elif maps and not any(m in keys for m in maps):
+        missing.append(f"any attention map of {root}")
+    return missing
+
+
 def main():
     dom, analysis = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))
     p = Plotted()
@@ -47,17 +68,11 @@ def main():
                 sys.exit(f"{a['data-key']}: bar height {a['height']}, expected {expected:.3f}")
         keys.add(a["data-key"])
     missing = []
-    for l, layer in enumerate(analysis["layers"]):
-        for h in range(len(layer["first_token_attention"])):
-            missing += [k for k in [f"/layers/{l}/first_token_attention/{h}"] if k not in keys]
-        missing += [k for k in [f"/layers/{l}/max_abs_hidden"] if k not in keys]
-        if "gate" in layer and "mean_score" in layer["gate"]:
-            missing += [f"/layers/{l}/gate/mean_score/{h}" for h in range(len(layer["gate"]["mean_score"]))
-                        if f"/layers/{l}/gate/mean_score/{h}" not in keys]
-    for i, m in enumerate(analysis["attention_maps"]):
-        n = len(m["probabilities"])
-        if f"/attention_maps/{i}/probabilities/{n - 1}/{n - 1}" not in keys:
-            missing.append(f"attention map {i}")
+    for root in sys.argv[3:] or [""]:
+        one = analysis
+        for part in root.split("/")[1:]:
+            one = one[part]
+        missing += unplotted(one, root, keys, every_map=len(sys.argv) == 3)
     if missing:
         sys.exit("not plotted: " + ", ".join(missing[:10]))
     print(f"report: {len(p.elements)} plotted values match the JSON")

@@ -25,4 +25,12 @@ source=$(ls -d "$work"/core/runs/*/train | head -n 1)
 python3 "$experiments/retrofit.py" --smoke --gattn "$gattn" --data "$work/data" --threads 1 \
   --source "$source" --out "$work/retrofit" >"$work/retrofit.log" || { cat "$work/retrofit.log"; exit 1; }
 echo "retrofit: $(grep -cE '^\| (no_gate|g1_identity|g1_random) \| 0 \|' "$work/retrofit/summary.md") runs"
+# Depth (checkpoints analysed) and the G2 mechanism (position split, interventions) on its runs.
+python3 "$experiments/depth.py" --smoke --gattn "$gattn" --data "$work/data" --threads 1 \
+  --out "$work/depth" >"$work/depth.log" || { cat "$work/depth.log"; exit 1; }
+grep -h "checkpoints analysed" "$work/depth/summary.md"
+python3 "$experiments/mechanism.py" --smoke --gattn "$gattn" --data "$work/data" --threads 1 \
+  --out "$work/mechanism" --depth-out "$work/depth" >"$work/mechanism.log" || { cat "$work/mechanism.log"; exit 1; }
+echo "mechanism: $(grep -cE '^\| (baseline|g1|g2), (value|gate)@first' "$work/mechanism/mechanism/summary.md") intervention rows"
 python3 "$experiments/stats.py"
+python3 "$experiments/check_results.py"

@@ -71,6 +71,7 @@ def main():
     text = runner.summary_table(rows, variants, a.seeds, variants[0]["name"])
     if not a.smoke:
         text += "\n" + verdict_table(rows, a.seeds, bf16_label)
+    text += "\nWhere the massive activations sit (first 64 validation windows):\n\n" + runner.max_activation_table(out, variants, a.seeds)
     runner.write_summary(out, f"precision: {bf16_label} against fp32 at the quick-start scale", text)
 
 

@@ -85,6 +85,28 @@ def holm(p_values):
     return adjusted
 
 
+def power(effect, sd, n, alpha=0.05, trials=20000, seed=0):
+    """The share of paired experiments of n seeds, differences normal(effect, sd), whose two-sided
+    p is below alpha (simulated with a fixed seed, so reproducible)."""
+    import random
+    rng = random.Random(seed)
+    critical = t_quantile(1 - alpha / 2, n - 1)
+    hits = 0
+    for _ in range(trials):
+        d = [rng.gauss(effect, sd) for _ in range(n)]
+        se = statistics.stdev(d) / math.sqrt(n)
+        hits += se > 0 and abs(statistics.fmean(d)) / se > critical
+    return hits / trials
+
+
+def seeds_for_power(effect, sd, target=0.8, alpha=0.05, most=40, trials=20000):
+    """The fewest seeds (>= 3) giving at least TARGET power, or None up to MOST."""
+    for n in range(3, most + 1):
+        if power(effect, sd, n, alpha, trials) >= target:
+            return n
+    return None
+
+
 def _num(x, f):
     return "–" if x is None else f.format(x)
 

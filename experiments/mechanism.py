@@ -13,6 +13,7 @@ Decision rules: experiments/RESULTS.md section 8 (written before the runs). Resu
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -88,6 +89,32 @@ def section(title, measured, seeds):
     return text + "\n"
 
 
+def side_by_side(a, folders, name, reports):
+    """gattn compare --html of the baseline against G1 and against G2 (runs of every seed), and a
+    PNG of each page by headless Chromium when it is installed (for RESULTS.md)."""
+    os.makedirs(os.path.join(reports, "runs"), exist_ok=True)
+    named = {}  # links named after the run, so that the report names the models
+    for g, paths in folders.items():
+        named[g] = []
+        for path in paths:
+            link = os.path.join(reports, "runs", f"{name}.{g}-s{len(named[g])}")
+            if not os.path.islink(link):
+                os.symlink(path, link)
+            named[g].append(link)
+    folders = named
+    for g in ("g1", "g2"):
+        html = os.path.join(reports, f"{name}_baseline_vs_{g}.html")
+        if not folders[g] or os.path.exists(html):
+            continue
+        runner.run_cmd([a.gattn, "compare", "--windows", "256", "--baseline"] + folders["baseline"] +
+                       ["--candidate"] + folders[g] + ["--html", html], os.path.join(reports, "log.txt"), a.threads)
+        png = html[:-5] + ".png"
+        if shutil.which("chromium"):
+            subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                            f"--screenshot={png}", "--window-size=1100,1900", "file://" + html],
+                           env=dict(os.environ, HOME=reports), capture_output=True)
+
+
 def main():
     a = runner.arguments(__doc__, default_seeds=3, add_options=lambda ap: ap.add_argument(
         "--depth-out", default=os.path.join(runner.ROOT, "runs", "experiments", "depth")))
@@ -104,6 +131,10 @@ def main():
     one_layer = {(g, s): measure(a, os.path.join(out, "runs", f"{GATES[g]}-s{s}"), g, val, seq)
                  for g in GATES for s in range(a.seeds)}
     text = section("1 layer (regime long_1k, the variants runner's runs)", one_layer, a.seeds)
+    reports = os.path.join(out, "mechanism", "reports")
+    if not a.smoke:
+        side_by_side(a, {g: [os.path.join(out, "runs", f"{GATES[g]}-s{s}", "train") for s in range(a.seeds)]
+                         for g in GATES}, "1layer_long_1k", reports)
     for depth in (2, 3):
         measured = {}
         for g in GATES:
@@ -115,6 +146,9 @@ def main():
                     measured[(g, s)] = measure(a, folder, g, data["val"], data["seq_len"])
         if measured:
             text += section(f"{depth} layers (regime long, depth.py's runs)", measured, a.seeds)
+        if len(measured) == len(GATES) * a.seeds and not a.smoke:
+            side_by_side(a, {g: [os.path.join(a.depth_out, "runs", f"{depth}layer.{g}-s{s}", "train")
+                                 for s in range(a.seeds)] for g in GATES}, f"{depth}layer_long", reports)
     summary = os.path.join(out, "mechanism")
     os.makedirs(summary, exist_ok=True)
     runner.write_summary(summary, "G2 mechanism: position split and first-token interventions", text)

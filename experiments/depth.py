@@ -14,7 +14,6 @@ secondary reading, and every sink count is also given at thresholds 0.2 and 0.5.
   experiments/depth.py [--seeds 3] [--depths 2,3] [--jobs 2 --threads 1] [--out runs/experiments/depth]
 """
 import glob
-import json
 import os
 
 import runner
@@ -32,14 +31,9 @@ def analyze_checkpoints(a, folder, run, analyze_args):
     out = {}
     for checkpoint in sorted(glob.glob(os.path.join(folder, "train", "checkpoints", "step_*"))):
         step = int(os.path.basename(checkpoint)[5:])
-        path = os.path.join(folder, f"analysis_step{step}.json")
-        if not os.path.exists(path):
-            runner.run_cmd([a.gattn, "analyze", "--checkpoint", checkpoint, "--data", run["data"]["val"],
-                            "--seq", str(run["data"]["seq_len"]), "--out", path + ".partial"] + analyze_args,
-                           os.path.join(folder, "log.txt"), a.threads)
-            os.replace(path + ".partial", path)
-        with open(path) as f:
-            out[step] = json.load(f)
+        out[step] = runner.analyze_once(a, checkpoint, run["data"]["val"], run["data"]["seq_len"],
+                                        os.path.join(folder, f"analysis_step{step}.json"), analyze_args,
+                                        os.path.join(folder, "log.txt"))
     return out
 
 

@@ -28,20 +28,6 @@ def scaling_json(kind, factor, trained):
     return json.dumps(s)
 
 
-def cached(path, command, threads):
-    if not os.path.exists(path):
-        env = dict(os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads > 0 else {}))
-        done = subprocess.run(command, capture_output=True, text=True, env=env)
-        if done.returncode != 0:
-            sys.exit(f"failed: {' '.join(command)}\n{done.stderr}")
-        text = done.stdout
-        with open(path + ".tmp", "w") as f:
-            f.write(text)
-        os.replace(path + ".tmp", path)
-    with open(path) as f:
-        return f.read()
-
-
 def main():
     a = runner.arguments(__doc__, default_seeds=3,
                          add_options=lambda ap: ap.add_argument("--core", default=None, help="the core runner's folder"))
@@ -72,14 +58,14 @@ def main():
                     path = os.path.join(out, f"eval.{m}-s{s}.{length}.{kind}.txt")
                     cmd = [a.gattn, "eval", "--checkpoint", ckpt, "--data", val, "--seq", str(length),
                            "--windows", str(max(1, budget // length)), "--batch", "1"]
-                    text = cached(path, cmd + (["--rope-scaling", scaling] if scaling else []), a.threads)
+                    text = runner.output_once(path, cmd + (["--rope-scaling", scaling] if scaling else []), a.threads)
                     loss = float(text.split("loss ")[1].split()[0])
                     results[(m, s, length, kind)] = loss
             if tokenizer:
                 path = os.path.join(out, f"passkey.{m}-s{s}.json")
-                cached(path + ".txt", [a.gattn, "passkey", "--checkpoint", ckpt, "--tokenizer", tokenizer,
-                                       "--lengths"] + [str(x) for x in lengths] +
-                       ["--trials", "2" if a.smoke else "20", "--out", path], a.threads)
+                runner.output_once(path + ".txt", [a.gattn, "passkey", "--checkpoint", ckpt, "--tokenizer", tokenizer,
+                                                   "--lengths"] + [str(x) for x in lengths] +
+                                   ["--trials", "2" if a.smoke else "20", "--out", path], a.threads)
                 for r in json.load(open(path)):
                     results[(m, s, r["length"], "passkey")] = r["accuracy"]
     lines = ["| length | " + " | ".join(f"{m} {k}" for k in SCALINGS for m in MODELS) + " | passkey " +

@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 
 import runner
 import sink
@@ -28,16 +27,7 @@ INTERVENTIONS = {"value@first=zero": ("baseline", "g1", "g2"), "gate@first=open"
 
 def analysis(a, checkpoint, val, seq, path, extra=()):
     """gattn analyze of CHECKPOINT (with EXTRA options), kept in PATH."""
-    if not os.path.exists(path):
-        command = [a.gattn, "analyze", "--checkpoint", checkpoint, "--data", val, "--seq", str(seq),
-                   "--sequences", "4" if a.smoke else "64", "--out", path + ".partial"] + list(extra)
-        env = dict(os.environ, **({"OMP_NUM_THREADS": str(a.threads)} if a.threads > 0 else {}))
-        done = subprocess.run(command, capture_output=True, text=True, env=env)
-        if done.returncode != 0:
-            sys.exit(f"failed: {' '.join(command)}\n{done.stderr}")
-        os.replace(path + ".partial", path)
-    with open(path) as f:
-        return json.load(f)
+    return runner.analyze_once(a, checkpoint, val, seq, path, ["--sequences", "4" if a.smoke else "64"] + list(extra))
 
 
 def measure(a, folder, gate, val, seq):

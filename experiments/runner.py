@@ -97,13 +97,43 @@ def toy_budget(run):
 
 
 def run_cmd(cmd, log, threads):
+    """Runs CMD (OMP_NUM_THREADS=THREADS when > 0), its output appended to LOG, or, without a
+    LOG, returned; exits naming the command (and LOG, or the command's errors) when it fails."""
     env = dict(os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads > 0 else {}))
+    if log is None:
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if done.returncode != 0:
+            sys.exit(f"failed ({done.returncode}): {' '.join(cmd)}\n{done.stderr}")
+        return done.stdout
     with open(log, "a") as f:
         f.write("$ " + " ".join(cmd) + "\n")
         f.flush()
         done = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
     if done.returncode != 0:
         sys.exit(f"failed ({done.returncode}): {' '.join(cmd)}; see {log}")
+    return None
+
+
+def output_once(path, cmd, threads):
+    """CMD's standard output, kept in PATH: run only while PATH is missing, written whole."""
+    if not os.path.exists(path):
+        text = run_cmd(cmd, None, threads)
+        with open(path + ".partial", "w") as f:
+            f.write(text)
+        os.replace(path + ".partial", path)
+    with open(path) as f:
+        return f.read()
+
+
+def analyze_once(a, checkpoint, data, seq_len, path, extra=(), log=None):
+    """`gattn analyze` of CHECKPOINT on the shard DATA into PATH (JSON), run only while PATH is
+    missing (the command writes PATH.partial, renamed once it succeeds); returns the analysis."""
+    if not os.path.exists(path):
+        run_cmd([a.gattn, "analyze", "--checkpoint", checkpoint, "--data", data, "--seq", str(seq_len),
+                 "--out", path + ".partial"] + list(extra), log, a.threads)
+        os.replace(path + ".partial", path)
+    with open(path) as f:
+        return json.load(f)
 
 
 def train_and_analyze(a, base_run, variant, seed, out, analyze_args):
@@ -125,13 +155,10 @@ def train_and_analyze(a, base_run, variant, seed, out, analyze_args):
     log = os.path.join(folder, "log.txt")
     resume = ["--resume"] if os.path.isdir(os.path.join(run["out"], "checkpoints")) else []
     run_cmd([a.gattn, "train", "--config", config, "--seed", str(seed)] + resume, log, a.threads)
-    analysis = os.path.join(folder, "analysis.json")
-    run_cmd([a.gattn, "analyze", "--checkpoint", run["out"], "--data", run["data"]["val"],
-             "--seq", str(run["data"]["seq_len"]), "--out", analysis] + analyze_args, log, a.threads)
+    an = analyze_once(a, run["out"], run["data"]["val"], run["data"]["seq_len"], os.path.join(folder, "analysis.json"),
+                      analyze_args, log)
     with open(os.path.join(run["out"], "summary.json")) as f:
         summary = json.load(f)
-    with open(analysis) as f:
-        an = json.load(f)
     row = {"variant": variant["name"], "seed": seed, "command": f"gattn train --config {config} --seed {seed}"}
     for key, _, _ in METRICS:
         row[key] = summary.get(key, an.get(key))

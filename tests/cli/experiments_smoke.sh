@@ -32,5 +32,9 @@ grep -h "checkpoints analysed" "$work/depth/summary.md"
 python3 "$experiments/mechanism.py" --smoke --gattn "$gattn" --data "$work/data" --threads 1 \
   --out "$work/mechanism" --depth-out "$work/depth" >"$work/mechanism.log" || { cat "$work/mechanism.log"; exit 1; }
 echo "mechanism: $(grep -cE '^\| (baseline|g1|g2), (value|gate)@first' "$work/mechanism/mechanism/summary.md") intervention rows"
+# The powered-seeds plan (section 9) at toy size: all six variants, 2 seeds, the five verdicts.
+python3 "$experiments/seeds.py" --smoke --gattn "$gattn" --data "$work/data" --threads 1 --jobs 2 \
+  --out "$work/seeds" >"$work/seeds.log" || { cat "$work/seeds.log"; exit 1; }
+echo "seeds: $(grep -cE '^- g1_[a-z_]+ − [a-z_0-9]+: mean' "$work/seeds/seeds/summary.md") verdicts"
 python3 "$experiments/stats.py"
 python3 "$experiments/check_results.py"

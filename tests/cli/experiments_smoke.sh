@@ -36,5 +36,9 @@ echo "mechanism: $(grep -cE '^\| (baseline|g1|g2), (value|gate)@first' "$work/me
 python3 "$experiments/seeds.py" --smoke --gattn "$gattn" --data "$work/data" --threads 1 --jobs 2 \
   --out "$work/seeds" >"$work/seeds.log" || { cat "$work/seeds.log"; exit 1; }
 echo "seeds: $(grep -cE '^- g1_[a-z_]+ − [a-z_0-9]+: mean' "$work/seeds/seeds/summary.md") verdicts"
+# The natural-text probes (section 10) at toy size: calibrated, trained, every checkpoint read.
+python3 "$experiments/text_sink.py" --smoke --gattn "$gattn" --data "$work/data" --threads 1 --jobs 2 \
+  --out "$work/text_sink" >"$work/text_sink.log" || { cat "$work/text_sink.log"; exit 1; }
+echo "text_sink: $(grep -c '^Grows a sink' "$work/text_sink/summary.md") probes"
 python3 "$experiments/stats.py"
 python3 "$experiments/check_results.py"

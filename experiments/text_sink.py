@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Runner 10, a sink on natural text: the four probes of RESULTS.md section 10, chosen and written
+there before any of them ran. Baseline models (no gate) on the default corpus in BOS windows, each
+trained for at most 45 minutes of one core: the budget is turned into steps once, by timing a few
+steps of each probe on one thread, and kept in calibration.json, so that a rerun or a resume trains
+the same steps. Every checkpoint is analysed (the sink can come and go). A probe grows a sink when,
+at its final checkpoint, some head puts more than 0.3 on the first token and F-Attn exceeds 3x its
+uniform value. Where the largest activation sits (first token or not) is reported beside it.
+
+  experiments/text_sink.py [--minutes 45] [--jobs 2 --threads 1] [--out runs/experiments/text_sink]
+"""
+import json
+import os
+import statistics
+
+import depth
+import runner
+
+BASE_MODEL = {"gate": {"position": "none"}, "use_qk_norm": False}
+PROBES = {  # name: (what section 10 says, model fields, run fields)
+    "qk_off": ("the quick-start model with QK-norm off", {}, {}),
+    "qk_off_1024": ("the same with windows of 1,024 tokens (batch 4: the same tokens per step)", {},
+                    {"data": {"seq_len": 1024}, "batch_size": 4}),
+    "small_2layer": ("2 layers, hidden 128, 2 heads of 64 (one KV head), QK-norm off",
+                     {"num_hidden_layers": 2, "hidden_size": 128, "num_attention_heads": 2}, {}),
+    "qk_off_lr1e-2": ("QK-norm off, constant lr 1e-2 after warm-up (min_lr = lr), no weight decay", {},
+                      {"optimizer": {"lr": 0.01, "min_lr": 0.01, "weight_decay": 0.0}}),
+}
+SINK_HEAD, SINK_RATIO = 0.3, 3.0  # the section's criterion
+CALIBRATION_STEPS = 12
+
+
+def probe_run(base, name):
+    _, model, run = PROBES[name]
+    out = runner.merged(base, run)
+    out["model"] = runner.merged(out["model"], runner.merged(BASE_MODEL, model))
+    return out
+
+
+def calibrate(a, base, out, steps_timed=CALIBRATION_STEPS):
+    """{probe: steps} filling --minutes of one core at the median step rate of STEPS_TIMED steps
+    (the first two left out), timed once and kept in calibration.json."""
+    path = os.path.join(out, "calibration.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)
+    steps = {}
+    for name in PROBES:
+        folder = os.path.join(out, "calibration", name)
+        os.makedirs(folder, exist_ok=True)
+        run = probe_run(base, name)
+        run.update(steps=steps_timed, out=os.path.join(folder, "train"))
+        run["schedule"] = runner.merged(run["schedule"], {"warmup_steps": 2})
+        run["eval"] = {"every": steps_timed, "windows": 1}
+        run["checkpoint"] = {"every": steps_timed, "keep": 1}
+        config = os.path.join(folder, "run.json")
+        with open(config, "w") as f:
+            json.dump(run, f, indent=2)
+        log = os.path.join(folder, "log.txt")
+        runner.run_cmd([a.gattn, "train", "--config", config], log, 1)
+        timed = runner.read_metrics(os.path.join(run["out"], "metrics.jsonl"))[2:]  # past the start-up
+        rate = statistics.median(m["tokens_per_s"] for m in timed)
+        tokens = run["batch_size"] * run["data"]["seq_len"]
+        steps[name] = max(1, int(a.minutes * 60 * rate / tokens))
+    with open(path + ".partial", "w") as f:
+        json.dump(steps, f, indent=2)
+    os.replace(path + ".partial", path)
+    return steps
+
+
+def variants_for(a, base, steps):
+    out = []
+    for name in PROBES:
+        run = probe_run(base, name)
+        n = steps[name]
+        every = max(1, n // 4)
+        over = {"steps": n, "eval": {"every": n, "windows": 128}, "checkpoint": {"every": every, "keep": 8},
+                "data": run["data"], "batch_size": run["batch_size"], "optimizer": run["optimizer"]}
+        out.append({"name": name, "model": run["model"], "run": over})
+    return out
+
+
+def probe_section(name, analyses, steps):
+    """Markdown for one probe: per checkpoint the strongest first-token head, F-Attn against its
+    uniform value, M-Act and whether it sits at the first token; and the criterion's reading."""
+    what = PROBES[name][0]
+    lines = [f"## {name}: {what} ({steps} steps)", "",
+             "| step | strongest first-token head | F-Attn | uniform F-Attn | F-Attn / uniform | M-Act | M-Act at first token? |",
+             "|---|---|---|---|---|---|---|"]
+    for step in sorted(analyses):
+        an = analyses[step]
+        m, first = depth.where_max(an)
+        f, u = an["f_attn"], an["uniform"]["f_attn"]
+        lines.append(f"| {step} | {max(depth.head_first_token(an)):.3f} | {f:.4f} | {u:.4f} | {f / u:.2f} | {m:,.1f} | "
+                     f"{'yes' if first else 'no'} |")
+    final = analyses[max(analyses)]
+    grows = (max(depth.head_first_token(final)) > SINK_HEAD and final["f_attn"] > SINK_RATIO * final["uniform"]["f_attn"])
+    lines += ["", f"Grows a sink (final checkpoint: a head > {SINK_HEAD} and F-Attn > {SINK_RATIO:g}x uniform): "
+              f"**{'yes' if grows else 'no'}**", ""]
+    return "\n".join(lines) + "\n", grows
+
+
+def main():
+    a = runner.arguments(__doc__, default_seeds=1,
+                         add_options=lambda ap: ap.add_argument("--minutes", type=float, default=45.0))
+    out = a.out or os.path.join(runner.ROOT, "runs", "experiments", "text_sink" + ("_smoke" if a.smoke else ""))
+    os.makedirs(out, exist_ok=True)
+    base = runner.quickstart_run()
+    if a.data:
+        runner.use_data(base, a.data)
+    if a.smoke:
+        a.minutes, a.seeds = 0.02, 1
+        base["schedule"]["warmup_steps"] = 1
+        base["model"].update(hidden_size=64, intermediate_size=128, num_hidden_layers=1)
+    steps = calibrate(a, base, out, 4 if a.smoke else CALIBRATION_STEPS)
+    grid = variants_for(a, base, steps)
+    if a.smoke:
+        for v in grid:
+            v["run"]["eval"]["windows"] = 4
+    analyze_args = ["--sequences", "4" if a.smoke else "64"]
+    runner.run_grid(a, base, grid, out, analyze_args)
+    text, grown = "", []
+    for v in grid:
+        folder = os.path.join(out, "runs", f"{v['name']}-s0")
+        run = probe_run(base, v["name"])
+        section, grows = probe_section(v["name"], depth.analyze_checkpoints(a, folder, run, analyze_args),
+                                       steps[v["name"]])
+        text += section
+        grown += [v["name"]] if grows else []
+    text += ("Probes that grew a sink: " + (", ".join(grown) if grown else "none") + ".\n")
+    runner.write_summary(out, f"text sink: {len(grid)} probes of at most {a.minutes:g} minutes on one core", text)
+
+
+if __name__ == "__main__":
+    main()

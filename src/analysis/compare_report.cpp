@@ -94,27 +94,6 @@ std::string maps_side_by_side(const json& c, std::pair<int, int> head) {
   return "<div>" + s + "</div>\n";
 }
 
-std::string figures_table(const json& c) {
-  const json &a = c["baseline"]["analysis"], &b = c["candidate"]["analysis"];
-  std::string s = "<table><tr><th>mean over seeds</th><th>" +
-                  escape(c["baseline"]["name"].get<std::string>()) + "</th><th>" +
-                  escape(c["candidate"]["name"].get<std::string>()) +
-                  "</th><th>uniform attention</th></tr>\n";
-  auto row = [&](const std::string& label, const char* key, bool uniform) {
-    auto cell = [&](const json& x) {
-      return x.contains(key) ? short_num(x[key].get<double>()) : "–";
-    };
-    s += "<tr><td>" + escape(label) + "</td><td>" + cell(a) + "</td><td>" + cell(b) + "</td><td>" +
-         (uniform ? short_num(a["uniform"][key].get<double>()) : "") + "</td></tr>\n";
-  };
-  row("F-Attn", "f_attn", true);
-  row("F-Attn, queries >= " + short_num(a["from_position"].get<double>()), "f_attn_from_k", true);
-  row("Sink^" + short_num(a["sink_threshold"].get<double>()), "sink_fraction", true);
-  row("M-Act", "m_act", false);
-  row("gate score", "gate_score", false);
-  return s + "</table>\n";
-}
-
 std::string gate_section(const json& c) {
   std::string s;
   for (int m = 0; m < 2; ++m) {
@@ -171,7 +150,9 @@ std::string comparison_report_html(const json& c, const std::string& title) {
                   " tokens (attention maps: the first seed, first sequence). F-Attn leaves out "
                   "the first query, which can only attend to itself. Definitions: "
                   "docs/ANALYSIS.md.</p>\n" +
-                  figures_table(c);
+                  figures_table("mean over seeds",
+                                {{c["baseline"]["name"].get<std::string>(), &a},
+                                 {c["candidate"]["name"].get<std::string>(), &c["candidate"]["analysis"]}});
   s += "<h2>First-token attention per layer and head</h2>\n" + legend(c);
   s += bar_chart("first_token_attention",
                  "attention on position 0, mean over query positions >= 1 (dashed: uniform "

@@ -6,16 +6,8 @@
 #include "analysis/svg_charts.h"
 
 namespace gattn {
-namespace {
 
 using nlohmann::json;
-
-std::string figure_row(const std::string& label, double value, double uniform) {
-  return "<tr><td>" + escape(label) + "</td><td>" + short_num(value) + "</td><td>" +
-         (uniform >= 0 ? short_num(uniform) : std::string("")) + "</td></tr>\n";
-}
-
-}  // namespace
 
 std::string analysis_report_html(const json& a, const std::string& title) {
   const json& layers = a["layers"];
@@ -25,16 +17,9 @@ std::string analysis_report_html(const json& a, const std::string& title) {
       std::to_string(a["seq_len"].get<int>()) + " tokens" +
       (a["bos_at_position_0"].get<bool>() ? ", BOS at position 0" : "") + "; loss " +
       short_num(a["loss"].get<double>()) +
-      ". The numbers are those of the analysis JSON; definitions in docs/ANALYSIS.md.</p>\n"
-      "<table><tr><th>figure</th><th>model</th><th>uniform attention</th></tr>\n";
-  s += figure_row("F-Attn", a["f_attn"].get<double>(), a["uniform"]["f_attn"].get<double>());
-  s += figure_row("F-Attn, positions >= " + std::to_string(a["from_position"].get<int>()),
-                  a["f_attn_from_k"].get<double>(), a["uniform"]["f_attn_from_k"].get<double>());
-  s += figure_row("Sink^" + short_num(a["sink_threshold"].get<double>()),
-                  a["sink_fraction"].get<double>(), a["uniform"]["sink_fraction"].get<double>());
-  s += figure_row("M-Act", a["m_act"].get<double>(), -1);
-  if (a.contains("gate_score")) s += figure_row("gate score", a["gate_score"].get<double>(), -1);
-  s += "</table>\n<h2>First-token attention per layer and head</h2>\n";
+      ". The numbers are those of the analysis JSON; definitions in docs/ANALYSIS.md.</p>\n" +
+      figures_table("figure", {{"model", &a}});
+  s += "<h2>First-token attention per layer and head</h2>\n";
   s += bar_chart("first_token_attention",
                  "attention on position 0, mean over query positions >= 1 (dashed: uniform)",
                  per_head_bars(layers, "", "first_token_attention"), 1.0,

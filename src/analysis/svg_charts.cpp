@@ -138,6 +138,26 @@ std::string heatmap(const json& map, const std::string& key, const std::string& 
   return s + "</svg></figure>\n";
 }
 
+std::string figures_table(const std::string& corner, const std::vector<FiguresColumn>& columns) {
+  const nlohmann::json& first = *columns.at(0).analysis;
+  std::string s = "<table><tr><th>" + escape(corner) + "</th>";
+  for (const auto& c : columns) s += "<th>" + escape(c.name) + "</th>";
+  s += "<th>uniform attention</th></tr>\n";
+  auto row = [&](const std::string& label, const char* key, bool uniform) {
+    s += "<tr><td>" + escape(label) + "</td>";
+    for (const auto& c : columns)
+      s += "<td>" + (c.analysis->contains(key) ? short_num((*c.analysis)[key].get<double>()) : "–") +
+           "</td>";
+    s += "<td>" + (uniform ? short_num(first["uniform"][key].get<double>()) : "") + "</td></tr>\n";
+  };
+  row("F-Attn", "f_attn", true);
+  row("F-Attn, queries >= " + short_num(first["from_position"].get<double>()), "f_attn_from_k", true);
+  row("Sink^" + short_num(first["sink_threshold"].get<double>()), "sink_fraction", true);
+  row("M-Act", "m_act", false);
+  row("gate score", "gate_score", false);
+  return s + "</table>\n";
+}
+
 std::string page_start(const std::string& title) {
   return "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + escape(title) +
          "</title>\n<style>body{font-family:sans-serif;margin:2em;max-width:80em}"

@@ -43,6 +43,15 @@ std::string heatmap(const nlohmann::json& map, const std::string& key,
 // <html> up to <body>, a title and the shared style.
 std::string page_start(const std::string& title);
 
+// The headline figures of one or more analyses side by side (F-Attn, F-Attn from the analysis's
+// from_position, Sink^eps, M-Act, gate score; "–" where an analysis has none) and the uniform-
+// attention values of the first; `corner` heads the label column.
+struct FiguresColumn {
+  std::string name;
+  const nlohmann::json* analysis;
+};
+std::string figures_table(const std::string& corner, const std::vector<FiguresColumn>& columns);
+
 // One bar per bin of a gate-score histogram at `key` (low, high, counts).
 std::vector<Bar> histogram_bars(const nlohmann::json& histogram, const std::string& key);
 

@@ -7,7 +7,7 @@ the same steps. Every checkpoint is analysed (the sink can come and go). A probe
 at its final checkpoint, some head puts more than 0.3 on the first token and F-Attn exceeds 3x its
 uniform value. Where the largest activation sits (first token or not) is reported beside it.
 
-  experiments/text_sink.py [--minutes 45] [--jobs 2 --threads 1] [--out runs/experiments/text_sink]
+  experiments/text_sink.py [--minutes 45] [--probes qk_off,...] [--jobs 2 --threads 1] [--out runs/experiments/text_sink]
 """
 import json
 import os
@@ -101,8 +101,13 @@ def probe_section(name, analyses, steps):
 
 
 def main():
-    a = runner.arguments(__doc__, default_seeds=1,
-                         add_options=lambda ap: ap.add_argument("--minutes", type=float, default=45.0))
+    def options(ap):
+        ap.add_argument("--minutes", type=float, default=45.0)
+        ap.add_argument("--probes", default=",".join(PROBES), help="the probes to train and summarise")
+    a = runner.arguments(__doc__, default_seeds=1, add_options=options)
+    unknown = [p for p in a.probes.split(",") if p not in PROBES]
+    if unknown:
+        raise SystemExit(f"unknown probe: {', '.join(unknown)} (known: {', '.join(PROBES)})")
     out = a.out or os.path.join(runner.ROOT, "runs", "experiments", "text_sink" + ("_smoke" if a.smoke else ""))
     os.makedirs(out, exist_ok=True)
     base = runner.quickstart_run()
@@ -113,7 +118,7 @@ def main():
         base["schedule"]["warmup_steps"] = 1
         base["model"].update(hidden_size=64, intermediate_size=128, num_hidden_layers=1)
     steps = calibrate(a, base, out, 4 if a.smoke else CALIBRATION_STEPS)
-    grid = variants_for(a, base, steps)
+    grid = [v for v in variants_for(a, base, steps) if v["name"] in a.probes.split(",")]
     if a.smoke:
         for v in grid:
             v["run"]["eval"]["windows"] = 4
@@ -128,6 +133,9 @@ def main():
         text += section
         grown += [v["name"]] if grows else []
     text += ("Probes that grew a sink: " + (", ".join(grown) if grown else "none") + ".\n")
+    left = [p for p in PROBES if p not in a.probes.split(",")]
+    if left:
+        text += f"Not in this summary (not run yet): {', '.join(left)}.\n"
     runner.write_summary(out, f"text sink: {len(grid)} probes of at most {a.minutes:g} minutes on one core", text)
 
 

@@ -80,11 +80,11 @@ def variants_for(a, base, steps):
     return out
 
 
-def probe_section(name, analyses, steps):
+def probe_section(name, analyses, steps, val_loss):
     """Markdown for one probe: per checkpoint the strongest first-token head, F-Attn against its
     uniform value, M-Act and whether it sits at the first token; and the criterion's reading."""
     what = PROBES[name][0]
-    lines = [f"## {name}: {what} ({steps} steps)", "",
+    lines = [f"## {name}: {what} ({steps} steps, val loss {val_loss:.4f})", "",
              "| step | strongest first-token head | F-Attn | uniform F-Attn | F-Attn / uniform | M-Act | M-Act at first token? |",
              "|---|---|---|---|---|---|---|"]
     for step in sorted(analyses):
@@ -123,13 +123,13 @@ def main():
         for v in grid:
             v["run"]["eval"]["windows"] = 4
     analyze_args = ["--sequences", "4" if a.smoke else "64"]
-    runner.run_grid(a, base, grid, out, analyze_args)
+    rows = runner.run_grid(a, base, grid, out, analyze_args)
     text, grown = "", []
     for v in grid:
         folder = os.path.join(out, "runs", f"{v['name']}-s0")
         run = probe_run(base, v["name"])
         section, grows = probe_section(v["name"], depth.analyze_checkpoints(a, folder, run, analyze_args),
-                                       steps[v["name"]])
+                                       steps[v["name"]], rows[(v["name"], 0)]["val_loss"])
         text += section
         grown += [v["name"]] if grows else []
     text += ("Probes that grew a sink: " + (", ".join(grown) if grown else "none") + ".\n")

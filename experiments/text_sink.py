@@ -56,8 +56,7 @@ def calibrate(a, base, out, steps_timed=CALIBRATION_STEPS):
         config = os.path.join(folder, "run.json")
         with open(config, "w") as f:
             json.dump(run, f, indent=2)
-        log = os.path.join(folder, "log.txt")
-        runner.run_cmd([a.gattn, "train", "--config", config], log, 1)
+        runner.run_cmd([a.gattn, "train", "--config", config], os.path.join(folder, "log.txt"), 1)
         timed = runner.read_metrics(os.path.join(run["out"], "metrics.jsonl"))[2:]  # past the start-up
         rate = statistics.median(m["tokens_per_s"] for m in timed)
         tokens = run["batch_size"] * run["data"]["seq_len"]
@@ -68,7 +67,8 @@ def calibrate(a, base, out, steps_timed=CALIBRATION_STEPS):
     return steps
 
 
-def variants_for(a, base, steps):
+def variants_for(base, steps):
+    """The probes as the runner's variants, each with its calibrated steps and 4 checkpoints."""
     out = []
     for name in PROBES:
         run = probe_run(base, name)
@@ -118,7 +118,7 @@ def main():
         base["schedule"]["warmup_steps"] = 1
         base["model"].update(hidden_size=64, intermediate_size=128, num_hidden_layers=1)
     steps = calibrate(a, base, out, 4 if a.smoke else CALIBRATION_STEPS)
-    grid = [v for v in variants_for(a, base, steps) if v["name"] in a.probes.split(",")]
+    grid = [v for v in variants_for(base, steps) if v["name"] in a.probes.split(",")]
     if a.smoke:
         for v in grid:
             v["run"]["eval"]["windows"] = 4

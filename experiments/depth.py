@@ -13,7 +13,6 @@ secondary reading, and every sink count is also given at thresholds 0.2 and 0.5.
 
   experiments/depth.py [--seeds 3] [--depths 2,3] [--jobs 2 --threads 1] [--out runs/experiments/depth]
 """
-import glob
 import os
 
 import runner
@@ -24,28 +23,6 @@ GATES = {"baseline": {"position": "none"}, "g1": {"position": "sdpa"}, "g2": {"p
 CHECKPOINT_EVERY = 500
 THRESHOLDS = (0.2, 0.3, 0.5)
 G2_HEAD, BASELINE_CEILING = 0.3, 0.1  # the rule's thresholds
-
-
-def analyze_checkpoints(a, folder, run, analyze_args):
-    """{step: analysis} of every checkpoint of a finished run (each analysed once, then read)."""
-    out = {}
-    for checkpoint in sorted(glob.glob(os.path.join(folder, "train", "checkpoints", "step_*"))):
-        step = int(os.path.basename(checkpoint)[5:])
-        out[step] = runner.analyze_once(a, checkpoint, run["data"]["val"], run["data"]["seq_len"],
-                                        os.path.join(folder, f"analysis_step{step}.json"), analyze_args,
-                                        os.path.join(folder, "log.txt"))
-    return out
-
-
-def head_first_token(analysis):
-    """Every head's first-token attention (the first query excluded, as in F-Attn), layer-major."""
-    return [x for layer in analysis["layers"] for x in layer["first_token_attention"]]
-
-
-def where_max(analysis):
-    """The largest |hidden| over layers and whether it sits at the first token (position 0)."""
-    top = max(analysis["layers"], key=lambda layer: layer["max_abs_hidden"])
-    return top["max_abs_hidden"], top["max_at"]["position"] == 0
 
 
 def fmt_heads(xs):
@@ -72,8 +49,8 @@ def depth_section(depth, per_run, seeds):
         for g, name in names.items():
             if seed in have[g]:
                 an = per_run[(name, seed)]
-                m, first = where_max(an[steps[-1]])
-                text += (f"| {seed} | {g} | " + " | ".join(fmt_heads(head_first_token(an[s])) for s in steps) +
+                m, first = runner.where_max(an[steps[-1]])
+                text += (f"| {seed} | {g} | " + " | ".join(fmt_heads(runner.head_first_token(an[s])) for s in steps) +
                          f" | {m:,.0f} ({'yes' if first else 'no'}) |\n")
     missing = [f"{g} seed {s}" for g in GATES for s in range(seeds) if s not in have[g]]
     if missing:
@@ -82,16 +59,16 @@ def depth_section(depth, per_run, seeds):
     text += "| gate | seeds | " + " | ".join(f"Sink^{e}" for e in THRESHOLDS) + " | F-Attn |\n|---|---|" + "---|" * (len(THRESHOLDS) + 1) + "\n"
     for g, name in names.items():
         if have[g]:
-            heads = [head_first_token(per_run[(name, s)][steps[-1]]) for s in have[g]]
+            heads = [runner.head_first_token(per_run[(name, s)][steps[-1]]) for s in have[g]]
             shares = [sum(sum(h > e for h in hs) / len(hs) for hs in heads) / len(heads) for e in THRESHOLDS]
             f_attn = sum(per_run[(name, s)][steps[-1]]["f_attn"] for s in have[g]) / len(heads)
             text += f"| {g} | {len(heads)} | " + " | ".join(f"{x:.3f}" for x in shares) + f" | {f_attn:.4f} |\n"
     paired_seeds = [s for s in have["g2"] if s in have["baseline"]]
     final, secondary = [], []
     for seed in paired_seeds:
-        final.append(rule_holds(head_first_token(per_run[(names["g2"], seed)][steps[-1]]),
-                                head_first_token(per_run[(names["baseline"], seed)][steps[-1]])))
-        mean3 = {g: [sum(v) / len(last3) for v in zip(*[head_first_token(per_run[(names[g], seed)][s]) for s in last3])]
+        final.append(rule_holds(runner.head_first_token(per_run[(names["g2"], seed)][steps[-1]]),
+                                runner.head_first_token(per_run[(names["baseline"], seed)][steps[-1]])))
+        mean3 = {g: [sum(v) / len(last3) for v in zip(*[runner.head_first_token(per_run[(names[g], seed)][s]) for s in last3])]
                  for g in ("g2", "baseline")}
         secondary.append(rule_holds(mean3["g2"], mean3["baseline"]))
     word = lambda xs: ", ".join(f"seed {s} {'holds' if x else 'fails'}" for s, x in zip(paired_seeds, xs))
@@ -149,7 +126,7 @@ def main():
     if a.smoke:
         variants = [v for v in variants if not v["name"].endswith(".g1")]
     runner.run_grid(a, base, trained, out, analyze_args)
-    per_run = {(v["name"], s): analyze_checkpoints(a, os.path.join(out, "runs", f"{v['name']}-s{s}"), base, analyze_args)
+    per_run = {(v["name"], s): runner.analyze_checkpoints(a, os.path.join(out, "runs", f"{v['name']}-s{s}"), base, analyze_args)
                for v in variants for s in range(a.seeds)
                if os.path.exists(os.path.join(out, "runs", f"{v['name']}-s{s}", "result.json"))}
     if a.smoke:

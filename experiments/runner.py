@@ -9,6 +9,7 @@ model config's), run (fields replacing the base run config's, e.g. {"optimizer":
 import argparse
 import concurrent.futures
 import copy
+import glob
 import json
 import math
 import os
@@ -134,6 +135,28 @@ def analyze_once(a, checkpoint, data, seq_len, path, extra=(), log=None):
         os.replace(path + ".partial", path)
     with open(path) as f:
         return json.load(f)
+
+
+def analyze_checkpoints(a, folder, run, analyze_args):
+    """{step: analysis} of every checkpoint of a finished run (each analysed once, then read)."""
+    out = {}
+    for checkpoint in sorted(glob.glob(os.path.join(folder, "train", "checkpoints", "step_*"))):
+        step = int(os.path.basename(checkpoint)[5:])
+        out[step] = analyze_once(a, checkpoint, run["data"]["val"], run["data"]["seq_len"],
+                                 os.path.join(folder, f"analysis_step{step}.json"), analyze_args,
+                                 os.path.join(folder, "log.txt"))
+    return out
+
+
+def head_first_token(analysis):
+    """Every head's first-token attention (the first query excluded, as in F-Attn), layer-major."""
+    return [x for layer in analysis["layers"] for x in layer["first_token_attention"]]
+
+
+def where_max(analysis):
+    """The largest |hidden| over layers and whether it sits at the first token (position 0)."""
+    top = max(analysis["layers"], key=lambda layer: layer["max_abs_hidden"])
+    return top["max_abs_hidden"], top["max_at"]["position"] == 0
 
 
 def train_and_analyze(a, base_run, variant, seed, out, analyze_args):

@@ -13,7 +13,6 @@ import json
 import os
 import statistics
 
-import depth
 import runner
 
 BASE_MODEL = {"gate": {"position": "none"}, "use_qk_norm": False}
@@ -89,12 +88,12 @@ def probe_section(name, analyses, steps, val_loss):
              "|---|---|---|---|---|---|---|"]
     for step in sorted(analyses):
         an = analyses[step]
-        m, first = depth.where_max(an)
+        m, first = runner.where_max(an)
         f, u = an["f_attn"], an["uniform"]["f_attn"]
-        lines.append(f"| {step} | {max(depth.head_first_token(an)):.3f} | {f:.4f} | {u:.4f} | {f / u:.2f} | {m:,.1f} | "
+        lines.append(f"| {step} | {max(runner.head_first_token(an)):.3f} | {f:.4f} | {u:.4f} | {f / u:.2f} | {m:,.1f} | "
                      f"{'yes' if first else 'no'} |")
     final = analyses[max(analyses)]
-    grows = (max(depth.head_first_token(final)) > SINK_HEAD and final["f_attn"] > SINK_RATIO * final["uniform"]["f_attn"])
+    grows = (max(runner.head_first_token(final)) > SINK_HEAD and final["f_attn"] > SINK_RATIO * final["uniform"]["f_attn"])
     lines += ["", f"Grows a sink (final checkpoint: a head > {SINK_HEAD} and F-Attn > {SINK_RATIO:g}x uniform): "
               f"**{'yes' if grows else 'no'}**", ""]
     return "\n".join(lines) + "\n", grows
@@ -128,7 +127,7 @@ def main():
     for v in grid:
         folder = os.path.join(out, "runs", f"{v['name']}-s0")
         run = probe_run(base, v["name"])
-        section, grows = probe_section(v["name"], depth.analyze_checkpoints(a, folder, run, analyze_args),
+        section, grows = probe_section(v["name"], runner.analyze_checkpoints(a, folder, run, analyze_args),
                                        steps[v["name"]], rows[(v["name"], 0)]["val_loss"])
         text += section
         grown += [v["name"]] if grows else []

@@ -204,7 +204,7 @@ void print_profile(const BenchOptions& o, const BenchResult& r) {
       "the floor\n",
       f.ms, static_cast<long long>(f.calls()), f.shapes(), f.gflop, f.weight_ms, f.tile_ms,
       median(r.train_ms) / f.ms);
-  std::printf("  %-52s %8s %10s %9s\n", "shape (m x n x k, op(a) op(b), += c, tile, strides)",
+  std::printf("  %-52s %8s %10s %9s\n", "shape (m x n x k, op(a) op(b), += c, tile, rounded, strides)",
               "calls", "ms", "GFLOP/s");
   for (const GemmShapeTime& t : f.per_shape) {
     const GemmShape& s = t.shape;
@@ -213,9 +213,9 @@ void print_profile(const BenchOptions& o, const BenchResult& r) {
     char strides[48] = "";
     if (!packed) std::snprintf(strides, sizeof strides, " ld %d/%d/%d", s.lda, s.ldb, s.ldc);
     char label[128];
-    std::snprintf(label, sizeof label, "%d x %d x %d %s%s%s%s%s", s.m, s.n, s.k,
+    std::snprintf(label, sizeof label, "%d x %d x %d %s%s%s%s%s%s", s.m, s.n, s.k,
                   s.trans_a ? "T" : "N", s.trans_b ? "T" : "N", s.accumulate ? " +=" : "",
-                  s.in_parallel ? " tile" : "", strides);
+                  s.in_parallel ? " tile" : "", s.rounded_inputs ? " rounded" : "", strides);
     const double gflops = 2e-6 * s.m * s.n * double(s.k) * double(t.calls) / t.ms;
     std::printf("  %-52s %8lld %10.1f %9.1f\n", label, static_cast<long long>(t.calls), t.ms,
                 gflops);

@@ -38,9 +38,9 @@ void row_to_bf16(const float* x, int n, uint16_t* out) {
 // One matmul primitive per shape, made once: creating a primitive costs far more than running a
 // small one. Executing one primitive from several threads at once is allowed by oneDNN.
 struct Shape {
-  int m, n, k, ldc;
-  bool trans_a, trans_b;
-  float alpha, beta;
+  int m = 0, n = 0, k = 0, ldc = 0;
+  bool trans_a = false, trans_b = false;
+  float alpha = 1, beta = 0;
   auto key() const { return std::tie(m, n, k, ldc, trans_a, trans_b, alpha, beta); }
   bool operator<(const Shape& o) const { return key() < o.key(); }
 };
@@ -124,6 +124,11 @@ void bf16_gemm(float* c, const float* a, const float* b, int m, int n, int k, bo
   uint16_t* b16 = scratch(b_bf16, size_t(b_rows) * b_cols);
   to_bf16(a, a_rows, a_cols, lda, a16);
   to_bf16(b, b_rows, b_cols, ldb, b16);
+  bf16_gemm_rounded(c, a16, b16, m, n, k, trans_a, trans_b, alpha, beta, ldc);
+}
+
+void bf16_gemm_rounded(float* c, const uint16_t* a, const uint16_t* b, int m, int n, int k,
+                       bool trans_a, bool trans_b, float alpha, float beta, int ldc) {
   const Shape shape{.m = m,
                     .n = n,
                     .k = k,
@@ -134,7 +139,10 @@ void bf16_gemm(float* c, const float* a, const float* b, int m, int n, int k, bo
                     .beta = beta};
   try {
     const Primitive& p = primitive_for(shape);
-    dnnl::memory a_mem(p.a, engine(), a16), b_mem(p.b, engine(), b16), c_mem(p.c, engine(), c);
+    // oneDNN's memory objects take non-const handles; the matmul only reads its inputs.
+    dnnl::memory a_mem(p.a, engine(), const_cast<uint16_t*>(a));
+    dnnl::memory b_mem(p.b, engine(), const_cast<uint16_t*>(b));
+    dnnl::memory c_mem(p.c, engine(), c);
     dnnl::stream stream(engine());
     p.matmul.execute(stream,
                      {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});

@@ -20,4 +20,9 @@ void to_bf16(const float* x, int rows, int cols, int ld, uint16_t* out);
 void bf16_gemm(float* c, const float* a, const float* b, int m, int n, int k, bool trans_a,
                bool trans_b, float alpha, float beta, int lda, int ldb, int ldc);
 
+// bf16_gemm on inputs already rounded by to_bf16, stored packed (a is m x k, or k x m when
+// trans_a; b is k x n, or n x k when trans_b): for an operand that several GEMMs share.
+void bf16_gemm_rounded(float* c, const uint16_t* a, const uint16_t* b, int m, int n, int k,
+                       bool trans_a, bool trans_b, float alpha, float beta, int ldc);
+
 }  // namespace gattn

@@ -19,10 +19,16 @@ LossSum lm_head_cross_entropy(T* d_x, T* d_w, T* logits_scratch, const T* x, con
       fail("target ", targets[n], " at position ", n, " is outside [0, ", vocab, ") and not -1");
   LossSum total;
   std::vector<double> row_nats(chunk_rows);
+  // Each of these is read by two or more GEMMs (in native bf16, rounded once; storage reused).
+  thread_local SharedOperand<T> head, chunk, d_logits;
+  head.prepare(w, vocab, dim);
   for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
     const int nc = int(std::min<int64_t>(chunk_rows, rows - r0));
-    const T* xc = x + r0 * dim;
-    linear_forward<T>(logits_scratch, xc, w, nc, dim, vocab);
+    chunk.prepare(x + r0 * dim, nc, dim);
+    if (head.rounded())
+      matmul<T>(logits_scratch, chunk, head, nc, vocab, dim, false, true);
+    else  // fp32 takes linear_forward's small-batch kernel for a short last chunk
+      linear_forward<T>(logits_scratch, chunk.values(), w, nc, dim, vocab);
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < nc; ++i) {
       T* logit = logits_scratch + int64_t(i) * vocab;
@@ -32,10 +38,15 @@ LossSum lm_head_cross_entropy(T* d_x, T* d_w, T* logits_scratch, const T* x, con
         if (d_x) std::fill_n(logit, vocab, T(0));
         continue;
       }
-      const T max = *std::max_element(logit, logit + vocab);
+      T max = logit[0];
+#pragma omp simd reduction(max : max)
+      for (int v = 0; v < vocab; ++v) max = std::max(max, logit[v]);
       const T target_logit = logit[target];
-      double sum = 0;  // the exponentials stay in the row for the gradient
-      for (int v = 0; v < vocab; ++v) sum += double(logit[v] = fast_exp(logit[v] - max));
+      // The exponentials stay in the row for the gradient; their sum runs in order (the same
+      // bits at every vector width and thread count).
+      for (int v = 0; v < vocab; ++v) logit[v] = fast_exp(logit[v] - max);
+      double sum = 0;
+      for (int v = 0; v < vocab; ++v) sum += double(logit[v]);
       row_nats[i] = double(max) + std::log(sum) - double(target_logit);
       if (d_x) {  // softmax - one_hot, times grad_scale
         const T scale = T(double(grad_scale) / sum);
@@ -48,7 +59,11 @@ LossSum lm_head_cross_entropy(T* d_x, T* d_w, T* logits_scratch, const T* x, con
       total.nats += row_nats[i];
       total.tokens += targets[r0 + i] >= 0;
     }
-    if (d_x) linear_backward<T>(d_x + r0 * dim, d_w, logits_scratch, xc, w, nc, dim, vocab);
+    if (d_x) {  // d_w += d_logits^T chunk; d_x = d_logits head
+      d_logits.prepare(logits_scratch, nc, vocab);
+      if (d_w) matmul<T>(d_w, d_logits, chunk, vocab, dim, nc, true, false, 1, 1);
+      matmul<T>(d_x + r0 * dim, d_logits, head, nc, dim, vocab, false, false);
+    }
   }
   return total;
 }

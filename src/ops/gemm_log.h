@@ -16,6 +16,8 @@ struct GemmShape {
   // Called from inside an OpenMP parallel region (an attention tile): it ran on one thread
   // while the others ran their own tiles.
   bool in_parallel = false;
+  // Its inputs came rounded to bf16 already (SharedOperand, native bf16): no conversion ran.
+  bool rounded_inputs = false;
   auto operator<=>(const GemmShape&) const = default;
 };
 

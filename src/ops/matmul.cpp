@@ -128,6 +128,44 @@ void tile_matmul(T* c, const T* a, const T* b, int m, int n, int k, bool trans_a
 }
 
 template <typename T>
+void SharedOperand<T>::prepare(const T* x, int rows, int cols) {
+  values_ = x;
+  cols_ = cols;
+  rounded_valid_ = false;
+  if constexpr (std::is_same_v<T, float>) {
+    if (precision() != GemmPrecision::bf16) return;
+    if (rounded_.size() < size_t(rows) * cols) rounded_.resize(size_t(rows) * cols);
+    to_bf16(x, rows, cols, cols, rounded_.data());
+    rounded_valid_ = true;
+  }
+}
+
+template <typename T>
+void matmul(T* c, const SharedOperand<T>& a, const SharedOperand<T>& b, int m, int n, int k,
+            bool trans_a, bool trans_b, T alpha, T beta) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (a.rounded() && b.rounded() && precision() == GemmPrecision::bf16 && m > 0 && n > 0 &&
+        k > 0) {
+      if (GemmLog* log = gemm_log())
+        log->add({.m = m,
+                  .n = n,
+                  .k = k,
+                  .lda = a.cols(),
+                  .ldb = b.cols(),
+                  .ldc = n,
+                  .trans_a = trans_a,
+                  .trans_b = trans_b,
+                  .accumulate = beta != 0,
+                  .rounded_inputs = true});
+      return bf16_gemm_rounded(c, a.rounded(), b.rounded(), m, n, k, trans_a, trans_b, alpha,
+                               beta, n);
+    }
+  }
+  matmul<T>(c, a.values(), b.values(), m, n, k, trans_a, trans_b, alpha, beta, a.cols(),
+            b.cols(), n);
+}
+
+template <typename T>
 void linear_forward(T* out, const T* in, const T* w, int rows, int in_dim, int out_dim,
                     bool accumulate, int ld_out) {
   if constexpr (std::is_same_v<T, float>) {
@@ -149,6 +187,9 @@ void linear_backward(T* d_in, T* d_w, const T* d_out, const T* in, const T* w, i
 }
 
 #define GATTN_INSTANTIATE(T)                                                                       \
+  template class SharedOperand<T>;                                                                 \
+  template void matmul<T>(T*, const SharedOperand<T>&, const SharedOperand<T>&, int, int, int,     \
+                          bool, bool, T, T);                                                       \
   template void matmul<T>(T*, const T*, const T*, int, int, int, bool, bool, T, T, int, int, int); \
   template void tile_matmul<T>(T*, const T*, const T*, int, int, int, bool, bool, T, T, int, int,  \
                                int);                                                               \

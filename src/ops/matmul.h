@@ -1,7 +1,11 @@
 // The one GEMM entry point (BLAS underneath), so a better kernel can replace it in one place.
 #pragma once
+#include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
+
+#include "util/aligned.h"
 
 namespace gattn {
 
@@ -47,6 +51,30 @@ void matmul(T* c, const T* a, const T* b, int m, int n, int k, bool trans_a, boo
 template <typename T>
 void tile_matmul(T* c, const T* a, const T* b, int m, int n, int k, bool trans_a, bool trans_b,
                  T alpha, T beta, int lda, int ldb, int ldc);
+
+// A packed rows x cols matrix that several GEMMs of one op read (the LM head's weight in every
+// chunk of rows; a chunk's rows, and its logit gradient, in two GEMMs each). In native bf16,
+// prepare() rounds it to bf16 once, instead of each GEMM rounding it again; in any other
+// precision it only keeps the pointer. The rounded copy's storage is kept for the next prepare().
+template <typename T>
+class SharedOperand {
+ public:
+  void prepare(const T* x, int rows, int cols);
+  const T* values() const { return values_; }
+  int cols() const { return cols_; }
+  const uint16_t* rounded() const { return rounded_valid_ ? rounded_.data() : nullptr; }
+
+ private:
+  const T* values_ = nullptr;
+  int cols_ = 0;
+  bool rounded_valid_ = false;
+  std::vector<uint16_t, AlignedAllocator<uint16_t>> rounded_;
+};
+
+// matmul on two shared operands (their leading dimensions are their widths; c is packed).
+template <typename T>
+void matmul(T* c, const SharedOperand<T>& a, const SharedOperand<T>& b, int m, int n, int k,
+            bool trans_a, bool trans_b, T alpha = 1, T beta = 0);
 
 // out[rows, out_dim] = in[rows, in_dim] w[out_dim, in_dim]^T (+ out if accumulate); out (and
 // d_out below) may have a row stride ld_out wider than out_dim (0: packed). In fp32, at most

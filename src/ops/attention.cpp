@@ -29,6 +29,29 @@ int keys_seen(const AttentionShape& s, int i) { return std::min(s.kv_len, s.q_of
 int visible_keys(const AttentionShape& s, int i, int k0, int nk) {
   return std::clamp(keys_seen(s, i) - k0, 0, nk);
 }
+// sums[i] = rows[i][0] + rows[i][1] + ... + rows[i][counts[i] - 1], added in that order (the
+// bits of a sequential sum), eight rows at a time so that their chains of dependent additions
+// overlap instead of waiting on each other.
+template <typename T>
+void row_sums_in_order(const T* rows, int ld, const int* counts, int n, T* sums) {
+  constexpr int kRows = 8;
+  int i = 0;
+  for (; i + kRows <= n; i += kRows) {
+    T s[kRows] = {};
+    const int common = *std::min_element(counts + i, counts + i + kRows);
+    for (int j = 0; j < common; ++j)
+      for (int r = 0; r < kRows; ++r) s[r] += rows[int64_t(i + r) * ld + j];
+    for (int r = 0; r < kRows; ++r) {
+      for (int j = common; j < counts[i + r]; ++j) s[r] += rows[int64_t(i + r) * ld + j];
+      sums[i + r] = s[r];
+    }
+  }
+  for (; i < n; ++i) {
+    T s = 0;
+    for (int j = 0; j < counts[i]; ++j) s += rows[int64_t(i) * ld + j];
+    sums[i] = s;
+  }
+}
 }  // namespace
 
 AttentionShape self_attention_shape(int batch, int seq_len, int q_heads, int kv_heads, int head_dim,
@@ -58,10 +81,13 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
 #pragma omp parallel
   {
     thread_local std::vector<T> buffer;
-    T* scores = scratch(buffer, size_t(kAttentionTile) * (kAttentionTile + d + 2));
+    T* scores = scratch(buffer, size_t(kAttentionTile) * (kAttentionTile + d + 4));
     T* acc = scores + kAttentionTile * kAttentionTile;
     T* row_max = acc + kAttentionTile * d;
     T* row_sum = row_max + kAttentionTile;
+    T* rescale = row_sum + kAttentionTile;
+    T* tile_sum = rescale + kAttentionTile;
+    int visible[kAttentionTile];
 #pragma omp for schedule(static, 1)
     for (int64_t task = 0; task < tasks; ++task) {
       const int qt = int(task % tiles), h = int(task / tiles % s.q_heads);
@@ -81,17 +107,18 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
                   kAttentionTile);
         for (int i = 0; i < nq; ++i) {
           T* row = scores + i * kAttentionTile;
-          const int visible = visible_keys(s, q0 + i, k0, nk);
+          visible[i] = visible_keys(s, q0 + i, k0, nk);
           T new_max = row_max[i];
-          for (int j = 0; j < visible; ++j) new_max = std::max(new_max, row[j]);
-          T sum = 0;
-          for (int j = 0; j < visible; ++j) sum += row[j] = fast_exp(row[j] - new_max);
-          for (int j = visible; j < nk; ++j) row[j] = 0;
-          const T rescale = fast_exp(row_max[i] - new_max);  // 0 on the first tile
-          row_sum[i] = row_sum[i] * rescale + sum;
+#pragma omp simd reduction(max : new_max)
+          for (int j = 0; j < visible[i]; ++j) new_max = std::max(new_max, row[j]);
+          for (int j = 0; j < visible[i]; ++j) row[j] = fast_exp(row[j] - new_max);
+          for (int j = visible[i]; j < nk; ++j) row[j] = 0;
+          rescale[i] = fast_exp(row_max[i] - new_max);  // 0 on the first tile
           row_max[i] = new_max;
-          for (int c = 0; c < d; ++c) acc[i * d + c] *= rescale;
+          for (int c = 0; c < d; ++c) acc[i * d + c] *= rescale[i];
         }
+        row_sums_in_order(scores, kAttentionTile, visible, nq, tile_sum);
+        for (int i = 0; i < nq; ++i) row_sum[i] = row_sum[i] * rescale[i] + tile_sum[i];
         tile_matmul<T>(acc, scores, v_tile, nq, d, nk, false, false, 1, 1, kAttentionTile, s.ld_v, d);
       }
       for (int i = 0; i < nq; ++i) {

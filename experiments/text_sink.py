@@ -7,13 +7,18 @@ the same steps. Every checkpoint is analysed (the sink can come and go). A probe
 at its final checkpoint, some head puts more than 0.3 on the first token and F-Attn exceeds 3x its
 uniform value. Where the largest activation sits (first token or not) is reported beside it.
 
+--mact runs section 10's follow-up instead: probe 1 (qk_off) for a quarter of its calibrated steps,
+baseline and G1 x 3 seeds, M-Act of G1 against the baseline paired by seed (summary in OUT/mact).
+
   experiments/text_sink.py [--minutes 45] [--probes qk_off,...] [--jobs 2 --threads 1] [--out runs/experiments/text_sink]
+  experiments/text_sink.py --mact [--jobs 2 --threads 1]
 """
 import json
 import os
 import statistics
 
 import runner
+import stats
 
 BASE_MODEL = {"gate": {"position": "none"}, "use_qk_norm": False}
 PROBES = {  # name: (what section 10 says, model fields, run fields)
@@ -26,6 +31,8 @@ PROBES = {  # name: (what section 10 says, model fields, run fields)
                       {"optimizer": {"lr": 0.01, "min_lr": 0.01, "weight_decay": 0.0}}),
 }
 SINK_HEAD, SINK_RATIO = 0.3, 3.0  # the section's criterion
+MACT_PROBE, MACT_SEEDS, MACT_ALPHA = "qk_off", 3, 0.05  # the follow-up's plan
+G1 = {"position": "sdpa", "granularity": "elementwise"}
 CALIBRATION_STEPS = 12
 
 
@@ -99,10 +106,40 @@ def probe_section(name, analyses, steps, val_loss):
     return "\n".join(lines) + "\n", grows
 
 
+def mact_verdict(p):
+    """Section 10's follow-up rule on the paired G1 - baseline M-Act (stats.paired's dict)."""
+    if p["n"] < 2 or p["p"] is None or p["p"] >= MACT_ALPHA:
+        return "not significant"
+    return "reproduced (G1 lowers M-Act)" if p["mean"] < 0 else "contradicted (G1 raises M-Act)"
+
+
+def mact_follow_up(a, base, steps, out):
+    """Probe 1's run for a quarter of its steps (its own schedule), baseline and G1 paired by seed."""
+    run = probe_run(base, MACT_PROBE)
+    n = max(1, steps[MACT_PROBE] // 4)
+    over = {"steps": n, "eval": {"every": n, "windows": run["eval"]["windows"]}, "checkpoint": {"every": n, "keep": 1},
+            "data": run["data"], "batch_size": run["batch_size"], "optimizer": run["optimizer"]}
+    grid = [{"name": "mact_baseline", "model": run["model"], "run": over},
+            {"name": "mact_g1", "model": run["model"], "gate": G1, "run": over}]
+    analyze_args = ["--sequences", "4" if a.smoke else "64"]
+    rows = runner.run_grid(a, base, grid, out, analyze_args)
+    d = runner.differences(rows, "mact_g1", "mact_baseline", a.seeds, "m_act")
+    p = stats.paired(d)
+    text = (f"{MACT_PROBE} ({PROBES[MACT_PROBE][0]}) for {n} steps, seeds 0–{a.seeds - 1}.\n\n" +
+            runner.summary_table(rows, grid, a.seeds, "mact_baseline") + "\n" +
+            stats.paired_table("M-Act", [("mact_g1 − mact_baseline", p)], 2) + "\n" +
+            "Where the largest activation sits, per layer:\n\n" + runner.max_activation_table(out, grid, a.seeds) + "\n" +
+            f"Verdict (section 10's rule, two-sided p < {MACT_ALPHA} over {p['n']} seeds): **{mact_verdict(p)}**\n")
+    summary = os.path.join(out, "mact")
+    os.makedirs(summary, exist_ok=True)
+    runner.write_summary(summary, "text sink follow-up: G1 and massive activations on text (RESULTS.md section 10)", text)
+
+
 def main():
     def options(ap):
         ap.add_argument("--minutes", type=float, default=45.0)
         ap.add_argument("--probes", default=",".join(PROBES), help="the probes to train and summarise")
+        ap.add_argument("--mact", action="store_true", help="the M-Act follow-up (G1 against the baseline) instead")
     a = runner.arguments(__doc__, default_seeds=1, add_options=options)
     unknown = [p for p in a.probes.split(",") if p not in PROBES]
     if unknown:
@@ -117,6 +154,9 @@ def main():
         base["schedule"]["warmup_steps"] = 1
         base["model"].update(hidden_size=64, intermediate_size=128, num_hidden_layers=1)
     steps = calibrate(a, base, out, 4 if a.smoke else CALIBRATION_STEPS)
+    if a.mact:
+        a.seeds = 2 if a.smoke else MACT_SEEDS
+        return mact_follow_up(a, base, steps, out)
     grid = [v for v in variants_for(base, steps) if v["name"] in a.probes.split(",")]
     if a.smoke:
         for v in grid:

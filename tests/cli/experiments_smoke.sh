@@ -40,5 +40,8 @@ echo "seeds: $(grep -cE '^- g1_[a-z_]+ − [a-z_0-9]+: mean' "$work/seeds/seeds/
 python3 "$experiments/text_sink.py" --smoke --gattn "$gattn" --data "$work/data" --threads 1 --jobs 2 \
   --out "$work/text_sink" >"$work/text_sink.log" || { cat "$work/text_sink.log"; exit 1; }
 echo "text_sink: $(grep -c '^Grows a sink' "$work/text_sink/summary.md") probes"
+python3 "$experiments/text_sink.py" --smoke --mact --gattn "$gattn" --data "$work/data" --threads 1 --jobs 2 \
+  --out "$work/text_sink" >"$work/text_mact.log" || { cat "$work/text_mact.log"; exit 1; }
+echo "text_sink --mact: $(grep -cE '^Verdict .*\*\*(reproduced|contradicted|not significant)' "$work/text_sink/mact/summary.md") verdict"
 python3 "$experiments/stats.py"
 python3 "$experiments/check_results.py"

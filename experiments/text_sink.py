@@ -113,6 +113,16 @@ def mact_verdict(p):
     return "reproduced (G1 lowers M-Act)" if p["mean"] < 0 else "contradicted (G1 raises M-Act)"
 
 
+def per_seed(rows, seeds):
+    """Markdown: each seed's M-Act and val loss, baseline and G1, and the M-Act difference."""
+    lines = ["| seed | M-Act baseline | M-Act G1 | Δ M-Act | val loss baseline | val loss G1 |", "|---|---|---|---|---|---|"]
+    for s in range(seeds):
+        b, g = rows[("mact_baseline", s)], rows[("mact_g1", s)]
+        lines.append(f"| {s} | {b['m_act']:.2f} | {g['m_act']:.2f} | {g['m_act'] - b['m_act']:+.2f} | "
+                     f"{b['val_loss']:.4f} | {g['val_loss']:.4f} |")
+    return "\n".join(lines) + "\n"
+
+
 def mact_follow_up(a, base, steps, out):
     """Probe 1's run for a quarter of its steps (its own schedule), baseline and G1 paired by seed."""
     run = probe_run(base, MACT_PROBE)
@@ -127,7 +137,7 @@ def mact_follow_up(a, base, steps, out):
     p = stats.paired(d)
     text = (f"{MACT_PROBE} ({PROBES[MACT_PROBE][0]}) for {n} steps, seeds 0–{a.seeds - 1}.\n\n" +
             runner.summary_table(rows, grid, a.seeds, "mact_baseline") + "\n" +
-            stats.paired_table("M-Act", [("mact_g1 − mact_baseline", p)], 2) + "\n" +
+            stats.paired_table("M-Act", [("mact_g1 − mact_baseline", p)], 2) + "\n" + per_seed(rows, a.seeds) + "\n" +
             "Where the largest activation sits, per layer:\n\n" + runner.max_activation_table(out, grid, a.seeds) + "\n" +
             f"Verdict (section 10's rule, two-sided p < {MACT_ALPHA} over {p['n']} seeds): **{mact_verdict(p)}**\n")
     summary = os.path.join(out, "mact")

@@ -11,7 +11,9 @@ Needs the default corpus, tokenizer and shards (scripts/quickstart.sh makes them
 import os
 
 import runner
+import stats
 
+TRAINING_LOSS_STEPS = [50, 100, 200]
 VARIANTS = [
     {"name": "baseline", "gate": {"position": "none"}},
     # Table 1 row 2 doubles the kv heads; 3 q heads allow 1 or 3 kv heads, so 3 (+196,608 params).
@@ -37,8 +39,13 @@ def main():
         variants, a.seeds = [VARIANTS[0], VARIANTS[3]], 1
         runner.toy_budget(base)
     rows = runner.run_grid(a, base, variants, out, ["--sequences", "4" if a.smoke else "64"])
-    runner.write_summary(out, "core: Table 1 rows 1-3, 5 and 10 on the default corpus",
-                         runner.summary_table(rows, variants, a.seeds, "baseline"))
+    text = (runner.summary_table(rows, variants, a.seeds, "baseline") + "\n" +
+            stats.paired_table("M-Act", runner.paired_against(rows, variants, a.seeds, "baseline", "m_act"), 2) +
+            "\nVal loss per seed:\n\n" + runner.per_seed_table(rows, variants, a.seeds, "val_loss", "{:.4f}") +
+            "\nM-Act per seed:\n\n" + runner.per_seed_table(rows, variants, a.seeds, "m_act", "{:.2f}") +
+            "\nTraining loss (the step's batch) when the gap opens:\n\n" +
+            runner.training_loss_table(out, variants, a.seeds, TRAINING_LOSS_STEPS))
+    runner.write_summary(out, "core: Table 1 rows 1-3, 5 and 10 on the default corpus", text)
 
 
 if __name__ == "__main__":

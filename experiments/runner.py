@@ -287,6 +287,28 @@ def summary_table(rows, variants, seeds, baseline):
     return text
 
 
+def per_seed_table(rows, variants, seeds, key, f):
+    """Markdown: KEY of every (variant, seed), one row per variant (– where a run is missing)."""
+    lines = ["| variant | " + " | ".join(f"seed {s}" for s in range(seeds)) + " |", "|---|" + "---|" * seeds]
+    for v in variants:
+        cells = [fmt(f, rows[(v["name"], s)][key]) if (v["name"], s) in rows else "–" for s in range(seeds)]
+        lines.append(f"| {v['name']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def training_loss_table(out, variants, seeds, steps):
+    """Markdown: the training loss at each of STEPS of every run (its metrics.jsonl)."""
+    lines = ["| run | " + " | ".join(f"step {n}" for n in steps) + " |", "|---|" + "---|" * len(steps)]
+    for v in variants:
+        for s in range(seeds):
+            path = os.path.join(out, "runs", f"{v['name']}-s{s}", "train", "metrics.jsonl")
+            if not os.path.exists(path):
+                continue
+            loss = {m["step"]: m["loss"] for m in read_metrics(path) if "loss" in m}
+            lines.append(f"| {v['name']} s{s} | " + " | ".join(fmt("{:.4f}", loss.get(n)) for n in steps) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def max_activation_table(out, variants, seeds):
     """Markdown: per run, each layer's largest |hidden| with its (position, channel), read from the
     run's analysis.json: whether massive activations sit at the first token (position 0)."""

@@ -14,7 +14,7 @@ for runner in core sink stability variants precision; do
   python3 "$experiments/$runner.py" --smoke --gattn "$gattn" --data "$work/data" --threads 1 \
     --out "$work/$runner" >"$work/$runner.again.log"
   [ "$(wc -l <"$work/$runner/results.jsonl")" = 2 ] || { echo "$runner: a rerun trained again"; exit 1; }
-  rows=$(grep -cE '^\| [a-z_.0-9]+( s[0-9]+)? \| [0-9]+\.[0-9]{4} \|' "$work/$runner/summary.md")
+  rows=$(grep -cE '^\| [a-z_.0-9]+( s[0-9]+)? \| [0-9]+\.[0-9]{4} \| [0-9]' "$work/$runner/summary.md")
   echo "$runner: $rows rows with a val loss"
 done
 python3 "$experiments/long_context.py" --smoke --gattn "$gattn" --data "$work/data" --threads 1 \

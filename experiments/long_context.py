@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import runner
+import stats
 
 MODELS = ["baseline", "g1_elementwise"]
 SCALINGS = ["none", "ntk", "yarn"]
@@ -80,8 +81,26 @@ def main():
             xs = [results.get((m, s, length, "passkey")) for s in range(a.seeds)]
             cells.append("–" if None in xs else f"{statistics.mean(xs):.2f}")
         lines.append("| " + " | ".join(cells) + " |")
-    runner.write_summary(out, f"long context: trained at T = {trained}, val loss (nats/token) by length",
-                         "\n".join(lines) + "\n")
+    text = "\n".join(lines) + "\n\n" + extrapolation_tables(results, a.seeds, trained, lengths[-1])
+    runner.write_summary(out, f"long context: trained at T = {trained}, val loss (nats/token) by length", text)
+
+
+def extrapolation_tables(results, seeds, trained, longest):
+    """Markdown: per seed the loss at the longest length minus the loss at T (baseline; G1) for
+    each RoPE scaling, then the paired difference of those growths, G1 - baseline, with Holm over
+    the scalings."""
+    base, gated = MODELS
+    growth = {(m, s, k): results[(m, s, longest, k)] - results[(m, s, trained, "none")]
+              for m in MODELS for s in range(seeds) for k in SCALINGS}
+    lines = [f"Loss at {longest} minus loss at {trained}, per seed ({base}; {gated}):", "",
+             "| RoPE | " + " | ".join(f"seed {s}" for s in range(seeds)) + " |", "|---|" + "---|" * seeds]
+    for k in SCALINGS:
+        lines.append(f"| {k} | " + " | ".join(f"{growth[(base, s, k)]:+.4f}; {growth[(gated, s, k)]:+.4f}"
+                                              for s in range(seeds)) + " |")
+    comparisons = [(f"{k}: {gated} − {base}",
+                    stats.paired([growth[(gated, s, k)] - growth[(base, s, k)] for s in range(seeds)]))
+                   for k in SCALINGS]
+    return "\n".join(lines) + "\n\n" + stats.paired_table(f"Loss growth from {trained} to {longest}", comparisons)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import os
 import statistics
 
 import runner
+import stats
 import svg_plot
 
 REMEDIES = {
@@ -74,7 +75,8 @@ def main():
                          pivot(rows, "val_loss", "{:.3f}", "val loss (mean over n seeds, 1 where not marked; "
                                "loss spikes over all seeds in brackets)") + "\n" +
                          pivot(rows, "max_m_act_training", "{:.3g}", "largest M-Act during training (mean over seeds)") +
-                         "\n" + "".join(f"![{p}](plots/{p})\n" for p in plots) + "\n" + per_run_table(rows))
+                         "\n" + paired_tables(rows) + "\n" + "".join(f"![{p}](plots/{p})\n" for p in plots) + "\n" +
+                         per_run_table(rows))
 
 
 def finished_runs(out):
@@ -109,6 +111,30 @@ def pivot(rows, key, f, title):
             cells.append(cell + (f" n={len(rs)}" if len(rs) > 1 else ""))
         lines.append(f"| {precision} | {lr:g} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def paired_tables(rows):
+    """Markdown, per precision with >= 2 seeds somewhere: each remedy's val loss minus the
+    baseline's at the same lr and seed, per seed, then the paired statistics with Holm over every
+    comparison of that precision (remedies x learning rates against their baselines)."""
+    text = ""
+    for precision in dict.fromkeys(p for p, _, _ in rows):
+        comparisons, lines = [], []
+        for (p, lr, remedy), runs in rows.items():
+            base = {r["seed"]: r["val_loss"] for r in rows.get((p, lr, "baseline"), [])}
+            own = {r["seed"]: r["val_loss"] for r in runs}
+            seeds = sorted(s for s in own if s in base and own[s] is not None and base[s] is not None)
+            if p != precision or remedy == "baseline" or len(seeds) < 2:
+                continue
+            differences = [own[s] - base[s] for s in seeds]
+            label = f"lr {lr:g}: {remedy} − baseline"
+            comparisons.append((label, stats.paired(differences)))
+            lines.append(f"| {label} | " + ", ".join(f"s{s} {d:+.3f}" for s, d in zip(seeds, differences)) + " |")
+        if comparisons:
+            text += (f"Val loss against the baseline at the same lr and seed, {precision}, per seed:\n\n"
+                     "| comparison | per seed |\n|---|---|\n" + "\n".join(lines) + "\n\n" +
+                     stats.paired_table(f"Val loss, {precision}", comparisons, digits=3) + "\n")
+    return text
 
 
 def per_run_table(rows):

@@ -19,7 +19,8 @@ for runner in core sink stability variants precision; do
 done
 python3 "$experiments/long_context.py" --smoke --gattn "$gattn" --data "$work/data" --threads 1 \
   --core "$work/core" --out "$work/long_context" >"$work/long_context.log" || { cat "$work/long_context.log"; exit 1; }
-echo "long_context: $(grep -cE '^\| [0-9]+ \| [0-9]+\.[0-9]{4} \|' "$work/long_context/summary.md") lengths"
+echo "long_context: $(grep -cE '^\| [0-9]+ \| [0-9]+\.[0-9]{4} \|' "$work/long_context/summary.md") lengths," \
+  "$(grep -cE '^\| (none|ntk|yarn): g1_elementwise − baseline \| 1 \|' "$work/long_context/summary.md") growth tests"
 # Retrofitting a gate onto the core runner's trained baseline; the stats helpers' known values.
 source=$(ls -d "$work"/core/runs/*/train | head -n 1)
 python3 "$experiments/retrofit.py" --smoke --gattn "$gattn" --data "$work/data" --threads 1 \

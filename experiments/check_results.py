@@ -7,8 +7,11 @@ a line `<!-- legacy table: REASON -->` right above it; it is counted and listed,
 A block between `<!-- summary: experiments/summaries/NAME.md -->` and `<!-- end summary -->` is
 that summary included whole (its title left out, its headings one level down): the check fails
 when a block differs from its summary, and `--update` rewrites every block from its summary.
+A table under `<!-- synthesis: REASON -->` (the claims table: prose quoting the summaries) is
+checked by its numbers: every decimal number beyond a row's first cell must be the rounding of a
+number in the summaries of the sections the row cites (§N), or of any summary where it cites none.
 
-  experiments/check_results.py [--update] [RESULTS.md] [SUMMARIES_DIR]
+  experiments/check_results.py [--update] [RESULTS.md] [SUMMARIES_DIR] | --self-check
 """
 import glob
 import os
@@ -19,7 +22,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def tables(text):
-    """[(line number, legacy reason or None, [rows])] of the markdown tables in TEXT."""
+    """[(line number, kind, reason, [rows])] of the markdown tables in TEXT: kind "legacy" or
+    "synthesis" where a marker line `<!-- KIND: REASON -->` sits right above it, else None."""
     out, lines = [], text.splitlines()
     i = 0
     while i < len(lines):
@@ -28,10 +32,49 @@ def tables(text):
             while i < len(lines) and lines[i].startswith("|"):
                 i += 1
             above = lines[start - 1].strip() if start > 0 else ""
-            legacy = above[len("<!-- legacy table:"):-3].strip() if above.startswith("<!-- legacy table:") else None
-            out.append((start + 1, legacy, lines[start:i]))
+            kind = next((k for k in ("legacy", "synthesis") if above.startswith(f"<!-- {k}")), None)
+            out.append((start + 1, kind, above[above.find(":") + 1:-3].strip() if kind else None, lines[start:i]))
         i += 1
     return out
+
+
+DECIMAL = re.compile(r"\d+\.\d+")
+
+
+def summary_values(texts):
+    """{(decimals, value)}: every decimal number of TEXTS (signs dropped), rounded to 1-6 places."""
+    values = set()
+    for text in texts:
+        for token in DECIMAL.findall(text.replace(",", "")):
+            for d in range(1, 7):
+                values.add((d, round(float(token), d)))
+    return values
+
+
+SECTION = re.compile(r"^## (\d+)\.", re.M)
+CITE = re.compile(r"§(\d+)")
+
+
+def section_summaries(text):
+    """{section number: [names of the summaries its blocks include]}."""
+    starts = [(m.start(), m.group(1)) for m in SECTION.finditer(text)] + [(len(text), None)]
+    return {n: [m.group(2) for m in BLOCK.finditer(text, a, b)] for (a, n), (b, _) in zip(starts, starts[1:])}
+
+
+def unquoted_numbers(rows, values_of, cited):
+    """The decimal numbers in ROWS (beyond each row's first cell, which states the claim) that
+    are not the rounding of a number in the summaries of the sections the row cites (§N), or of
+    any summary where it cites none (a cited section without summaries quotes nothing). VALUES_OF(names or None) gives summary_values of those."""
+    missing = []
+    for row in rows[2:]:
+        sections = CITE.findall(row)
+        values = values_of([name for n in sections for name in cited.get(n, [])] if sections else None)
+        for cell in row.strip("|").split("|")[1:]:
+            for token in DECIMAL.findall(cell.replace(",", "")):
+                d = len(token.split(".")[1])
+                if d > 6 or (d, round(float(token), d)) not in values:
+                    missing.append(token)
+    return missing
 
 
 BLOCK = re.compile(r"(<!-- summary: experiments/summaries/([\w.-]+\.md) -->\n)(.*?)(<!-- end summary -->)", re.S)
@@ -57,7 +100,23 @@ def summary_blocks(text, folder):
     return BLOCK.sub(one, text), stale
 
 
+def self_check():
+    """A synthesis row passes on numbers its cited section's summary holds, fails on others."""
+    text = ("## 1. A\n<!-- summary: experiments/summaries/a.md -->\n<!-- end summary -->\n## 2. B\n"
+            "<!-- summary: experiments/summaries/b.md -->\n<!-- end summary -->\n")
+    summaries = {"a.md": "| x | 0.1234 | -7.80 |", "b.md": "| y | 0.5 |"}
+    values_of = lambda names: summary_values(summaries[n] for n in (names if names is not None else summaries))
+    cited = section_summaries(text)
+    rows = ["| claim | result |", "|---|---|"]
+    assert unquoted_numbers(rows + ["| c 0.9 | 0.123, t 7.8 (§1) |"], values_of, cited) == []
+    assert unquoted_numbers(rows + ["| c | 0.5 (§1) |"], values_of, cited) == ["0.5"]
+    assert unquoted_numbers(rows + ["| c | 0.5, 0.12 |"], values_of, cited) == []
+    print("check_results: synthesis check checked")
+
+
 def main():
+    if sys.argv[1:] == ["--self-check"]:
+        return self_check()
     args = [x for x in sys.argv[1:] if x != "--update"]
     update = len(args) != len(sys.argv) - 1
     results = args[0] if args else os.path.join(HERE, "RESULTS.md")
@@ -73,19 +132,28 @@ def main():
     elif stale:
         sys.exit(f"{results}: summary blocks differ from their summaries ({', '.join(stale)}); "
                  f"run experiments/check_results.py --update")
-    summary_lines = set()
+    summaries = {}
     for path in sorted(glob.glob(os.path.join(folder, "*.md"))):
         with open(path) as f:
-            summary_lines.update(line.rstrip("\n") for line in f)
-    found = tables(text)
+            summaries[os.path.basename(path)] = f.read()
+    summary_lines = {line for summary in summaries.values() for line in summary.split("\n")}
+    every = summary_values(summaries.values())
+    values_of = lambda names: every if names is None else summary_values(summaries[n] for n in names)
+    cited = section_summaries(text)
     checked, legacy, bad = 0, [], []
-    for line, reason, rows in found:
-        if reason is not None:
+    for line, kind, reason, rows in tables(text):
+        if kind == "legacy":
             legacy.append(f"line {line}: {reason}")
             continue
-        missing = [r for r in rows if r not in summary_lines]
-        if missing:
-            bad.append(f"{results} line {line}: {len(missing)} of {len(rows)} rows are in no summary, e.g. {missing[0][:100]}")
+        if kind == "synthesis":
+            missing = unquoted_numbers(rows, values_of, cited)
+            if missing:
+                bad.append(f"{results} line {line}: the synthesis table quotes {len(missing)} numbers that are in "
+                           f"no summary: {', '.join(missing)}")
+        else:
+            missing = [r for r in rows if r not in summary_lines]
+            if missing:
+                bad.append(f"{results} line {line}: {len(missing)} of {len(rows)} rows are in no summary, e.g. {missing[0][:100]}")
         checked += 1
     if bad:
         sys.exit("\n".join(bad))

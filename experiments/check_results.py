@@ -13,6 +13,7 @@ number in the summaries of the sections the row cites (§N), or of any summary w
 
   experiments/check_results.py [--update] [RESULTS.md] [SUMMARIES_DIR] | --self-check
 """
+import decimal
 import glob
 import os
 import re
@@ -46,8 +47,9 @@ def summary_values(texts):
     values = set()
     for text in texts:
         for token in DECIMAL.findall(text.replace(",", "")):
-            for d in range(1, 7):
-                values.add((d, round(float(token), d)))
+            for d in range(1, 7):  # as printed, rounded half up or half to even
+                for rounding in (decimal.ROUND_HALF_UP, decimal.ROUND_HALF_EVEN):
+                    values.add((d, float(decimal.Decimal(token).quantize(decimal.Decimal(1).scaleb(-d), rounding))))
     return values
 
 
@@ -72,7 +74,7 @@ def unquoted_numbers(rows, values_of, cited):
         for cell in row.strip("|").split("|")[1:]:
             for token in DECIMAL.findall(cell.replace(",", "")):
                 d = len(token.split(".")[1])
-                if d > 6 or (d, round(float(token), d)) not in values:
+                if d > 6 or (d, float(token)) not in values:
                     missing.append(token)
     return missing
 

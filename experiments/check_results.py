@@ -53,14 +53,18 @@ def summary_values(texts):
     return values
 
 
-SECTION = re.compile(r"^## (\d+)\.", re.M)
+SECTION = re.compile(r"^## (\d+)\.(.*)$", re.M)
+RUNNER = re.compile(r"\(`(\w+)\.py`\)")
 CITE = re.compile(r"§(\d+)")
 
 
 def section_summaries(text):
-    """{section number: [names of the summaries its blocks include]}."""
-    starts = [(m.start(), m.group(1)) for m in SECTION.finditer(text)] + [(len(text), None)]
-    return {n: [m.group(2) for m in BLOCK.finditer(text, a, b)] for (a, n), (b, _) in zip(starts, starts[1:])}
+    """{section number: [names of the summaries its blocks include, and its runner's (the
+    `NAME.py` of its heading: NAME.md)]}."""
+    starts = [(m.start(), m.group(1), RUNNER.search(m.group(2))) for m in SECTION.finditer(text)]
+    starts = [(a, n, r and r.group(1)) for a, n, r in starts] + [(len(text), None, None)]
+    return {n: list(dict.fromkeys([m.group(2) for m in BLOCK.finditer(text, a, b)] + ([f"{runner}.md"] if runner else [])))
+            for (a, n, runner), (b, _, _) in zip(starts, starts[1:])}
 
 
 def unquoted_numbers(rows, values_of, cited):
@@ -104,15 +108,17 @@ def summary_blocks(text, folder):
 
 def self_check():
     """A synthesis row passes on numbers its cited section's summary holds, fails on others."""
-    text = ("## 1. A\n<!-- summary: experiments/summaries/a.md -->\n<!-- end summary -->\n## 2. B\n"
+    text = ("## 1. A (`a.py`)\n<!-- summary: experiments/summaries/a.md -->\n<!-- end summary -->\n## 2. B\n"
             "<!-- summary: experiments/summaries/b.md -->\n<!-- end summary -->\n")
-    summaries = {"a.md": "| x | 0.1234 | -7.80 |", "b.md": "| y | 0.5 |"}
-    values_of = lambda names: summary_values(summaries[n] for n in (names if names is not None else summaries))
+    summaries = {"a.md": "| x | 0.1234 | -7.80 |", "b.md": "| y | 0.5 |", "c.md": "| z | 0.25 |"}
+    values_of = lambda names: summary_values(summaries[n] for n in (names if names is not None else summaries)
+                                             if n in summaries)
     cited = section_summaries(text)
     rows = ["| claim | result |", "|---|---|"]
     assert unquoted_numbers(rows + ["| c 0.9 | 0.123, t 7.8 (§1) |"], values_of, cited) == []
     assert unquoted_numbers(rows + ["| c | 0.5 (§1) |"], values_of, cited) == ["0.5"]
     assert unquoted_numbers(rows + ["| c | 0.5, 0.12 |"], values_of, cited) == []
+    assert cited["1"] == ["a.md"] and cited["2"] == ["b.md"]
     print("check_results: synthesis check checked")
 
 
@@ -140,7 +146,7 @@ def main():
             summaries[os.path.basename(path)] = f.read()
     summary_lines = {line for summary in summaries.values() for line in summary.split("\n")}
     every = summary_values(summaries.values())
-    values_of = lambda names: every if names is None else summary_values(summaries[n] for n in names)
+    values_of = lambda names: every if names is None else summary_values(summaries[n] for n in names if n in summaries)
     cited = section_summaries(text)
     checked, legacy, bad = 0, [], []
     for line, kind, reason, rows in tables(text):

@@ -50,7 +50,7 @@ def paper_table(rows, variants, seeds):
     """Markdown: our paired effects (mean difference, two-sided p and Holm-adjusted p over the
     variants against the one baseline) next to the paper's figures for each gate."""
     head = ["variant", "row", "+params", "Δ val loss (p; Holm p)", "F-Attn", "Δ F-Attn (p; Holm p)", "gate score",
-            "M-Act", "time/step vs baseline", "paper PPL (Δ)", "paper gate", "paper M-Act", "paper F-Attn"]
+            "M-Act", "paper PPL (Δ)", "paper gate", "paper M-Act", "paper F-Attn"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     base = [rows[("baseline", s)] for s in range(seeds)]
 
@@ -70,10 +70,9 @@ def paper_table(rows, variants, seeds):
         n = v["name"]
         row, ppl, gate, m_act, paper_f_attn = PAPER[n]
         own = [rows[(n, s)] for s in range(seeds)]
-        slow = statistics.median(b["tokens_per_s"] / r["tokens_per_s"] for b, r in zip(base, own))
         cells = [n, row, f"{own[0]['parameters'] - base[0]['parameters']:+,}", loss.get(n, "–"),
                  mean(n, "f_attn", "{:.3f}"), f_attn.get(n, "–"), mean(n, "gate_score", "{:.3f}"),
-                 mean(n, "m_act", "{:,.0f}"), f"{slow:.2f}x",
+                 mean(n, "m_act", "{:,.0f}"),
                  f"{ppl:.3f} ({100 * (ppl / PAPER['baseline'][1] - 1):+.1f}%)",
                  runner.fmt("{:.3f}", gate), runner.fmt("{:,}", m_act), runner.fmt("{:.3f}", paper_f_attn)]
         lines.append("| " + " | ".join(cells) + " |")
@@ -95,7 +94,9 @@ def main():
     rows = runner.run_grid(a, base, variants, out, ["--sequences", "4" if a.smoke else "64"])
     runner.write_summary(out, f"variants: every gate on the Bigram-Backcopy regime '{a.regime}'",
                          f"{sink.REGIMES[a.regime][0]}\n\n" + paper_table(rows, variants, a.seeds) + "\n" +
-                         runner.summary_table(rows, variants, a.seeds, "baseline"))
+                         runner.summary_table(rows, variants, a.seeds, "baseline") +
+                         "\nF-Attn per seed:\n\n" + runner.per_seed_table(rows, variants, a.seeds, "f_attn", "{:.3f}") +
+                         "\nVal loss per seed:\n\n" + runner.per_seed_table(rows, variants, a.seeds, "val_loss", "{:.4f}"))
 
 
 if __name__ == "__main__":

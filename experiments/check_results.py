@@ -67,10 +67,17 @@ def section_summaries(text):
             for (a, n, runner), (b, _, _) in zip(starts, starts[1:])}
 
 
+def lookup(summaries):
+    """VALUES_OF(names): summary_values of those summaries ({name: text}), of all for None."""
+    every = summary_values(summaries.values())
+    return lambda names: every if names is None else summary_values(summaries[n] for n in names if n in summaries)
+
+
 def unquoted_numbers(rows, values_of, cited):
     """The decimal numbers in ROWS (beyond each row's first cell, which states the claim) that
     are not the rounding of a number in the summaries of the sections the row cites (§N), or of
-    any summary where it cites none (a cited section without summaries quotes nothing). VALUES_OF(names or None) gives summary_values of those."""
+    any summary where it cites none (a cited section without summaries quotes nothing).
+    VALUES_OF is lookup()'s, CITED section_summaries()'."""
     missing = []
     for row in rows[2:]:
         sections = CITE.findall(row)
@@ -111,8 +118,7 @@ def self_check():
     text = ("## 1. A (`a.py`)\n<!-- summary: experiments/summaries/a.md -->\n<!-- end summary -->\n## 2. B\n"
             "<!-- summary: experiments/summaries/b.md -->\n<!-- end summary -->\n")
     summaries = {"a.md": "| x | 0.1234 | -7.80 |", "b.md": "| y | 0.5 |", "c.md": "| z | 0.25 |"}
-    values_of = lambda names: summary_values(summaries[n] for n in (names if names is not None else summaries)
-                                             if n in summaries)
+    values_of = lookup(summaries)
     cited = section_summaries(text)
     rows = ["| claim | result |", "|---|---|"]
     assert unquoted_numbers(rows + ["| c 0.9 | 0.123, t 7.8 (§1) |"], values_of, cited) == []
@@ -145,8 +151,7 @@ def main():
         with open(path) as f:
             summaries[os.path.basename(path)] = f.read()
     summary_lines = {line for summary in summaries.values() for line in summary.split("\n")}
-    every = summary_values(summaries.values())
-    values_of = lambda names: every if names is None else summary_values(summaries[n] for n in names if n in summaries)
+    values_of = lookup(summaries)
     cited = section_summaries(text)
     checked, legacy, bad = 0, [], []
     for line, kind, reason, rows in tables(text):

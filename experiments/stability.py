@@ -121,10 +121,12 @@ def paired_tables(rows):
     for precision in dict.fromkeys(p for p, _, _ in rows):
         comparisons, lines = [], []
         for (p, lr, remedy), runs in rows.items():
+            if p != precision or remedy == "baseline":
+                continue
             base = {r["seed"]: r["val_loss"] for r in rows.get((p, lr, "baseline"), [])}
             own = {r["seed"]: r["val_loss"] for r in runs}
             seeds = sorted(s for s in own if s in base and own[s] is not None and base[s] is not None)
-            if p != precision or remedy == "baseline" or len(seeds) < 2:
+            if len(seeds) < 2:
                 continue
             differences = [own[s] - base[s] for s in seeds]
             label = f"lr {lr:g}: {remedy} − baseline"

@@ -85,19 +85,10 @@ def summary(rows, seeds):
     for key, label in METRICS:
         means = [sum(by[(arm, s)][key] for s in seeds) / len(seeds) for arm, _ in ARMS]
         lines.append(f"| {label} (mean of {len(seeds)}) | " + " | ".join(f"{m:.4f}" for m in means) + " |")
-    lines += ["", "Paired differences over seeds (Student's t, n - 1 df; Holm over the three "
-              "comparisons of each metric):", "",
-              "| metric | comparison | n | mean | sd | t | p | Holm p | 95% interval |",
-              "|---|---|---|---|---|---|---|---|---|"]
     for key, label in METRICS:
-        cells = [stats.paired([by[(x, s)][key] - by[(y, s)][key] for s in seeds])
-                 for x, y in COMPARISONS]
-        adjusted = stats.holm([c["p"] for c in cells])
-        for (x, y), c, h in zip(COMPARISONS, cells, adjusted):
-            num = lambda v, f="{:+.4f}": "-" if v is None else f.format(v)
-            ci = "-" if c["ci95"] is None else f"[{c['ci95'][0]:+.4f}, {c['ci95'][1]:+.4f}]"
-            lines.append(f"| {label} | {x} - {y} | {c['n']} | {num(c['mean'])} | {num(c['sd'], '{:.4f}')} "
-                         f"| {num(c['t'], '{:.2f}')} | {num(c['p'], '{:.4f}')} | {num(h, '{:.4f}')} | {ci} |")
+        comparisons = [(f"{x} − {y}", stats.paired([by[(x, s)][key] - by[(y, s)][key] for s in seeds]))
+                       for x, y in COMPARISONS]
+        lines += ["", stats.paired_table(label, comparisons).rstrip("\n")]
     lines += ["", "Per seed:", "", "| arm | seed | loss at step 1 | max loss 1-20 | final val loss |",
               "|---|---|---|---|---|"]
     lines += [f"| {r['arm']} | {r['seed']} | {r['first_loss']:.4f} | {r['spike']:.4f} | {r['val_loss']:.4f} |"

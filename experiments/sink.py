@@ -10,6 +10,7 @@ import os
 import subprocess
 
 import runner
+import stats
 
 MODEL = {  # 1 layer of 2 heads of 64, no QK-norm: the setting of Guo et al. (1-3 layers)
     "vocab_size": 65, "hidden_size": 128, "num_hidden_layers": 1, "num_attention_heads": 2,
@@ -77,8 +78,12 @@ def main():
     for r, (what, _) in regimes.items():
         pair = [v for v in variants if v["name"].startswith(r + ".")]
         uniform = rows[(pair[0]["name"], 0)]["uniform_f_attn"]
+        m_act = runner.paired_against(rows, pair, a.seeds, pair[0]["name"], "m_act")
         text += (f"## {r}: {what}\n\nF-Attn under uniform attention: {uniform:.4f}\n\n" +
-                 runner.summary_table(rows, pair, a.seeds, pair[0]["name"]) + "\n")
+                 runner.summary_table(rows, pair, a.seeds, pair[0]["name"]) +
+                 ("\n" + stats.paired_table("M-Act", m_act, digits=1) if m_act else "") +
+                 "\nF-Attn per seed:\n\n" + runner.per_seed_table(rows, pair, a.seeds, "f_attn", "{:.4f}") +
+                 "\nM-Act per seed:\n\n" + runner.per_seed_table(rows, pair, a.seeds, "m_act", "{:.1f}") + "\n")
     runner.write_summary(out, "sink search: Bigram-Backcopy, baseline and G1", text)
 
 

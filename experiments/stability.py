@@ -182,5 +182,22 @@ def write_plots(out, rows):
     return names
 
 
+def self_check():
+    """paired_tables on made-up rows: two seeds pair, a one-seed cell and a missing baseline seed
+    are left out, Holm runs over the table's rows."""
+    def run(seed, loss):
+        return {"seed": seed, "val_loss": loss}
+    rows = {("fp32", 0.1, "baseline"): [run(0, 6.0), run(1, 6.2)],
+            ("fp32", 0.1, "g1"): [run(0, 5.7), run(1, 5.8)],
+            ("fp32", 0.3, "baseline"): [run(0, 6.5)],
+            ("fp32", 0.3, "g1"): [run(0, 6.4), run(1, 6.3)],
+            ("bf16", 0.1, "baseline"): [run(0, 6.0)], ("bf16", 0.1, "g1"): [run(0, 5.9)]}
+    text = paired_tables(rows)
+    assert "| lr 0.1: g1 − baseline | s0 -0.300, s1 -0.400 |" in text, text
+    assert "lr 0.3" not in text and "bf16" not in text, text
+    assert "| lr 0.1: g1 − baseline | 2 | -0.350 | 0.071 | -7.00 | 0.0903 | 0.0903 |" in text, text
+    return "stability: paired tables checked"
+
+
 if __name__ == "__main__":
     main()

@@ -45,5 +45,6 @@ python3 "$experiments/text_sink.py" --smoke --mact --gattn "$gattn" --data "$wor
   --out "$work/text_sink" >"$work/text_mact.log" || { cat "$work/text_mact.log"; exit 1; }
 echo "text_sink --mact: $(grep -cE '^Verdict .*\*\*(reproduced|contradicted|not significant)' "$work/text_sink/mact/summary.md") verdict"
 python3 "$experiments/stats.py"
+(cd "$experiments" && python3 -c "import stability; print(stability.self_check())")
 python3 "$experiments/check_results.py" --self-check
 python3 "$experiments/check_results.py"

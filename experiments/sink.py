@@ -6,6 +6,7 @@ reports F-Attn, Sink^0.3 and M-Act next to their uniform-attention values. Resum
 
   experiments/sink.py [--seeds 3] [--regimes short,long,...] [--threads 0] [--out runs/experiments/sink]
 """
+import json
 import os
 import subprocess
 
@@ -45,6 +46,42 @@ REGIMES = {  # name: (what it changes, run overrides)
 GATES = {"baseline": {"position": "none"}, "g1": {"position": "sdpa"}}
 
 
+def head_table(out, variants, seeds):
+    """Markdown: per run (its analysis.json), every head's first-token attention (layer-major),
+    how many heads exceed the sink thresholds 0.2, 0.3 and 0.5, and for a gated run each head's
+    fraction of gate scores below 0.1 and its mean |Y| before and after the gate."""
+    lines = ["| run | first-token attention per head | heads above 0.2 / 0.3 / 0.5 | gate scores below 0.1 | "
+             "mean \\|Y\\| before -> after the gate |", "|---|---|---|---|---|"]
+    heads = lambda xs, f: ", ".join(f.format(x) for x in xs)
+    for v in variants:
+        for s in range(seeds):
+            path = os.path.join(out, "runs", f"{v['name']}-s{s}", "analysis.json")
+            if not os.path.exists(path):
+                continue
+            with open(path) as f:
+                an = json.load(f)
+            gates = [layer["gate"] for layer in an["layers"] if layer.get("gate")]
+            below = heads([x for g in gates for x in g["fraction_below_0.1"]], "{:.2f}") or "–"
+            before = heads([x for g in gates for x in g["mean_abs_before"]], "{:.2f}")
+            after = heads([x for g in gates for x in g["mean_abs_after"]], "{:.3f}")
+            first = runner.head_first_token(an)
+            above = " / ".join(str(sum(x > e for x in first)) for e in (0.2, 0.3, 0.5))
+            lines.append(f"| {v['name']} s{s} | {heads(first, '{:.3f}')} | {above} | {below} | "
+                         + (f"{before} -> {after}" if gates else "–") + " |")
+    return "\n".join(lines) + "\n"
+
+
+def source_line(data):
+    """Markdown: the validation shard's entropy and share of copy targets (its source.json)."""
+    path = os.path.join(data, "source.json")
+    if not os.path.exists(path):
+        return ""
+    with open(path) as f:
+        val = json.load(f)["val"]
+    return (f"Validation source: entropy {val['entropy_nats_per_token']:.4f} nats per token, "
+            f"{100 * val['copy_share']:.1f}% of tokens copy targets\n\n")
+
+
 def bigram_backcopy_data(a, out):
     """--data, or the runner's own Bigram-Backcopy shards (made on first use)."""
     if a.data:
@@ -74,7 +111,7 @@ def main():
     variants = [{"name": f"{r}.{g}", "gate": gate, "run": over}
                 for r, (_, over) in regimes.items() for g, gate in GATES.items()]
     rows = runner.run_grid(a, base, variants, out, ["--sequences", "4" if a.smoke else "64"])
-    text = ""
+    text = source_line(data)
     for r, (what, _) in regimes.items():
         pair = [v for v in variants if v["name"].startswith(r + ".")]
         uniform = rows[(pair[0]["name"], 0)]["uniform_f_attn"]
@@ -83,7 +120,9 @@ def main():
                  runner.summary_table(rows, pair, a.seeds, pair[0]["name"]) +
                  ("\n" + stats.paired_table("M-Act", m_act, digits=1) if m_act else "") +
                  "\nF-Attn per seed:\n\n" + runner.per_seed_table(rows, pair, a.seeds, "f_attn", "{:.4f}") +
-                 "\nM-Act per seed:\n\n" + runner.per_seed_table(rows, pair, a.seeds, "m_act", "{:.1f}") + "\n")
+                 "\nM-Act per seed:\n\n" + runner.per_seed_table(rows, pair, a.seeds, "m_act", "{:.1f}") +
+                 "\nPer head (first 64 validation windows):\n\n" + head_table(out, pair, a.seeds) +
+                 "\nWhere the massive activations sit:\n\n" + runner.max_activation_table(out, pair, a.seeds) + "\n")
     runner.write_summary(out, "sink search: Bigram-Backcopy, baseline and G1", text)
 
 

@@ -1,9 +1,8 @@
 #!/usr/bin/env python3
 """Guards that the tables of experiments/RESULTS.md come out of the runners: every row of every
 table must appear, character for character, in one of the runners' summaries committed under
-experiments/summaries/ (each a copy of a runner's runs/experiments/<runner>/summary.md). A table
-made before the runners reported p-values, whose runs are no longer on this machine, is marked by
-a line `<!-- legacy table: REASON -->` right above it; it is counted and listed, never checked.
+experiments/summaries/ (each a copy of a runner's runs/experiments/<runner>/summary.md); no
+table is exempt.
 A block between `<!-- summary: experiments/summaries/NAME.md -->` and `<!-- end summary -->` is
 that summary included whole (its title left out, its headings one level down): the check fails
 when a block differs from its summary, and `--update` rewrites every block from its summary.
@@ -23,8 +22,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def tables(text):
-    """[(line number, kind, reason, [rows])] of the markdown tables in TEXT: kind "legacy" or
-    "synthesis" where a marker line `<!-- KIND: REASON -->` sits right above it, else None."""
+    """[(line number, synthesis?, [rows])] of the markdown tables in TEXT: synthesis where a
+    marker line `<!-- synthesis: REASON -->` sits right above it."""
     out, lines = [], text.splitlines()
     i = 0
     while i < len(lines):
@@ -33,8 +32,7 @@ def tables(text):
             while i < len(lines) and lines[i].startswith("|"):
                 i += 1
             above = lines[start - 1].strip() if start > 0 else ""
-            kind = next((k for k in ("legacy", "synthesis") if above.startswith(f"<!-- {k}")), None)
-            out.append((start + 1, kind, above[above.find(":") + 1:-3].strip() if kind else None, lines[start:i]))
+            out.append((start + 1, above.startswith("<!-- synthesis"), lines[start:i]))
         i += 1
     return out
 
@@ -113,8 +111,29 @@ def summary_blocks(text, folder):
     return BLOCK.sub(one, text), stale
 
 
+def problems(text, summaries):
+    """([messages], number of tables checked): the tables of TEXT whose rows (or, for the
+    synthesis table, whose numbers) are in none of SUMMARIES ({name: text})."""
+    summary_lines = {line for summary in summaries.values() for line in summary.split("\n")}
+    values_of = lookup(summaries)
+    cited = section_summaries(text)
+    bad, found = [], tables(text)
+    for line, synthesis, rows in found:
+        if synthesis:
+            missing = unquoted_numbers(rows, values_of, cited)
+            if missing:
+                bad.append(f"line {line}: the synthesis table quotes {len(missing)} numbers that are in "
+                           f"no summary: {', '.join(missing)}")
+        else:
+            missing = [r for r in rows if r not in summary_lines]
+            if missing:
+                bad.append(f"line {line}: {len(missing)} of {len(rows)} rows are in no summary, e.g. {missing[0][:100]}")
+    return bad, len(found)
+
+
 def self_check():
-    """A synthesis row passes on numbers its cited section's summary holds, fails on others."""
+    """A synthesis row passes on numbers its cited section's summary holds, fails on others; a table
+    row in no summary fails, whatever marker sits above it."""
     text = ("## 1. A (`a.py`)\n<!-- summary: experiments/summaries/a.md -->\n<!-- end summary -->\n## 2. B\n"
             "<!-- summary: experiments/summaries/b.md -->\n<!-- end summary -->\n")
     summaries = {"a.md": "| x | 0.1234 | -7.80 |", "b.md": "| y | 0.5 |", "c.md": "| z | 0.25 |"}
@@ -125,6 +144,9 @@ def self_check():
     assert unquoted_numbers(rows + ["| c | 0.5 (§1) |"], values_of, cited) == ["0.5"]
     assert unquoted_numbers(rows + ["| c | 0.5, 0.12 |"], values_of, cited) == []
     assert cited["1"] == ["a.md"] and cited["2"] == ["b.md"]
+    assert problems("| x | 0.1234 | -7.80 |\n", summaries) == ([], 1)
+    assert problems("<!-- legacy table: old -->\n| x | 0.1235 | -7.80 |\n", summaries)[0] == [
+        "line 2: 1 of 1 rows are in no summary, e.g. | x | 0.1235 | -7.80 |"]
     print("check_results: synthesis check checked")
 
 
@@ -150,29 +172,10 @@ def main():
     for path in sorted(glob.glob(os.path.join(folder, "*.md"))):
         with open(path) as f:
             summaries[os.path.basename(path)] = f.read()
-    summary_lines = {line for summary in summaries.values() for line in summary.split("\n")}
-    values_of = lookup(summaries)
-    cited = section_summaries(text)
-    checked, legacy, bad = 0, [], []
-    for line, kind, reason, rows in tables(text):
-        if kind == "legacy":
-            legacy.append(f"line {line}: {reason}")
-            continue
-        if kind == "synthesis":
-            missing = unquoted_numbers(rows, values_of, cited)
-            if missing:
-                bad.append(f"{results} line {line}: the synthesis table quotes {len(missing)} numbers that are in "
-                           f"no summary: {', '.join(missing)}")
-        else:
-            missing = [r for r in rows if r not in summary_lines]
-            if missing:
-                bad.append(f"{results} line {line}: {len(missing)} of {len(rows)} rows are in no summary, e.g. {missing[0][:100]}")
-        checked += 1
+    bad, checked = problems(text, summaries)
     if bad:
-        sys.exit("\n".join(bad))
-    print(f"results: {checked} tables found in the summaries, {len(legacy)} legacy tables")
-    for item in legacy:
-        print("  legacy " + item)
+        sys.exit("\n".join(f"{results} {b}" for b in bad))
+    print(f"results: {checked} tables found in the summaries")
 
 
 if __name__ == "__main__":

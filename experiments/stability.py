@@ -13,10 +13,13 @@ curves (OUT/plots). The summary covers every finished run in OUT, so invocations
 
 Needs the default corpus, tokenizer and shards (scripts/quickstart.sh makes them), or --data.
 """
+import array
+import collections
 import json
 import math
 import os
 import statistics
+import struct
 
 import runner
 import stats
@@ -72,11 +75,27 @@ def main():
     rows = finished_runs(out)
     plots = write_plots(out, rows)
     runner.write_summary(out, "stability: learning-rate sweep, fp32 and bf16",
-                         pivot(rows, "val_loss", "{:.3f}", "val loss (mean over n seeds, 1 where not marked; "
+                         scale_line(base["data"]["train"]) + pivot(rows, "val_loss", "{:.3f}", "val loss (mean over n seeds, 1 where not marked; "
                                "loss spikes over all seeds in brackets)") + "\n" +
                          pivot(rows, "max_m_act_training", "{:.3g}", "largest M-Act during training (mean over seeds)") +
                          "\n" + paired_tables(rows) + "\n" + "".join(f"![{p}](plots/{p})\n" for p in plots) + "\n" +
                          per_run_table(rows))
+
+
+def scale_line(shard):
+    """Markdown: ln V (uniform prediction) and the unigram entropy of the training shard (a
+    gattn token shard: src/io/token_shard.h), the losses of a model that learnt nothing and of one
+    that learnt token frequencies only."""
+    with open(shard, "rb") as f:
+        header = f.read(64)
+        token_bytes, tokens = struct.unpack_from("<IQ", header, 12)
+        vocab = struct.unpack_from("<I", header, 32)[0]
+        ids = array.array("H" if token_bytes == 2 else "I")
+        ids.frombytes(f.read(tokens * token_bytes))
+    counts = collections.Counter(ids)
+    entropy = -sum(c / tokens * math.log(c / tokens) for c in counts.values())
+    return (f"For scale: ln V = {math.log(vocab):.2f} nats (uniform prediction), the unigram entropy of "
+            f"the training shard {entropy:.2f} nats ({tokens:,} tokens)\n\n")
 
 
 def finished_runs(out):
@@ -173,7 +192,7 @@ def write_plots(out, rows):
                 smooth = running_mean([m.get("loss") for m in steps], 10)
                 curves.append((remedy, xs, smooth, [m.get("max_abs_hidden") for m in steps]))
         for what, index, log_y in (("loss", 2, False), ("m_act", 3, True)):
-            name = f"{precision}_lr{lr:g}_{what}.svg"
+            name = f"stability_{precision}_lr{lr:g}_{what}.svg"  # as committed in experiments/plots
             label = "training loss (10-step mean)" if what == "loss" else "M-Act (max |hidden|)"
             with open(os.path.join(out, "plots", name), "w") as f:
                 f.write(svg_plot.line_chart([(c[0], c[1], c[index]) for c in curves],

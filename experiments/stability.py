@@ -75,7 +75,8 @@ def main():
     rows = finished_runs(out)
     plots = write_plots(out, rows)
     runner.write_summary(out, "stability: learning-rate sweep, fp32 and bf16",
-                         scale_line(base["data"]["train"]) + pivot(rows, "val_loss", "{:.3f}", "val loss (mean over n seeds, 1 where not marked; "
+                         scale_line(base["data"]["train"]) +
+                         pivot(rows, "val_loss", "{:.3f}", "val loss (mean over n seeds, 1 where not marked; "
                                "loss spikes over all seeds in brackets)") + "\n" +
                          pivot(rows, "max_m_act_training", "{:.3g}", "largest M-Act during training (mean over seeds)") +
                          "\n" + paired_tables(rows) + "\n" + "".join(f"![{p}](plots/{p})\n" for p in plots) + "\n" +
@@ -88,6 +89,8 @@ def scale_line(shard):
     that learnt token frequencies only."""
     with open(shard, "rb") as f:
         header = f.read(64)
+        if len(header) < 64 or header[:8] != b"GATTNTOK":
+            raise SystemExit(f"{shard}: not a gattn token shard (magic GATTNTOK)")
         token_bytes, tokens = struct.unpack_from("<IQ", header, 12)
         vocab = struct.unpack_from("<I", header, 32)[0]
         ids = array.array("H" if token_bytes == 2 else "I")

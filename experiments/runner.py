@@ -309,20 +309,25 @@ def training_loss_table(out, variants, seeds, steps):
     return "\n".join(lines) + "\n"
 
 
+def run_analyses(out, variants, seeds):
+    """(variant, seed, analysis) of every run of VARIANTS x SEEDS in OUT with an analysis.json."""
+    for v in variants:
+        for s in range(seeds):
+            path = os.path.join(out, "runs", f"{v['name']}-s{s}", "analysis.json")
+            if os.path.exists(path):
+                with open(path) as f:
+                    yield v, s, json.load(f)
+
+
 def max_activation_table(out, variants, seeds):
     """Markdown: per run, each layer's largest |hidden| with its (position, channel), read from the
     run's analysis.json: whether massive activations sit at the first token (position 0)."""
     lines = ["| run | per layer: max \\|h\\| (position, channel) | layers with the max at position 0 |", "|---|---|---|"]
-    for v in variants:
-        for s in range(seeds):
-            path = os.path.join(out, "runs", f"{v['name']}-s{s}", "analysis.json")
-            if not os.path.exists(path):
-                continue
-            with open(path) as f:
-                layers = json.load(f)["layers"]
-            cells = ", ".join(f"{l['max_abs_hidden']:,.0f} ({l['max_at']['position']}, {l['max_at']['channel']})" for l in layers)
-            first = sum(l["max_at"]["position"] == 0 for l in layers)
-            lines.append(f"| {v['name']} s{s} | {cells} | {first} of {len(layers)} |")
+    for v, s, analysis in run_analyses(out, variants, seeds):
+        layers = analysis["layers"]
+        cells = ", ".join(f"{l['max_abs_hidden']:,.0f} ({l['max_at']['position']}, {l['max_at']['channel']})" for l in layers)
+        first = sum(l["max_at"]["position"] == 0 for l in layers)
+        lines.append(f"| {v['name']} s{s} | {cells} | {first} of {len(layers)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -53,21 +53,15 @@ def head_table(out, variants, seeds):
     lines = ["| run | first-token attention per head | heads above 0.2 / 0.3 / 0.5 | gate scores below 0.1 | "
              "mean \\|Y\\| before -> after the gate |", "|---|---|---|---|---|"]
     heads = lambda xs, f: ", ".join(f.format(x) for x in xs)
-    for v in variants:
-        for s in range(seeds):
-            path = os.path.join(out, "runs", f"{v['name']}-s{s}", "analysis.json")
-            if not os.path.exists(path):
-                continue
-            with open(path) as f:
-                an = json.load(f)
-            gates = [layer["gate"] for layer in an["layers"] if layer.get("gate")]
-            below = heads([x for g in gates for x in g["fraction_below_0.1"]], "{:.2f}") or "–"
-            before = heads([x for g in gates for x in g["mean_abs_before"]], "{:.2f}")
-            after = heads([x for g in gates for x in g["mean_abs_after"]], "{:.3f}")
-            first = runner.head_first_token(an)
-            above = " / ".join(str(sum(x > e for x in first)) for e in (0.2, 0.3, 0.5))
-            lines.append(f"| {v['name']} s{s} | {heads(first, '{:.3f}')} | {above} | {below} | "
-                         + (f"{before} -> {after}" if gates else "–") + " |")
+    for v, s, an in runner.run_analyses(out, variants, seeds):
+        gates = [layer["gate"] for layer in an["layers"] if layer.get("gate")]
+        below = heads([x for g in gates for x in g["fraction_below_0.1"]], "{:.2f}") or "–"
+        before = heads([x for g in gates for x in g["mean_abs_before"]], "{:.2f}")
+        after = heads([x for g in gates for x in g["mean_abs_after"]], "{:.3f}")
+        first = runner.head_first_token(an)
+        above = " / ".join(str(sum(x > e for x in first)) for e in (0.2, 0.3, 0.5))
+        lines.append(f"| {v['name']} s{s} | {heads(first, '{:.3f}')} | {above} | {below} | "
+                     + (f"{before} -> {after}" if gates else "–") + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -52,6 +52,28 @@ void row_sums_in_order(const T* rows, int ld, const int* counts, int n, T* sums)
     sums[i] = s;
   }
 }
+
+// The keys (or values) of kv head kvh of sequence b, transposed one tile at a time: key tile kt
+// is a packed d x kAttentionTile block, out[(kt * d + c) * kAttentionTile + j] = x[row kt * 64 + j,
+// channel c], a plain (not transposed) GEMM operand. sgemm runs 64 x 64 tiles 1.3-1.7x faster as
+// NN than as NT, and the products are the same sums in the same order; packed blocks, not rows
+// kv_len apart, keep the tile's rows from sharing cache sets.
+template <typename T>
+void transpose_head(T* out, const T* x, int64_t ld, const AttentionShape& s, int b, int kvh) {
+  const int d = s.head_dim;
+  const T* rows = x + b * s.kv_stride * ld + int64_t(kvh) * d;
+  for (int k0 = 0; k0 < s.kv_len; k0 += kAttentionTile) {
+    T* block = out + int64_t(k0) * d;
+    const int nk = std::min(kAttentionTile, s.kv_len - k0);
+    for (int c = 0; c < d; ++c)
+      for (int j = 0; j < nk; ++j) block[c * kAttentionTile + j] = rows[int64_t(k0 + j) * ld + c];
+  }
+}
+
+// Room for one transposed kv head of a sequence: whole tiles.
+int64_t transposed_head_size(const AttentionShape& s) {
+  return int64_t(tile_count(s.kv_len)) * kAttentionTile * s.head_dim;
+}
 }  // namespace
 
 AttentionShape self_attention_shape(int batch, int seq_len, int q_heads, int kv_heads, int head_dim,
@@ -78,8 +100,15 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
   const int tiles = tile_count(s.q_len);
   const T scale = T(1) / std::sqrt(T(d));
   const int64_t tasks = int64_t(s.batch) * s.q_heads * tiles;
+  const int64_t head_keys = transposed_head_size(s);
+  thread_local std::vector<T> keys_t_buffer;
+  T* keys_t = scratch(keys_t_buffer, size_t(s.batch) * s.kv_heads * head_keys);
 #pragma omp parallel
   {
+#pragma omp for schedule(static)
+    for (int64_t task = 0; task < int64_t(s.batch) * s.kv_heads; ++task)
+      transpose_head(keys_t + task * head_keys, k, s.ld_k, s, int(task / s.kv_heads),
+                     int(task % s.kv_heads));
     thread_local std::vector<T> buffer;
     T* scores = scratch(buffer, size_t(kAttentionTile) * (kAttentionTile + d + 4));
     T* acc = scores + kAttentionTile * kAttentionTile;
@@ -101,10 +130,10 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
       const int key_tiles = tile_count(keys_seen(s, q0 + nq - 1));
       for (int kt = 0; kt < key_tiles; ++kt) {
         const int k0 = kt * kAttentionTile, nk = std::min(kAttentionTile, s.kv_len - k0);
-        const T* k_tile = k + (kv_row0 + k0) * s.ld_k + kvh * d;
+        const T* k_t_tile = keys_t + (int64_t(b) * s.kv_heads + kvh) * head_keys + int64_t(k0) * d;
         const T* v_tile = v + (kv_row0 + k0) * s.ld_v + kvh * d;
-        tile_matmul<T>(scores, q_tile, k_tile, nq, nk, d, false, true, scale, 0, s.ld_q, s.ld_k,
-                  kAttentionTile);
+        tile_matmul<T>(scores, q_tile, k_t_tile, nq, nk, d, false, false, scale, 0, s.ld_q,
+                       kAttentionTile, kAttentionTile);
         for (int i = 0; i < nq; ++i) {
           T* row = scores + i * kAttentionTile;
           visible[i] = visible_keys(s, q0 + i, k0, nk);
@@ -142,13 +171,19 @@ void attention_backward(T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, co
 #pragma omp parallel
   {
     thread_local std::vector<T> buffer;
-    T* probs = scratch(buffer, size_t(2) * kAttentionTile * kAttentionTile + s.q_len);
+    const int64_t head_keys = transposed_head_size(s);
+    T* probs = scratch(buffer, size_t(2) * kAttentionTile * kAttentionTile + s.q_len +
+                                   2 * head_keys);
     T* d_scores = probs + kAttentionTile * kAttentionTile;
     T* out_dot = d_scores + kAttentionTile * kAttentionTile;  // D_t = sum_c dO O
+    T* keys_t = out_dot + s.q_len;                              // this task's k and v, transposed
+    T* values_t = keys_t + head_keys;
 #pragma omp for schedule(static)
     for (int64_t task = 0; task < tasks; ++task) {
       const int kvh = int(task % s.kv_heads), b = int(task / s.kv_heads);
       const int64_t q_row0 = int64_t(b) * s.q_len, kv_row0 = b * s.kv_stride;
+      transpose_head(keys_t, k, s.ld_k, s, b, kvh);
+      transpose_head(values_t, v, s.ld_v, s, b, kvh);
       for (int t = 0; t < s.kv_len; ++t) {
         std::fill_n(d_k + (kv_row0 + t) * s.ld_k + kvh * d, d, T(0));
         std::fill_n(d_v + (kv_row0 + t) * s.ld_v + kvh * d, d, T(0));
@@ -171,9 +206,8 @@ void attention_backward(T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, co
           for (int kt = 0; kt < key_tiles; ++kt) {
             const int k0 = kt * kAttentionTile, nk = std::min(kAttentionTile, s.kv_len - k0);
             const T* k_tile = k + (kv_row0 + k0) * s.ld_k + kvh * d;
-            const T* v_tile = v + (kv_row0 + k0) * s.ld_v + kvh * d;
-            tile_matmul<T>(probs, q_tile, k_tile, nq, nk, d, false, true, scale, 0, s.ld_q, s.ld_k,
-                      kAttentionTile);
+            tile_matmul<T>(probs, q_tile, keys_t + int64_t(k0) * d, nq, nk, d, false, false, scale,
+                           0, s.ld_q, kAttentionTile, kAttentionTile);
             for (int i = 0; i < nq; ++i) {
               T* row = probs + i * kAttentionTile;
               const int visible = visible_keys(s, q0 + i, k0, nk);
@@ -185,8 +219,8 @@ void attention_backward(T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, co
             tile_matmul<T>(d_v + (kv_row0 + k0) * s.ld_v + kvh * d, probs, dout_tile, nk, d, nq, true,
                       false, 1, 1, kAttentionTile, s.ld_out, s.ld_v);
             // dP = dO v^T, then dS = P (dP - D) scale
-            tile_matmul<T>(d_scores, dout_tile, v_tile, nq, nk, d, false, true, 1, 0, s.ld_out, s.ld_v,
-                      kAttentionTile);
+            tile_matmul<T>(d_scores, dout_tile, values_t + int64_t(k0) * d, nq, nk, d, false, false,
+                           1, 0, s.ld_out, kAttentionTile, kAttentionTile);
             for (int i = 0; i < nq; ++i) {
               const T* p = probs + i * kAttentionTile;
               T* ds = d_scores + i * kAttentionTile;

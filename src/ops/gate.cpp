@@ -14,59 +14,60 @@ T sigmoid(T z) {
   return fast_sigmoid(z);
 }
 
-// a = act(z) over n scores; the switch stays outside the loops so they vectorise.
+// sig = sigmoid(z) over n scores, for every activation that uses it (all but identity).
 template <typename T>
-void activate(T* a, const T* z, int n, GateActivation act) {
+void sigmoids(T* sig, const T* z, int n, GateActivation act) {
+  if (act == GateActivation::identity) return;
+  for (int j = 0; j < n; ++j) sig[j] = sigmoid(z[j]);
+}
+
+// a = act(z) over n scores, from sig = sigmoids(z) (a may be sig); the switch stays outside the
+// loops so they vectorise.
+template <typename T>
+void activate(T* a, const T* z, const T* sig, int n, GateActivation act) {
   switch (act) {
     case GateActivation::sigmoid:
-      for (int j = 0; j < n; ++j) a[j] = sigmoid(z[j]);
+      if (a != sig) std::copy_n(sig, n, a);
       break;
     case GateActivation::silu:
-      for (int j = 0; j < n; ++j) a[j] = z[j] * sigmoid(z[j]);
+      for (int j = 0; j < n; ++j) a[j] = z[j] * sig[j];
       break;
     case GateActivation::identity:
-      for (int j = 0; j < n; ++j) a[j] = z[j];
+      std::copy_n(z, n, a);
       break;
     case GateActivation::ns_sigmoid:
-      for (int j = 0; j < n; ++j) a[j] = T(0.5) + T(0.5) * sigmoid(z[j]);
+      for (int j = 0; j < n; ++j) a[j] = T(0.5) + T(0.5) * sig[j];
       break;
   }
 }
 
-// d *= act'(z) over n scores.
+// d *= act'(z) over n scores, from sig = sigmoids(z): the backward evaluates each sigmoid once.
 template <typename T>
-void times_activation_derivative(T* d, const T* z, int n, GateActivation act) {
+void times_activation_derivative(T* d, const T* z, const T* sig, int n, GateActivation act) {
   switch (act) {
     case GateActivation::sigmoid:
-      for (int j = 0; j < n; ++j) {
-        const T s = sigmoid(z[j]);
-        d[j] *= s * (1 - s);
-      }
+      for (int j = 0; j < n; ++j) d[j] *= sig[j] * (1 - sig[j]);
       break;
     case GateActivation::silu:
-      for (int j = 0; j < n; ++j) {
-        const T s = sigmoid(z[j]);
-        d[j] *= s * (1 + z[j] * (1 - s));
-      }
+      for (int j = 0; j < n; ++j) d[j] *= sig[j] * (1 + z[j] * (1 - sig[j]));
       break;
     case GateActivation::identity:
       break;
     case GateActivation::ns_sigmoid:
-      for (int j = 0; j < n; ++j) {
-        const T s = sigmoid(z[j]);
-        d[j] *= T(0.5) * s * (1 - s);
-      }
+      for (int j = 0; j < n; ++j) d[j] *= T(0.5) * sig[j] * (1 - sig[j]);
       break;
   }
 }
 
 // The score each channel of a row gets, heads * head_dim of them: the activated scores broadcast
-// over a head's channels (headwise) and averaged over the heads (head-shared).
+// over a head's channels (headwise) and averaged over the heads (head-shared). sig holds
+// sigmoids(z) on return.
 template <typename T>
-void effective_scores(T* score, T* activated, const T* z, const GateShape& s) {
+void effective_scores(T* score, T* activated, T* sig, const T* z, const GateShape& s) {
   const int n = s.heads * s.head_dim, per_head = s.headwise ? 1 : s.head_dim;
-  if (!s.headwise && !s.head_shared) return activate(score, z, n, s.activation);
-  activate(activated, z, s.scores(), s.activation);
+  sigmoids(sig, z, s.scores(), s.activation);
+  if (!s.headwise && !s.head_shared) return activate(score, z, sig, n, s.activation);
+  activate(activated, z, sig, s.scores(), s.activation);
   if (s.head_shared) {  // the mean over heads, in the first head's slots
     for (int g = 1; g < s.heads; ++g)
       for (int j = 0; j < per_head; ++j) activated[j] += activated[g * per_head + j];
@@ -85,18 +86,20 @@ void effective_scores(T* score, T* activated, const T* z, const GateShape& s) {
 // Per-row buffers of heads * head_dim values, grown once per thread.
 template <typename T>
 struct RowBuffers {
-  std::vector<T> score, activated;
+  std::vector<T> score, activated, sig;
   void fit(const GateShape& s) {
     score.resize(size_t(s.heads) * s.head_dim);
     activated.resize(size_t(s.heads) * s.head_dim);
+    sig.resize(size_t(s.heads) * s.head_dim);
   }
 };
 }  // namespace
 
 template <typename T>
 T gate_activation(GateActivation act, T z) {
-  T a{};
-  activate(&a, &z, 1, act);
+  T sig{}, a{};
+  sigmoids(&sig, &z, 1, act);
+  activate(&a, &z, &sig, 1, act);
   return a;
 }
 
@@ -109,7 +112,8 @@ void gate_channel_scores(T* scores, const T* z, const GateShape& s) {
     buffers.fit(s);
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < s.rows; ++r)
-      effective_scores(scores + r * n, buffers.activated.data(), z + r * s.ld_z, s);
+      effective_scores(scores + r * n, buffers.activated.data(), buffers.sig.data(),
+                       z + r * s.ld_z, s);
   }
 }
 
@@ -123,7 +127,7 @@ void gate_forward(T* y_out, const T* y_in, const T* z, const GateShape& s) {
     T* score = buffers.score.data();
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < s.rows; ++r) {
-      effective_scores(score, buffers.activated.data(), z + r * s.ld_z, s);
+      effective_scores(score, buffers.activated.data(), buffers.sig.data(), z + r * s.ld_z, s);
       const T* y = y_in + r * s.ld_y;
       T* out = y_out + r * s.ld_y_out;
       if (s.additive)
@@ -151,7 +155,7 @@ void gate_backward(T* d_y_in, T* d_z, const T* d_y_out, const T* y_in, const T* 
       const T* dy_out = d_y_out + r * s.ld_y_out;
       T* dy = d_y_in + r * s.ld_y;
       T* dz = d_z + r * ld_dz;
-      effective_scores(score, buffers.activated.data(), zr, s);
+      effective_scores(score, buffers.activated.data(), buffers.sig.data(), zr, s);
       // dL/d(score of each channel) into `score`'s buffer after using it for dy
       T* d_score = score;
       if (s.additive) {
@@ -182,7 +186,7 @@ void gate_backward(T* d_y_in, T* d_z, const T* d_y_out, const T* y_in, const T* 
         for (int g = 0; g < s.heads; ++g)
           for (int j = 0; j < per_head; ++j) dz[g * per_head + j] = shared[j] / s.heads;
       }
-      times_activation_derivative(dz, zr, scores, s.activation);
+      times_activation_derivative(dz, zr, buffers.sig.data(), scores, s.activation);
     }
   }
 }

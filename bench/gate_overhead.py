@@ -53,6 +53,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     a = ap.parse_args()
+    if a.rounds < 2:
+        ap.error("--rounds must be at least 2 (a paired interval needs two rounds)")
     seconds, flops = run_interleaved(a)
     print(f"config {a.config}, batch {a.batch} x {a.seq}, {a.threads} threads, {a.precision}, "
           f"{a.rounds} rounds of one step per model, models in turns")

@@ -53,26 +53,36 @@ void row_sums_in_order(const T* rows, int ld, const int* counts, int n, T* sums)
   }
 }
 
-// The keys (or values) of kv head kvh of sequence b, transposed one tile at a time: key tile kt
-// is a packed d x kAttentionTile block, out[(kt * d + c) * kAttentionTile + j] = x[row kt * 64 + j,
-// channel c], a plain (not transposed) GEMM operand. sgemm runs 64 x 64 tiles 1.3-1.7x faster as
-// NN than as NT, and the products are the same sums in the same order; packed blocks, not rows
-// kv_len apart, keep the tile's rows from sharing cache sets.
+// The tiles' GEMM operands are per-head copies, packed: a head's channels sit in rows ld_q, ld_k,
+// ... apart in the caller's tensors, 4 KiB apart at a projection width of 1,024, where a tile's
+// 64 rows compete for one cache set. The products are the same sums in the same order.
+
+// rows x d values (x's rows ld apart) copied to a packed rows x d matrix, and back.
 template <typename T>
-void transpose_head(T* out, const T* x, int64_t ld, const AttentionShape& s, int b, int kvh) {
-  const int d = s.head_dim;
-  const T* rows = x + b * s.kv_stride * ld + int64_t(kvh) * d;
-  for (int k0 = 0; k0 < s.kv_len; k0 += kAttentionTile) {
-    T* block = out + int64_t(k0) * d;
-    const int nk = std::min(kAttentionTile, s.kv_len - k0);
+void pack_rows(T* packed, const T* x, int64_t ld, int rows, int d) {
+  for (int r = 0; r < rows; ++r) std::copy_n(x + r * ld, d, packed + int64_t(r) * d);
+}
+template <typename T>
+void unpack_rows(T* x, int64_t ld, const T* packed, int rows, int d) {
+  for (int r = 0; r < rows; ++r) std::copy_n(packed + int64_t(r) * d, d, x + r * ld);
+}
+
+// rows x d values transposed one tile of rows at a time: tile t is a packed d x kAttentionTile
+// block, out[(t * d + c) * kAttentionTile + j] = x[row t * 64 + j, channel c]. Keys (and values)
+// so laid out make the score products plain NN tiles, which sgemm runs 1.3-1.7x faster than NT.
+template <typename T>
+void transpose_tiles(T* out, const T* x, int64_t ld, int rows, int d) {
+  for (int r0 = 0; r0 < rows; r0 += kAttentionTile) {
+    T* block = out + int64_t(r0) * d;
+    const int n = std::min(kAttentionTile, rows - r0);
     for (int c = 0; c < d; ++c)
-      for (int j = 0; j < nk; ++j) block[c * kAttentionTile + j] = rows[int64_t(k0 + j) * ld + c];
+      for (int j = 0; j < n; ++j) block[c * kAttentionTile + j] = x[int64_t(r0 + j) * ld + c];
   }
 }
 
-// Room for one transposed kv head of a sequence: whole tiles.
-int64_t transposed_head_size(const AttentionShape& s) {
-  return int64_t(tile_count(s.kv_len)) * kAttentionTile * s.head_dim;
+// Room for transpose_tiles of rows x d values: whole tiles.
+int64_t transposed_size(int rows, int d) {
+  return int64_t(tile_count(rows)) * kAttentionTile * d;
 }
 }  // namespace
 
@@ -100,19 +110,25 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
   const int tiles = tile_count(s.q_len);
   const T scale = T(1) / std::sqrt(T(d));
   const int64_t tasks = int64_t(s.batch) * s.q_heads * tiles;
-  const int64_t head_keys = transposed_head_size(s);
-  thread_local std::vector<T> keys_t_buffer;
-  T* keys_t = scratch(keys_t_buffer, size_t(s.batch) * s.kv_heads * head_keys);
+  // every (sequence, kv head)'s keys transposed and values packed, shared by the threads
+  const int64_t kv_heads = int64_t(s.batch) * s.kv_heads;
+  const int64_t keys_size = transposed_size(s.kv_len, d), values_size = int64_t(s.kv_len) * d;
+  thread_local std::vector<T> kv_buffer;
+  T* keys_t = scratch(kv_buffer, size_t(kv_heads) * (keys_size + values_size));
+  T* values = keys_t + kv_heads * keys_size;
 #pragma omp parallel
   {
 #pragma omp for schedule(static)
-    for (int64_t task = 0; task < int64_t(s.batch) * s.kv_heads; ++task)
-      transpose_head(keys_t + task * head_keys, k, s.ld_k, s, int(task / s.kv_heads),
-                     int(task % s.kv_heads));
+    for (int64_t i = 0; i < kv_heads; ++i) {
+      const int64_t row0 = i / s.kv_heads * s.kv_stride, col0 = i % s.kv_heads * d;
+      transpose_tiles(keys_t + i * keys_size, k + row0 * s.ld_k + col0, s.ld_k, s.kv_len, d);
+      pack_rows(values + i * values_size, v + row0 * s.ld_v + col0, s.ld_v, s.kv_len, d);
+    }
     thread_local std::vector<T> buffer;
-    T* scores = scratch(buffer, size_t(kAttentionTile) * (kAttentionTile + d + 4));
+    T* scores = scratch(buffer, size_t(kAttentionTile) * (kAttentionTile + 2 * d + 4));
     T* acc = scores + kAttentionTile * kAttentionTile;
-    T* row_max = acc + kAttentionTile * d;
+    T* q_tile = acc + kAttentionTile * d;
+    T* row_max = q_tile + kAttentionTile * d;
     T* row_sum = row_max + kAttentionTile;
     T* rescale = row_sum + kAttentionTile;
     T* tile_sum = rescale + kAttentionTile;
@@ -122,17 +138,17 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
       const int qt = int(task % tiles), h = int(task / tiles % s.q_heads);
       const int b = int(task / tiles / s.q_heads), kvh = h / group;
       const int q0 = qt * kAttentionTile, nq = std::min(kAttentionTile, s.q_len - q0);
-      const int64_t q_row0 = int64_t(b) * s.q_len, kv_row0 = b * s.kv_stride;
-      const T* q_tile = q + (q_row0 + q0) * s.ld_q + h * d;
+      const int64_t q_row0 = int64_t(b) * s.q_len, kv_head = int64_t(b) * s.kv_heads + kvh;
+      pack_rows(q_tile, q + (q_row0 + q0) * s.ld_q + h * d, s.ld_q, nq, d);
       std::fill(acc, acc + nq * d, T(0));
       std::fill(row_max, row_max + nq, -std::numeric_limits<T>::infinity());
       std::fill(row_sum, row_sum + nq, T(0));
       const int key_tiles = tile_count(keys_seen(s, q0 + nq - 1));
       for (int kt = 0; kt < key_tiles; ++kt) {
         const int k0 = kt * kAttentionTile, nk = std::min(kAttentionTile, s.kv_len - k0);
-        const T* k_t_tile = keys_t + (int64_t(b) * s.kv_heads + kvh) * head_keys + int64_t(k0) * d;
-        const T* v_tile = v + (kv_row0 + k0) * s.ld_v + kvh * d;
-        tile_matmul<T>(scores, q_tile, k_t_tile, nq, nk, d, false, false, scale, 0, s.ld_q,
+        const T* k_t_tile = keys_t + kv_head * keys_size + int64_t(k0) * d;
+        const T* v_tile = values + kv_head * values_size + int64_t(k0) * d;
+        tile_matmul<T>(scores, q_tile, k_t_tile, nq, nk, d, false, false, scale, 0, d,
                        kAttentionTile, kAttentionTile);
         for (int i = 0; i < nq; ++i) {
           T* row = scores + i * kAttentionTile;
@@ -148,7 +164,7 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
         }
         row_sums_in_order(scores, kAttentionTile, visible, nq, tile_sum);
         for (int i = 0; i < nq; ++i) row_sum[i] = row_sum[i] * rescale[i] + tile_sum[i];
-        tile_matmul<T>(acc, scores, v_tile, nq, d, nk, false, false, 1, 1, kAttentionTile, s.ld_v, d);
+        tile_matmul<T>(acc, scores, v_tile, nq, d, nk, false, false, 1, 1, kAttentionTile, d, d);
       }
       for (int i = 0; i < nq; ++i) {
         T* o = out + (q_row0 + q0 + i) * s.ld_out + h * d;
@@ -158,6 +174,34 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
     }
   }
 }
+
+namespace {
+// One backward task's packed copies (see pack_rows): its kv head's keys and values, transposed
+// and as rows, and the gradients it sums; one query head's queries, output gradients and query
+// gradients at a time.
+template <typename T>
+struct BackwardHead {
+  T *probs, *d_scores, *out_dot;  // a tile's P and dS; D_t = sum_c dO O of each query row
+  T *keys_t, *values_t, *keys, *d_keys, *d_values;
+  T *queries, *d_outs, *d_queries;
+
+  BackwardHead(std::vector<T>& buffer, const AttentionShape& s) {
+    const int64_t tile = kAttentionTile * kAttentionTile, d = s.head_dim;
+    const int64_t kt = transposed_size(s.kv_len, s.head_dim), kv = s.kv_len * d, q = s.q_len * d;
+    probs = scratch(buffer, size_t(2 * tile + s.q_len + 2 * kt + 3 * kv + 3 * q));
+    d_scores = probs + tile;
+    out_dot = d_scores + tile;
+    keys_t = out_dot + s.q_len;
+    values_t = keys_t + kt;
+    keys = values_t + kt;
+    d_keys = keys + kv;
+    d_values = d_keys + kv;
+    queries = d_values + kv;
+    d_outs = queries + q;
+    d_queries = d_outs + q;
+  }
+};
+}  // namespace
 
 template <typename T>
 void attention_backward(T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, const T* lse,
@@ -171,70 +215,69 @@ void attention_backward(T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, co
 #pragma omp parallel
   {
     thread_local std::vector<T> buffer;
-    const int64_t head_keys = transposed_head_size(s);
-    T* probs = scratch(buffer, size_t(2) * kAttentionTile * kAttentionTile + s.q_len +
-                                   2 * head_keys);
-    T* d_scores = probs + kAttentionTile * kAttentionTile;
-    T* out_dot = d_scores + kAttentionTile * kAttentionTile;  // D_t = sum_c dO O
-    T* keys_t = out_dot + s.q_len;                              // this task's k and v, transposed
-    T* values_t = keys_t + head_keys;
+    const BackwardHead<T> w(buffer, s);
 #pragma omp for schedule(static)
     for (int64_t task = 0; task < tasks; ++task) {
       const int kvh = int(task % s.kv_heads), b = int(task / s.kv_heads);
       const int64_t q_row0 = int64_t(b) * s.q_len, kv_row0 = b * s.kv_stride;
-      transpose_head(keys_t, k, s.ld_k, s, b, kvh);
-      transpose_head(values_t, v, s.ld_v, s, b, kvh);
-      for (int t = 0; t < s.kv_len; ++t) {
-        std::fill_n(d_k + (kv_row0 + t) * s.ld_k + kvh * d, d, T(0));
-        std::fill_n(d_v + (kv_row0 + t) * s.ld_v + kvh * d, d, T(0));
-      }
+      const T* k_head = k + kv_row0 * s.ld_k + kvh * d;
+      const T* v_head = v + kv_row0 * s.ld_v + kvh * d;
+      transpose_tiles(w.keys_t, k_head, s.ld_k, s.kv_len, d);
+      transpose_tiles(w.values_t, v_head, s.ld_v, s.kv_len, d);
+      pack_rows(w.keys, k_head, s.ld_k, s.kv_len, d);
+      std::fill_n(w.d_keys, int64_t(s.kv_len) * d, T(0));
+      std::fill_n(w.d_values, int64_t(s.kv_len) * d, T(0));
       for (int h = kvh * group; h < (kvh + 1) * group; ++h) {
+        pack_rows(w.queries, q + q_row0 * s.ld_q + h * d, s.ld_q, s.q_len, d);
+        pack_rows(w.d_outs, d_out + q_row0 * s.ld_out + h * d, s.ld_out, s.q_len, d);
+        std::fill_n(w.d_queries, int64_t(s.q_len) * d, T(0));
         for (int t = 0; t < s.q_len; ++t) {
           const T* o = out + (q_row0 + t) * s.ld_out + h * d;
-          const T* dout = d_out + (q_row0 + t) * s.ld_out + h * d;
+          const T* dout = w.d_outs + int64_t(t) * d;
           T dot = 0;
           for (int c = 0; c < d; ++c) dot += o[c] * dout[c];
-          out_dot[t] = dot;
-          std::fill_n(d_q + (q_row0 + t) * s.ld_q + h * d, d, T(0));
+          w.out_dot[t] = dot;
         }
         for (int qt = 0; qt < tiles; ++qt) {
           const int q0 = qt * kAttentionTile, nq = std::min(kAttentionTile, s.q_len - q0);
-          const T* q_tile = q + (q_row0 + q0) * s.ld_q + h * d;
-          const T* dout_tile = d_out + (q_row0 + q0) * s.ld_out + h * d;
-          T* dq_tile = d_q + (q_row0 + q0) * s.ld_q + h * d;
+          const T* q_tile = w.queries + int64_t(q0) * d;
+          const T* dout_tile = w.d_outs + int64_t(q0) * d;
+          T* dq_tile = w.d_queries + int64_t(q0) * d;
           const int key_tiles = tile_count(keys_seen(s, q0 + nq - 1));
           for (int kt = 0; kt < key_tiles; ++kt) {
             const int k0 = kt * kAttentionTile, nk = std::min(kAttentionTile, s.kv_len - k0);
-            const T* k_tile = k + (kv_row0 + k0) * s.ld_k + kvh * d;
-            tile_matmul<T>(probs, q_tile, keys_t + int64_t(k0) * d, nq, nk, d, false, false, scale,
-                           0, s.ld_q, kAttentionTile, kAttentionTile);
+            tile_matmul<T>(w.probs, q_tile, w.keys_t + int64_t(k0) * d, nq, nk, d, false, false,
+                           scale, 0, d, kAttentionTile, kAttentionTile);
             for (int i = 0; i < nq; ++i) {
-              T* row = probs + i * kAttentionTile;
+              T* row = w.probs + i * kAttentionTile;
               const int visible = visible_keys(s, q0 + i, k0, nk);
               const T row_lse = lse[(q_row0 + q0 + i) * s.q_heads + h];
               for (int j = 0; j < visible; ++j) row[j] = fast_exp(row[j] - row_lse);
               for (int j = visible; j < nk; ++j) row[j] = 0;
             }
             // d_v += P^T dO
-            tile_matmul<T>(d_v + (kv_row0 + k0) * s.ld_v + kvh * d, probs, dout_tile, nk, d, nq, true,
-                      false, 1, 1, kAttentionTile, s.ld_out, s.ld_v);
+            tile_matmul<T>(w.d_values + int64_t(k0) * d, w.probs, dout_tile, nk, d, nq, true,
+                           false, 1, 1, kAttentionTile, d, d);
             // dP = dO v^T, then dS = P (dP - D) scale
-            tile_matmul<T>(d_scores, dout_tile, values_t + int64_t(k0) * d, nq, nk, d, false, false,
-                           1, 0, s.ld_out, kAttentionTile, kAttentionTile);
+            tile_matmul<T>(w.d_scores, dout_tile, w.values_t + int64_t(k0) * d, nq, nk, d, false,
+                           false, 1, 0, d, kAttentionTile, kAttentionTile);
             for (int i = 0; i < nq; ++i) {
-              const T* p = probs + i * kAttentionTile;
-              T* ds = d_scores + i * kAttentionTile;
-              const T di = out_dot[q0 + i];
+              const T* p = w.probs + i * kAttentionTile;
+              T* ds = w.d_scores + i * kAttentionTile;
+              const T di = w.out_dot[q0 + i];
               for (int j = 0; j < nk; ++j) ds[j] = p[j] * (ds[j] - di) * scale;
             }
             // d_q += dS k;  d_k += dS^T q
-            tile_matmul<T>(dq_tile, d_scores, k_tile, nq, d, nk, false, false, 1, 1, kAttentionTile,
-                      s.ld_k, s.ld_q);
-            tile_matmul<T>(d_k + (kv_row0 + k0) * s.ld_k + kvh * d, d_scores, q_tile, nk, d, nq, true,
-                      false, 1, 1, kAttentionTile, s.ld_q, s.ld_k);
+            tile_matmul<T>(dq_tile, w.d_scores, w.keys + int64_t(k0) * d, nq, d, nk, false, false,
+                           1, 1, kAttentionTile, d, d);
+            tile_matmul<T>(w.d_keys + int64_t(k0) * d, w.d_scores, q_tile, nk, d, nq, true, false,
+                           1, 1, kAttentionTile, d, d);
           }
         }
+        unpack_rows(d_q + q_row0 * s.ld_q + h * d, s.ld_q, w.d_queries, s.q_len, d);
       }
+      unpack_rows(d_k + kv_row0 * s.ld_k + kvh * d, s.ld_k, w.d_keys, s.kv_len, d);
+      unpack_rows(d_v + kv_row0 * s.ld_v + kvh * d, s.ld_v, w.d_values, s.kv_len, d);
     }
   }
 }

@@ -31,6 +31,26 @@ T gate_activation(GateActivation act, T z);
 template <typename T>
 void gate_channel_scores(T* scores, const T* z, const GateShape& s);
 
+// A head-specific gate on one head of one row: what gate_forward and gate_backward apply per head
+// when the scores are not shared, and what attention applies in its epilogue when it fuses a G1
+// gate (ops/attention.h). z holds the head's head_dim scores (elementwise) or its one score
+// (headwise); sig is room for head_dim values.
+struct HeadGate {
+  int head_dim;
+  bool headwise, additive;
+  GateActivation activation;
+};
+
+// out = y * act(z) or y + act(z) over the head's channels (out may equal y).
+template <typename T>
+void gate_head_forward(T* out, const T* y, const T* z, T* sig, const HeadGate& g);
+
+// d_y = d_out * act(z) (or d_out, additive); d_z = act'(z) times the gradient of the head's scores
+// (d_out * y, or d_out when additive; summed over the channels when headwise).
+template <typename T>
+void gate_head_backward(T* d_y, T* d_z, const T* d_out, const T* y, const T* z, T* sig,
+                        const HeadGate& g);
+
 // y_out may equal y_in (same stride).
 template <typename T>
 void gate_forward(T* y_out, const T* y_in, const T* z, const GateShape& s);

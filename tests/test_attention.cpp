@@ -175,5 +175,67 @@ TEST(AttentionBackward, MatchesFiniteDifferencesAcrossTiles) {
   EXPECT_LT(gradient_error(v, dv, loss), test::kGradTolerance);
 }
 
+// A G1 gate applied by attention (OutputGate) gives the bits of attention followed by the gate op
+// (gate_forward, gate_backward): forward output, gated output and every gradient, for each
+// head-specific gate (elementwise/headwise x multiplicative/additive x the activations), scores
+// from a strided projection and one shared row (input-independent), tiled and few-query paths.
+TEST(AttentionOutputGate, GivesTheBitsOfTheSeparateGateOp) {
+  const GateActivation activations[] = {GateActivation::sigmoid, GateActivation::silu,
+                                        GateActivation::identity, GateActivation::ns_sigmoid};
+  for (const int seq : {3, kAttentionTile + 6})
+    for (const bool headwise : {false, true})
+      for (const bool additive : {false, true})
+        for (const GateActivation act : activations)
+          for (const bool shared_row : {false, true}) {
+            const int heads = 4, d = 5, batch = 2, rows = batch * seq;
+            const AttentionShape s = shape(batch, seq, heads, 2, d, 3);
+            const GateShape g{.rows = rows, .heads = heads, .head_dim = d, .headwise = headwise,
+                              .head_shared = false, .additive = additive, .activation = act,
+                              .ld_y = s.ld_out, .ld_y_out = s.ld_out, .ld_z = 0};
+            const int ld_z = shared_row ? 0 : g.scores() + 2;
+            std::mt19937_64 rng(seq * 131 + headwise * 7 + additive * 3 + int(act));
+            auto floats = [&](size_t n, double scale) {
+              const auto x = random_vector(n, rng, scale);
+              return std::vector<float>(x.begin(), x.end());
+            };
+            const auto q = floats(size_t(rows) * s.ld_q, 2.0), k = floats(size_t(rows) * s.ld_k, 2.0);
+            const auto v = floats(size_t(rows) * s.ld_v, 1.0);
+            const auto z = floats(size_t(shared_row ? 1 : rows) * std::max(ld_z, g.scores()), 2.0);
+            const auto d_gated = floats(size_t(rows) * s.ld_out, 1.0);
+            GateShape gs = g;
+            gs.ld_z = ld_z;
+            const int ld_dz = shared_row ? g.scores() : ld_z;
+            const size_t out_size = size_t(rows) * s.ld_out, lse_size = size_t(rows) * heads;
+            // separately: attention, then the gate op
+            std::vector<float> out1(out_size), lse1(lse_size), gated1(out_size), d_out1(out_size);
+            std::vector<float> dz1(size_t(rows) * ld_dz), dq1(q.size()), dk1(k.size()), dv1(v.size());
+            attention_forward(out1.data(), lse1.data(), q.data(), k.data(), v.data(), s);
+            gate_forward(gated1.data(), out1.data(), z.data(), gs);
+            gate_backward(d_out1.data(), dz1.data(), d_gated.data(), out1.data(), z.data(), gs);
+            attention_backward(dq1.data(), dk1.data(), dv1.data(), d_out1.data(), out1.data(),
+                               lse1.data(), q.data(), k.data(), v.data(), s);
+            // fused
+            std::vector<float> out2(out_size), lse2(lse_size), gated2(out_size);
+            std::vector<float> dz2(dz1.size()), dq2(q.size()), dk2(k.size()), dv2(v.size());
+            const OutputGate<float> gate{.gate = {.head_dim = d, .headwise = headwise,
+                                                  .additive = additive, .activation = act},
+                                         .z = z.data(), .ld_z = ld_z,
+                                         .gated = gated2.data(), .ld_gated = s.ld_out,
+                                         .d_z = dz2.data(), .ld_dz = ld_dz};
+            attention_forward(out2.data(), lse2.data(), q.data(), k.data(), v.data(), s, &gate);
+            attention_backward(dq2.data(), dk2.data(), dv2.data(), d_gated.data(), out2.data(),
+                               lse2.data(), q.data(), k.data(), v.data(), s, &gate);
+            const std::string what = "seq " + std::to_string(seq) + (headwise ? " headwise" : "") +
+                                     (additive ? " additive" : "") + " activation " +
+                                     std::to_string(int(act)) + (shared_row ? " shared row" : "");
+            EXPECT_EQ(out1, out2) << what;
+            EXPECT_EQ(gated1, gated2) << what;
+            EXPECT_EQ(dz1, dz2) << what;
+            EXPECT_EQ(dq1, dq2) << what;
+            EXPECT_EQ(dk1, dk2) << what;
+            EXPECT_EQ(dv1, dv2) << what;
+          }
+}
+
 }  // namespace
 }  // namespace gattn

@@ -67,6 +67,15 @@ struct GateSite {
   int width() const { return heads * head_dim; }
   // The gate op's shape on `rows` tokens of a tensor with row stride ld_in, written packed.
   GateShape shape(int rows, int ld_in, int ld_z) const;
+  // A G1 gate whose scores are not shared is applied by attention itself (OutputGate in
+  // ops/attention.h) in training and evaluation passes; one head's share of it.
+  bool in_attention() const {
+    return at(GateStage::attention_output) && op == GateOp::scores && !head_shared;
+  }
+  HeadGate head_gate() const {
+    return {.head_dim = head_dim, .headwise = headwise, .additive = additive,
+            .activation = activation};
+  }
 };
 
 GateSite gate_site(const Config& config);

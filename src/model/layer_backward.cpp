@@ -177,9 +177,10 @@ void LayerBackward::full_attention_block(const float* resid_in) {
                   after_gate(GateStage::attention_output, {a_.attn_out, qd}).data, w_.at(o_.o_proj),
                   N, qd, C);
   ops.next("gate");
-  gate_back(GateStage::attention_output, d_o_in, d_attn);
+  const bool gated_here = site_.in_attention();  // as in the forward pass (no interventions)
+  if (!gated_here) gate_back(GateStage::attention_output, d_o_in, d_attn);
 
-  ops.next("attention");
+  ops.next("attention (and a G1 gate it applies)");
   const TensorRef d_q = grad_into(GateStage::query_rotated, {s_.d_q, qd});
   const TensorRef d_k = grad_into(GateStage::key_rotated, {s_.d_k, kvd});
   const TensorRef d_v_target{s_.d_proj + qd + kvd, P};
@@ -187,8 +188,16 @@ void LayerBackward::full_attention_block(const float* resid_in) {
   const AttentionShape shape =
       self_attention_shape(pass_.batch, pass_.seq_len, c_.num_attention_heads,
                            c_.num_key_value_heads, c_.head_dim, a_.q.ld, a_.k.ld, a_.v.ld, qd);
-  attention_backward(d_q.data, d_k.data, d_v.data, s_.d_attn, a_.attn_out, a_.attn_lse, a_.q.data,
-                     a_.k.data, a_.v.data, shape);
+  const OutputGate<float> gate{.gate = site_.head_gate(),
+                               .z = z_,
+                               .ld_z = ld_z_,
+                               .gated = nullptr,
+                               .ld_gated = 0,
+                               .d_z = dz_,
+                               .ld_dz = ld_z_ == 0 ? site_.scores : ld_z_};
+  attention_backward(d_q.data, d_k.data, d_v.data, gated_here ? d_o_in.data : s_.d_attn,
+                     a_.attn_out, a_.attn_lse, a_.q.data, a_.k.data, a_.v.data, shape,
+                     gated_here ? &gate : nullptr);
   ops.next("gate");
   gate_back(GateStage::value_projection, d_v, d_v_target);
 

@@ -232,17 +232,30 @@ void LayerForward::full_attention_block(const float* resid_in) {
   ops.next("gate");
   a_.v = gate_at(GateStage::value_projection, {a_.proj + qd + kvd, P});
   zero_values(a_.v);
-  ops.next("attention");
+  ops.next("attention (and a G1 gate it applies)");
+  bool gated_here = false;  // the G1 gate applied by attention itself
   if (pass_.cache) {
     cached_attention(a_.q, a_.k, a_.v);
   } else {
     const AttentionShape shape =
         self_attention_shape(pass_.batch, pass_.seq_len, c_.num_attention_heads,
                              c_.num_key_value_heads, c_.head_dim, a_.q.ld, a_.k.ld, a_.v.ld, qd);
-    attention_forward(a_.attn_out, a_.attn_lse, a_.q.data, a_.k.data, a_.v.data, shape);
+    // A pass with interventions may force the gate's scores: it gates on its own (gate_at).
+    gated_here = plan_.gate.in_attention() && !pass_.interventions;
+    const OutputGate<float> gate{.gate = plan_.gate.head_gate(),
+                                 .z = z_,
+                                 .ld_z = ld_z_,
+                                 .gated = a_.gate_out,
+                                 .ld_gated = plan_.gate.width(),
+                                 .d_z = nullptr,
+                                 .ld_dz = 0};
+    attention_forward(a_.attn_out, a_.attn_lse, a_.q.data, a_.k.data, a_.v.data, shape,
+                      gated_here ? &gate : nullptr);
+    if (gated_here) a_.gate_in = {a_.attn_out, qd};
   }
   ops.next("gate");
-  const TensorRef o_in = gate_at(GateStage::attention_output, {a_.attn_out, qd});
+  const TensorRef o_in = gated_here ? TensorRef{a_.gate_out, plan_.gate.width()}
+                                    : gate_at(GateStage::attention_output, {a_.attn_out, qd});
   ops.next("o_proj");
   project(w_, o_.o_proj, a_.o_out, o_in.data, N, qd, C);
   ops.next("gate");

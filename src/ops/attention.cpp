@@ -80,6 +80,30 @@ void transpose_tiles(T* out, const T* x, int64_t ld, int rows, int d) {
   }
 }
 
+// Where row r, head h of an output gate's scores, gated output and score gradients sit.
+template <typename T>
+const T* z_at(const OutputGate<T>& g, int64_t r, int h) {
+  return g.z + r * g.ld_z + h * (g.gate.headwise ? 1 : g.gate.head_dim);
+}
+template <typename T>
+T* gated_at(const OutputGate<T>& g, int64_t r, int h) {
+  return g.gated + r * g.ld_gated + h * g.gate.head_dim;
+}
+template <typename T>
+T* d_z_at(const OutputGate<T>& g, int64_t r, int h) {
+  return g.d_z + r * g.ld_dz + h * (g.gate.headwise ? 1 : g.gate.head_dim);
+}
+
+// The gate on every row and head of out (after the few-query path, which has no epilogue).
+template <typename T>
+void gate_rows(const OutputGate<T>& g, const T* out, const AttentionShape& s) {
+  std::vector<T> sig(g.gate.head_dim);
+  for (int64_t r = 0; r < int64_t(s.batch) * s.q_len; ++r)
+    for (int h = 0; h < s.q_heads; ++h)
+      gate_head_forward(gated_at(g, r, h), out + r * s.ld_out + h * g.gate.head_dim, z_at(g, r, h),
+                        sig.data(), g.gate);
+}
+
 // Room for transpose_tiles of rows x d values: whole tiles.
 int64_t transposed_size(int rows, int d) {
   return int64_t(tile_count(rows)) * kAttentionTile * d;
@@ -103,9 +127,13 @@ AttentionShape self_attention_shape(int batch, int seq_len, int q_heads, int kv_
 }
 
 template <typename T>
-void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
-                       const AttentionShape& s) {
-  if (s.q_len <= kFewQueryRows) return attention_forward_few_queries(out, lse, q, k, v, s);
+void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s,
+                       const OutputGate<T>* gate) {
+  if (s.q_len <= kFewQueryRows) {
+    attention_forward_few_queries(out, lse, q, k, v, s);
+    if (gate) gate_rows(*gate, out, s);
+    return;
+  }
   const int d = s.head_dim, group = s.q_heads / s.kv_heads;
   const int tiles = tile_count(s.q_len);
   const T scale = T(1) / std::sqrt(T(d));
@@ -125,10 +153,11 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
       pack_rows(values + i * values_size, v + row0 * s.ld_v + col0, s.ld_v, s.kv_len, d);
     }
     thread_local std::vector<T> buffer;
-    T* scores = scratch(buffer, size_t(kAttentionTile) * (kAttentionTile + 2 * d + 4));
+    T* scores = scratch(buffer, size_t(kAttentionTile) * (kAttentionTile + 2 * d + 4) + d);
     T* acc = scores + kAttentionTile * kAttentionTile;
     T* q_tile = acc + kAttentionTile * d;
-    T* row_max = q_tile + kAttentionTile * d;
+    T* sig = q_tile + kAttentionTile * d;  // the gate's scratch
+    T* row_max = sig + d;
     T* row_sum = row_max + kAttentionTile;
     T* rescale = row_sum + kAttentionTile;
     T* tile_sum = rescale + kAttentionTile;
@@ -167,9 +196,11 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
         tile_matmul<T>(acc, scores, v_tile, nq, d, nk, false, false, 1, 1, kAttentionTile, d, d);
       }
       for (int i = 0; i < nq; ++i) {
-        T* o = out + (q_row0 + q0 + i) * s.ld_out + h * d;
+        const int64_t r = q_row0 + q0 + i;
+        T* o = out + r * s.ld_out + h * d;
         for (int c = 0; c < d; ++c) o[c] = acc[i * d + c] / row_sum[i];
-        lse[(q_row0 + q0 + i) * s.q_heads + h] = row_max[i] + std::log(row_sum[i]);
+        lse[r * s.q_heads + h] = row_max[i] + std::log(row_sum[i]);
+        if (gate) gate_head_forward(gated_at(*gate, r, h), o, z_at(*gate, r, h), sig, gate->gate);
       }
     }
   }
@@ -184,11 +215,12 @@ struct BackwardHead {
   T *probs, *d_scores, *out_dot;  // a tile's P and dS; D_t = sum_c dO O of each query row
   T *keys_t, *values_t, *keys, *d_keys, *d_values;
   T *queries, *d_outs, *d_queries;
+  T* sig;  // an output gate's scratch
 
   BackwardHead(std::vector<T>& buffer, const AttentionShape& s) {
     const int64_t tile = kAttentionTile * kAttentionTile, d = s.head_dim;
     const int64_t kt = transposed_size(s.kv_len, s.head_dim), kv = s.kv_len * d, q = s.q_len * d;
-    probs = scratch(buffer, size_t(2 * tile + s.q_len + 2 * kt + 3 * kv + 3 * q));
+    probs = scratch(buffer, size_t(2 * tile + s.q_len + 2 * kt + 3 * kv + 3 * q + d));
     d_scores = probs + tile;
     out_dot = d_scores + tile;
     keys_t = out_dot + s.q_len;
@@ -199,13 +231,15 @@ struct BackwardHead {
     queries = d_values + kv;
     d_outs = queries + q;
     d_queries = d_outs + q;
+    sig = d_queries + q;
   }
 };
 }  // namespace
 
 template <typename T>
 void attention_backward(T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, const T* lse,
-                        const T* q, const T* k, const T* v, const AttentionShape& s) {
+                        const T* q, const T* k, const T* v, const AttentionShape& s,
+                        const OutputGate<T>* gate) {
   const int d = s.head_dim, group = s.q_heads / s.kv_heads;
   const int tiles = tile_count(s.q_len);
   const T scale = T(1) / std::sqrt(T(d));
@@ -229,7 +263,16 @@ void attention_backward(T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, co
       std::fill_n(w.d_values, int64_t(s.kv_len) * d, T(0));
       for (int h = kvh * group; h < (kvh + 1) * group; ++h) {
         pack_rows(w.queries, q + q_row0 * s.ld_q + h * d, s.ld_q, s.q_len, d);
-        pack_rows(w.d_outs, d_out + q_row0 * s.ld_out + h * d, s.ld_out, s.q_len, d);
+        if (gate) {  // the gate's backward, into the packed output gradients
+          for (int t = 0; t < s.q_len; ++t) {
+            const int64_t r = q_row0 + t, col = h * d;
+            gate_head_backward(w.d_outs + int64_t(t) * d, d_z_at(*gate, r, h),
+                               d_out + r * s.ld_out + col, out + r * s.ld_out + col, z_at(*gate, r, h),
+                               w.sig, gate->gate);
+          }
+        } else {
+          pack_rows(w.d_outs, d_out + q_row0 * s.ld_out + h * d, s.ld_out, s.q_len, d);
+        }
         std::fill_n(w.d_queries, int64_t(s.q_len) * d, T(0));
         for (int t = 0; t < s.q_len; ++t) {
           const T* o = out + (q_row0 + t) * s.ld_out + h * d;
@@ -282,10 +325,12 @@ void attention_backward(T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, co
   }
 }
 
-#define GATTN_INSTANTIATE(T)                                                                       \
-  template void attention_forward<T>(T*, T*, const T*, const T*, const T*, const AttentionShape&); \
-  template void attention_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,          \
-                                      const T*, const T*, const AttentionShape&);
+#define GATTN_INSTANTIATE(T)                                                               \
+  template void attention_forward<T>(T*, T*, const T*, const T*, const T*, const AttentionShape&, \
+                                     const OutputGate<T>*);                                        \
+  template void attention_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,  \
+                                      const T*, const T*, const AttentionShape&,               \
+                                      const OutputGate<T>*);
 GATTN_INSTANTIATE(float)
 GATTN_INSTANTIATE(double)
 #undef GATTN_INSTANTIATE

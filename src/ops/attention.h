@@ -4,6 +4,8 @@
 #pragma once
 #include <cstdint>
 
+#include "ops/gate.h"
+
 namespace gattn {
 
 inline constexpr int kAttentionTile = 64;  // query and key rows per tile
@@ -27,13 +29,34 @@ struct AttentionShape {
 AttentionShape self_attention_shape(int batch, int seq_len, int q_heads, int kv_heads, int head_dim,
                                     int ld_q, int ld_k, int ld_v, int ld_out);
 
-// out[r, h*d .. ] = softmax(q k^T / sqrt(d)) v over the visible keys; lse[r * H + h] saved.
+// A head-specific gate on each head's output (G1 whose scores are not shared), applied by
+// attention itself rather than as an op of its own, which saves the gate's passes over the
+// attention output and its gradient: the forward writes each row's head output to `out` (the
+// gate's input, kept for the backward) and gate_head_forward of it to `gated`; the backward takes
+// the gradient of the gated output as d_out, applies gate_head_backward while it reads it and
+// writes d_z besides. The bits are those of gate_forward / gate_backward as a separate op.
 template <typename T>
-void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s);
+struct OutputGate {
+  HeadGate gate;
+  const T* z;        // row r's scores at z + r * ld_z (ld_z 0: one row for every token)
+  int64_t ld_z;
+  T* gated;          // forward: the gated output, row stride ld_gated
+  int64_t ld_gated;
+  T* d_z;            // backward: the gradient of z, row stride ld_dz
+  int64_t ld_dz;
+};
 
-// Writes (not accumulates) d_q, d_k, d_v (kv_len rows of each sequence).
+// out[r, h*d .. ] = softmax(q k^T / sqrt(d)) v over the visible keys; lse[r * H + h] saved.
+// With a gate, also gate->gated (above).
+template <typename T>
+void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s,
+                       const OutputGate<T>* gate = nullptr);
+
+// Writes (not accumulates) d_q, d_k, d_v (kv_len rows of each sequence); with a gate, d_out is the
+// gradient of the gated output and gate->d_z is written too.
 template <typename T>
 void attention_backward(T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, const T* lse,
-                        const T* q, const T* k, const T* v, const AttentionShape& s);
+                        const T* q, const T* k, const T* v, const AttentionShape& s,
+                        const OutputGate<T>* gate = nullptr);
 
 }  // namespace gattn

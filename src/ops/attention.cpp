@@ -83,7 +83,7 @@ void transpose_tiles(T* out, const T* x, int64_t ld, int rows, int d) {
 // Where row r, head h of an output gate's scores, gated output and score gradients sit.
 template <typename T>
 const T* z_at(const OutputGate<T>& g, int64_t r, int h) {
-  return g.z + r * g.ld_z + h * (g.gate.headwise ? 1 : g.gate.head_dim);
+  return g.z + r * g.ld_z + h * g.gate.scores();
 }
 template <typename T>
 T* gated_at(const OutputGate<T>& g, int64_t r, int h) {
@@ -91,7 +91,7 @@ T* gated_at(const OutputGate<T>& g, int64_t r, int h) {
 }
 template <typename T>
 T* d_z_at(const OutputGate<T>& g, int64_t r, int h) {
-  return g.d_z + r * g.ld_dz + h * (g.gate.headwise ? 1 : g.gate.head_dim);
+  return g.d_z + r * g.ld_dz + h * g.gate.scores();
 }
 
 // The gate on every row and head of out (after the few-query path, which has no epilogue).

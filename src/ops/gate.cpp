@@ -109,9 +109,9 @@ HeadGate head_gate(const GateShape& s) {
 
 template <typename T>
 void gate_head_forward(T* out, const T* y, const T* z, T* sig, const HeadGate& g) {
-  const int d = g.head_dim, scores = g.headwise ? 1 : d;
-  sigmoids(sig, z, scores, g.activation);
-  activate(sig, z, sig, scores, g.activation);  // the activated scores, in place
+  const int d = g.head_dim;
+  sigmoids(sig, z, g.scores(), g.activation);
+  activate(sig, z, sig, g.scores(), g.activation);  // the activated scores, in place
   if (g.headwise) {
     const T score = sig[0];
     if (g.additive)
@@ -178,7 +178,8 @@ void gate_channel_scores(T* scores, const T* z, const GateShape& s) {
 
 template <typename T>
 void gate_forward(T* y_out, const T* y_in, const T* z, const GateShape& s) {
-  const int n = s.heads * s.head_dim, per_head = s.headwise ? 1 : s.head_dim;
+  const int n = s.heads * s.head_dim;
+  const HeadGate head = head_gate(s);
 #pragma omp parallel
   {
     thread_local RowBuffers<T> buffers;
@@ -190,8 +191,8 @@ void gate_forward(T* y_out, const T* y_in, const T* z, const GateShape& s) {
       T* out = y_out + r * s.ld_y_out;
       if (!s.head_shared) {
         for (int h = 0; h < s.heads; ++h)
-          gate_head_forward(out + h * s.head_dim, y + h * s.head_dim, z + r * s.ld_z + h * per_head,
-                            buffers.sig.data(), head_gate(s));
+          gate_head_forward(out + h * s.head_dim, y + h * s.head_dim,
+                            z + r * s.ld_z + h * head.scores(), buffers.sig.data(), head);
         continue;
       }
       effective_scores(score, buffers.activated.data(), buffers.sig.data(), z + r * s.ld_z, s);
@@ -208,6 +209,7 @@ void gate_backward(T* d_y_in, T* d_z, const T* d_y_out, const T* y_in, const T* 
                    const GateShape& s) {
   const int n = s.heads * s.head_dim, scores = s.scores();
   const int ld_dz = s.ld_z == 0 ? scores : s.ld_z;
+  const HeadGate head = head_gate(s);
 #pragma omp parallel
   {
     thread_local RowBuffers<T> buffers;
@@ -221,11 +223,10 @@ void gate_backward(T* d_y_in, T* d_z, const T* d_y_out, const T* y_in, const T* 
       T* dy = d_y_in + r * s.ld_y;
       T* dz = d_z + r * ld_dz;
       if (!s.head_shared) {
-        const int per_head = s.headwise ? 1 : s.head_dim;
         for (int h = 0; h < s.heads; ++h) {
-          const int y0 = h * s.head_dim, z0 = h * per_head;
+          const int y0 = h * s.head_dim, z0 = h * head.scores();
           gate_head_backward(dy + y0, dz + z0, dy_out + y0, y + y0, zr + z0, buffers.sig.data(),
-                             head_gate(s));
+                             head);
         }
         continue;
       }

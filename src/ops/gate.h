@@ -39,6 +39,7 @@ struct HeadGate {
   int head_dim;
   bool headwise, additive;
   GateActivation activation;
+  int scores() const { return headwise ? 1 : head_dim; }  // the head's scores (z values)
 };
 
 // out = y * act(z) or y + act(z) over the head's channels (out may equal y).

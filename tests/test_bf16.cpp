@@ -244,9 +244,13 @@ TEST(Bf16, NativeTrainingStepTracksTheEmulation) {
   EXPECT_NEAR(native_loss, emulated_loss, 1e-5 * std::abs(emulated_loss));
   EXPECT_NE(fp32_loss, emulated_loss);
   // Relative to the emulation's gradient norm: native differs from it by the order of the fp32
-  // additions (amplified through the step), fp32 by the rounding.
-  EXPECT_LT(std::sqrt(native_gap / norm), 1e-3);
-  EXPECT_LT(10 * std::sqrt(native_gap), std::sqrt(bf16_gap));
+  // additions, amplified through the step: a last-bit difference flips the bf16 rounding of an
+  // input of the next GEMM when it sits at a rounding boundary. oneDNN's avx512_bf16 kernels sum
+  // in nearly OpenBLAS's order (measured 1.2e-5); its AMX kernels in another (1.2e-3 on a Xeon
+  // with amx_bf16, against 6.3e-3 for fp32), so more inputs flip.
+  const bool amx = native_bf16_gemm_uses_amx();
+  EXPECT_LT(std::sqrt(native_gap / norm), amx ? 3e-3 : 1e-3);
+  EXPECT_LT((amx ? 2 : 10) * std::sqrt(native_gap), std::sqrt(bf16_gap));
   EXPECT_GT(std::sqrt(bf16_gap / norm), 1e-4);
 }
 

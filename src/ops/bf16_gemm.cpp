@@ -115,6 +115,12 @@ bool native_bf16_gemm_available() {
   return available;
 }
 
+bool native_bf16_gemm_uses_amx() {
+  const int isa = int(dnnl::get_effective_cpu_isa());
+  return native_bf16_gemm_available() &&
+         (isa & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx;
+}
+
 void bf16_gemm(float* c, const float* a, const float* b, int m, int n, int k, bool trans_a,
                bool trans_b, float alpha, float beta, int lda, int ldb, int ldc) {
   thread_local std::vector<uint16_t, AlignedAllocator<uint16_t>> a_bf16, b_bf16;

@@ -9,6 +9,9 @@ namespace gattn {
 // Whether this CPU and oneDNN run a bf16 x bf16 -> fp32 matmul (checked once: the primitive is
 // created for a small shape). Without it GemmMode::bf16 is refused by set_gemm_mode.
 bool native_bf16_gemm_available();
+// Whether oneDNN runs it on AMX tiles (TDPBF16PS), which sum the products in another order than
+// the avx512_bf16 kernels and OpenBLAS do.
+bool native_bf16_gemm_uses_amx();
 
 // out[r * cols + c] = bf16 bits of x[r * ld + c], rounded to nearest even (NaN stays NaN) as
 // round_to_bf16, except that subnormal values (|x| < 2^-126) become a signed zero, as the bf16

@@ -26,11 +26,16 @@ void add_export_command(CLI::App& app) {
       ->check(positive_integer());
   cmd->add_option("--tokenizer", tokenizer,
                   "tokenizer.json to copy (default: the checkpoint's, if it has one)");
+  static bool force = false;
+  cmd->add_flag("--force", force, "replace a folder that is not empty (as a whole, atomically)");
   cmd->callback([] {
     static const std::map<std::string, HfExportFormat> formats = {
         {"qwen3", HfExportFormat::qwen3},
         {"authors", HfExportFormat::authors},
         {"qwen3_next", HfExportFormat::qwen3_next}};
+    const ExistingFolder existing = force ? ExistingFolder::replace : ExistingFolder::refuse;
+    check_output_folder(out, existing, "--out");
+    check_output_apart_from_source(checkpoint, out);
     const std::unique_ptr<Weights> weights = load_any_model(checkpoint);
     std::string tok = tokenizer;
     if (tok.empty() && std::filesystem::is_regular_file(checkpoint + "/tokenizer.json"))
@@ -39,7 +44,8 @@ void add_export_command(CLI::App& app) {
               {.format = formats.at(format),
                .dtype = dtype == "f32" ? Dtype::F32 : Dtype::BF16,
                .max_shard_bytes = max_shard_bytes,
-               .tokenizer_json = tok});
+               .tokenizer_json = tok,
+               .existing = existing});
     std::printf("wrote %s (%s layout, %s)%s\n", out.c_str(), format.c_str(), dtype.c_str(),
                 tok.empty() ? "" : ", with tokenizer.json");
   });

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "io/staged_folder.h"
 #include "model/config.h"
 #include "model/layout.h"
 #include "model/weights.h"
@@ -23,7 +24,15 @@ void save_params(const std::string& path, const Weights& weights,
 // finite, and no other tensor present.
 void load_params(const std::string& path, const ParamLayout& layout, float* params);
 
-void save_model(const std::string& folder, const Weights& weights);
+// config.json and model.safetensors into the existing `folder`.
+void write_model_files(const std::string& folder, const Weights& weights);
+// The model folder written as a whole (io/staged_folder.h).
+// A config claiming more layers than `tensors` could hold (each layer has at least four) is refused
+// before its layout, a list per layer, is built.
+void check_layers_fit(int64_t layers, size_t tensors, const std::string& where);
+
+void save_model(const std::string& folder, const Weights& weights,
+                ExistingFolder existing = ExistingFolder::refuse);
 std::unique_ptr<Weights> load_model(const std::string& folder);
 
 }  // namespace gattn

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +32,11 @@ bool injected_failure() {
 void inject_write_failure(long long nth) {
   g_writes = 0;
   g_fail_write_at = nth;
+}
+
+void kill_point(const char* name) {
+  static const char* armed = std::getenv("GATTN_FAULT_KILL_AT");
+  if (armed && std::strcmp(armed, name) == 0) std::raise(SIGKILL);
 }
 
 void write_all(int fd, const void* data, size_t bytes, const std::string& path) {

@@ -19,6 +19,10 @@ void write_all(int fd, const void* data, size_t bytes, const std::string& path);
 // test can make a full disk happen at an exact write of the gattn binary.
 void inject_write_failure(long long nth);
 
+// Test hook: dies as kill -9 would when the environment variable GATTN_FAULT_KILL_AT names this
+// point, so a test can crash the binary at an exact step of a multi-file write.
+void kill_point(const char* name);
+
 // Streams the file's content through write(chunk, bytes) calls made by `produce`.
 using WriteChunk = std::function<void(const void* data, size_t bytes)>;
 void write_file_atomically(const std::string& path,

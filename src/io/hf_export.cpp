@@ -1,7 +1,6 @@
 #include "io/hf_export.h"
 
 #include <cstring>
-#include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
 
@@ -14,7 +13,6 @@
 namespace gattn {
 
 namespace {
-namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 const char* format_name(HfExportFormat f) {
@@ -212,15 +210,17 @@ void export_hf(const Weights& weights, const std::string& out, const HfExportOpt
   if (!why.empty()) fail("export to ", format_name(options.format), ": refused because ", why);
   if (options.dtype != Dtype::BF16 && options.dtype != Dtype::F32)
     fail("export: dtype ", dtype_name(options.dtype), " is not supported (BF16 or F32)");
-  fs::create_directories(out);
-  write_shards(out_tensors(weights, options.format), out, options.dtype, options.max_shard_bytes);
-  write_text_file_atomically(out + "/config.json",
+  StagedFolder staged(out, options.existing);
+  write_shards(out_tensors(weights, options.format), staged.path(), options.dtype,
+               options.max_shard_bytes);
+  write_text_file_atomically(staged.file("config.json"),
                              hf_config_json(config, options.format, options.dtype).dump(2) + "\n");
-  write_text_file_atomically(out + "/generation_config.json",
+  write_text_file_atomically(staged.file("generation_config.json"),
                              json{{"_from_model_config", true}}.dump(2) + "\n");
   if (!options.tokenizer_json.empty())
-    fs::copy_file(options.tokenizer_json, out + "/tokenizer.json",
-                  fs::copy_options::overwrite_existing);
+    write_text_file_atomically(staged.file("tokenizer.json"),
+                               read_text_file(options.tokenizer_json));
+  staged.publish();
 }
 
 }  // namespace gattn

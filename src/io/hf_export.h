@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "io/safetensors.h"
+#include "io/staged_folder.h"
 #include "model/config.h"
 #include "model/weights.h"
 
@@ -20,13 +21,15 @@ struct HfExportOptions {
   Dtype dtype = Dtype::BF16;                   // BF16 (round to nearest even) or F32
   int64_t max_shard_bytes = int64_t(5) << 30;  // larger checkpoints are sharded with an index
   std::string tokenizer_json = "";             // copied beside the model when not empty
+  ExistingFolder existing = ExistingFolder::refuse;  // replace: --force
 };
 
 // Why `config` has no equivalent in `format`; "" when it has one.
 std::string hf_export_refusal(const Config& config, HfExportFormat format);
 
 // Writes out/config.json, generation_config.json, model.safetensors (or shards and
-// model.safetensors.index.json) and tokenizer.json. Error with the reason when refused.
+// model.safetensors.index.json) and tokenizer.json as one folder (io/staged_folder.h): `out` holds
+// the old folder or the whole new one, never a mix. Error with the reason when refused.
 void export_hf(const Weights& weights, const std::string& out, const HfExportOptions& options);
 
 }  // namespace gattn

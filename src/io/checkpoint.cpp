@@ -1,7 +1,6 @@
 #include "io/checkpoint.h"
 
 #include <cmath>
-#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -66,21 +65,47 @@ void read_params(const SafetensorsReader& file, const ParamLayout& layout, float
 }  // namespace
 
 void load_params(const std::string& path, const ParamLayout& layout, float* params) {
-  const SafetensorsReader file(path);
+  const SafetensorsReader file(path, Checksums::required);
   require_params(file, layout);
   read_params(file, layout, params);
 }
 
-void save_model(const std::string& folder, const Weights& weights) {
-  std::filesystem::create_directories(folder);
+void write_model_files(const std::string& folder, const Weights& weights) {
   save_config(folder + "/config.json", weights.config());
   save_params(folder + "/model.safetensors", weights);
 }
 
+void save_model(const std::string& folder, const Weights& weights, ExistingFolder existing) {
+  StagedFolder staged(folder, existing);
+  write_model_files(staged.path(), weights);
+  staged.publish();
+}
+
+void check_layers_fit(int64_t layers, size_t tensors, const std::string& where) {
+  if (layers > int64_t(tensors) / 4)
+    fail(where, ": num_hidden_layers ", layers, " needs at least ", 4 * layers,
+         " tensors but the weight files hold ", tensors);
+}
+
+namespace {
+// A config.json from Hugging Face that lost its model_type would otherwise be read as gattn's and
+// fail on the first field gattn does not know.
+void refuse_hf_config_without_model_type(const std::string& path) {
+  const nlohmann::json j = parse_json_file(path);
+  if (!j.is_object()) return;
+  for (const char* key : {"architectures", "transformers_version", "torch_dtype"})
+    if (j.contains(key))
+      fail(path, ": field 'model_type' is required in a Hugging Face config.json (this one has '",
+           key, "' but no model_type; supported: qwen3, qwen3_next, qwen3_5, qwen3_5_text)");
+}
+}  // namespace
+
 std::unique_ptr<Weights> load_model(const std::string& folder) {
+  refuse_hf_config_without_model_type(folder + "/config.json");
   const Config config = load_config(folder + "/config.json");
   // Shapes first: the buffer is then sized by the file, not by whatever config.json claims.
-  const SafetensorsReader file(folder + "/model.safetensors");
+  const SafetensorsReader file(folder + "/model.safetensors", Checksums::required);
+  check_layers_fit(config.num_hidden_layers, file.tensors().size(), folder + "/config.json");
   require_params(file, ParamLayout(config));
   auto weights = std::make_unique<Weights>(config);
   read_params(file, weights->layout(), weights->data());

@@ -82,6 +82,11 @@ json rope_scaling_for_gattn(json rope, const std::string& where) {
 // hub's top-level keys or the rope_parameters object transformers 5 writes.
 void read_rope(JsonFields& f, const json& j, json& g, const std::string& source) {
   json rope = nullptr;
+  if (f.has("rope_parameters"))
+    for (const char* key : {"rope_theta", "partial_rotary_factor", "rope_scaling"})
+      if (f.has(key))
+        fail(source, ": fields 'rope_parameters' and '", key,
+             "' are both given; which one holds is ambiguous (keep one)");
   if (const json* params = f.value("rope_parameters")) {
     rope = *params;
     if (!rope.is_object()) fail(source, ": field 'rope_parameters': expected an object");
@@ -262,8 +267,11 @@ HfModelInfo hf_model_info_from_json(const json& outer, const std::string& source
   check_math(f, where);
   g["gate"] = info.layout == HfLayout::qwen3 ? authors_gate(f, where, info.layout)
                                              : json{{"position", "sdpa"}};
-  if (!g.contains("num_hidden_layers") || !g["num_hidden_layers"].is_number_integer())
-    fail(where, ": field 'num_hidden_layers' (an integer) is required");
+  if (!g.contains("num_hidden_layers") || !g["num_hidden_layers"].is_number_integer() ||
+      g["num_hidden_layers"].get<int64_t>() < 1 ||
+      g["num_hidden_layers"].get<int64_t>() > (int64_t(1) << 30))
+    fail(where, ": field 'num_hidden_layers': expected an integer in [1, 2^30], found ",
+         g.contains("num_hidden_layers") ? json_summary(g["num_hidden_layers"]) : "nothing");
   check_layers(f, info.layout, g["num_hidden_layers"].get<int>(), where);
   note_unread(f);
   info.config = config_from_json(g, where);

@@ -41,8 +41,8 @@ struct Job {
 // A shard's file name must stay inside the model folder.
 void check_shard_name(const std::string& file, const std::string& tensor,
                       const std::string& index) {
-  if (file.empty() || file == "." || file == ".." || file.find('/') != std::string::npos ||
-      file.find('\\') != std::string::npos)
+  if (file.empty() || file == "." || file == ".." ||
+      file.find_first_of(std::string("/\\\0", 3)) != std::string::npos)
     fail(index, ": weight_map['", tensor, "'] names file '", file,
          "', which is not a file name inside the model folder");
 }
@@ -55,7 +55,7 @@ Job split_job(const HfModelInfo& info, const ParamLayout& layout, const std::str
   job.convert = Convert::split_q_gate;
   job.target = layout.find(q_name);
   job.gate = layout.find(gate_name);
-  if (!job.target || !job.gate) fail("internal: layout has no ", q_name, " or ", gate_name);
+  GATTN_ASSERT(job.target && job.gate, "the layout has no ", q_name, " or ", gate_name);
   job.blocks = q_gate_blocks(info.config, info.layout);
   return job;
 }
@@ -173,6 +173,11 @@ HfShards hf_shards(const std::string& folder) {
   HfShards s;
   const fs::path dir(folder);
   const fs::path index = dir / "model.safetensors.index.json";
+  const fs::path single = dir / "model.safetensors";
+  // transformers reads the single file and gattn read the index: two loaders, two models.
+  if (fs::exists(index) && fs::exists(single))
+    fail(folder, ": holds both ", single.string(), " and ", index.string(),
+         "; which one is the model is ambiguous (remove the stale one)");
   if (!fs::exists(index)) {
     s.files.push_back((dir / "model.safetensors").string());
     return s;
@@ -191,17 +196,23 @@ HfShards hf_shards(const std::string& folder) {
   return s;
 }
 
-void load_hf_weights(const HfModelInfo& info, const ParamLayout& layout, float* dest) {
-  const HfShards shards = hf_shards(info.folder);
+namespace {
+// Every checkpoint tensor checked against the layout, before anything is converted or allocated.
+struct HfWeightPlan {
+  HfShards shards;
   std::vector<std::unique_ptr<SafetensorsReader>> readers;
+  std::vector<Job> jobs;
+};
+
+HfWeightPlan plan_hf_weights(const HfModelInfo& info, const ParamLayout& layout) {
+  HfWeightPlan plan{.shards = hf_shards(info.folder), .readers = {}, .jobs = {}};
+  const HfShards& shards = plan.shards;
   for (const std::string& file : shards.files)
-    readers.push_back(std::make_unique<SafetensorsReader>(file));
+    plan.readers.push_back(std::make_unique<SafetensorsReader>(file));
   std::vector<std::pair<std::string, size_t>> names = shards.tensor_file;
   if (shards.index.empty())
-    for (const TensorView& t : readers[0]->tensors()) names.emplace_back(t.name, 0);
+    for (const TensorView& t : plan.readers[0]->tensors()) names.emplace_back(t.name, 0);
 
-  // Plan and check everything against the headers before converting anything.
-  std::vector<Job> jobs;
   std::set<std::string> filled;
   int skipped = 0;
   for (const auto& [name, file] : names) {
@@ -209,7 +220,7 @@ void load_hf_weights(const HfModelInfo& info, const ParamLayout& layout, float* 
     Job job;
     if (!route(name, info, layout, where, job, skipped)) continue;
     job.file = file;
-    const TensorView* t = readers[file]->find(name);
+    const TensorView* t = plan.readers[file]->find(name);
     if (!t)
       fail(shards.index, ": names tensor '", name, "' in shard '",
            fs::path(shards.files[file]).filename().string(), "', which does not have it");
@@ -217,7 +228,7 @@ void load_hf_weights(const HfModelInfo& info, const ParamLayout& layout, float* 
     for (const TensorSpec* spec : {job.target, job.gate})
       if (spec && !filled.insert(spec->name).second)
         fail(where, ": tensor '", name, "' fills '", spec->name, "' a second time");
-    jobs.push_back(std::move(job));
+    plan.jobs.push_back(std::move(job));
   }
   for (const TensorSpec& spec : layout.tensors())
     if (!filled.count(spec.name))
@@ -229,17 +240,43 @@ void load_hf_weights(const HfModelInfo& info, const ParamLayout& layout, float* 
   if (skipped)
     std::cerr << "gattn: note: " << info.folder << ": skipped " << skipped
               << " tensors of the vision tower and multi-token prediction (mtp.*)\n";
+  return plan;
+}
 
-  for (size_t f = 0; f < readers.size(); ++f)
-    for (const Job& job : jobs)
-      if (job.file == f) convert(readers[f]->get(job.name), job, dest, shards.files[f]);
+void convert_hf_weights(const HfWeightPlan& plan, float* dest) {
+  for (size_t f = 0; f < plan.readers.size(); ++f)
+    for (const Job& job : plan.jobs)
+      if (job.file == f) convert(plan.readers[f]->get(job.name), job, dest, plan.shards.files[f]);
+}
+
+size_t tensor_count(const std::string& folder) {
+  size_t tensors = 0;
+  for (const std::string& file : hf_shards(folder).files)
+    tensors += SafetensorsReader(file).tensors().size();
+  return tensors;
+}
+}  // namespace
+
+void load_hf_weights(const HfModelInfo& info, const ParamLayout& layout, float* dest) {
+  convert_hf_weights(plan_hf_weights(info, layout), dest);
 }
 
 std::unique_ptr<Weights> load_any_model(const std::string& folder) {
   if (!is_hf_model_folder(folder)) return load_model(folder);
   const HfModelInfo info = read_hf_model_info(folder);
-  auto weights = std::make_unique<Weights>(info.config);
-  load_hf_weights(info, weights->layout(), weights->data());
+  check_layers_fit(info.config.num_hidden_layers, tensor_count(folder), folder + "/config.json");
+  const ParamLayout layout(info.config);
+  // Every tensor's shape is checked against the headers first: the allocation below is bounded by
+  // what the files hold, whatever config.json claims.
+  const HfWeightPlan plan = plan_hf_weights(info, layout);
+  std::unique_ptr<Weights> weights;
+  try {
+    weights = std::make_unique<Weights>(info.config);
+  } catch (const std::bad_alloc&) {
+    fail(folder, ": out of memory allocating ", layout.total() * int64_t(sizeof(float)),
+         " bytes for the parameters of its config.json");
+  }
+  convert_hf_weights(plan, weights->data());
   return weights;
 }
 

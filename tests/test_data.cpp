@@ -7,6 +7,7 @@
 
 #include "io/token_shard.h"
 #include "train/loader.h"
+#include "util/checksum.h"
 #include "util/error.h"
 
 namespace gattn {
@@ -41,10 +42,14 @@ class Shards : public ::testing::Test {
     f.seekp(offset);
     f.write(bytes.data(), bytes.size());
   }
-  // A copy of a.bin as format version 1 (no checksum, no tokenizer fingerprint).
-  void as_version_1(const std::string& name) {
-    corrupt(name, 8, std::string("\x01\x00\x00\x00", 4));
-    corrupt(name, 48, std::string(16, '\0'));
+  // Edits the copy `name` of a.bin at `offset`, then records the data's new checksum in the
+  // header, so that the checks behind the checksum are reached.
+  void corrupt_with_checksum(const std::string& name, size_t offset, const std::string& bytes) {
+    corrupt(name, offset, bytes);
+    std::ifstream in(path(name), std::ios::binary);
+    const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const uint64_t sum = checksum64(file.data() + 64, file.size() - 64);
+    corrupt(name, 48, std::string(reinterpret_cast<const char*>(&sum), 8));
   }
   fs::path dir_;
   std::vector<uint32_t> tokens_;
@@ -75,31 +80,29 @@ TEST_F(Shards, RejectsBadFiles) {
   EXPECT_NE(error_of(path("magic.bin")).find("not a token shard (wrong magic bytes)"),
             std::string::npos);
   corrupt("version.bin", 8, std::string("\x07\x00\x00\x00", 4));
-  EXPECT_NE(error_of(path("version.bin")).find("format version 7, this build reads 1 and 2"),
+  EXPECT_NE(error_of(path("version.bin")).find("format version 7, this build reads 2"),
             std::string::npos);
   // Version 2 checks its data against the header's checksum first; version 1 only its ranges.
   corrupt("flipped.bin", 64 + 2 * 5 + 1, std::string("\x01", 1));
   EXPECT_NE(error_of(path("flipped.bin")).find("token data is corrupt: checksum "),
             std::string::npos);
-  as_version_1("token.bin");
-  corrupt("token.bin", 64 + 2 * 5, std::string("\x20\x00", 2));
+  corrupt_with_checksum("token.bin", 64 + 2 * 5, std::string("\x20\x00", 2));
   EXPECT_NE(error_of(path("token.bin"))
                 .find("token 32 at position 5 is not below the vocabulary size 17"),
             std::string::npos);
-  as_version_1("starts.bin");
-  corrupt("starts.bin", 64 + 2 * tokens_.size() + 8, std::string("\x05\0\0\0\0\0\0\0", 8));
+  corrupt_with_checksum("starts.bin", 64 + 2 * tokens_.size() + 8,
+                        std::string("\x05\0\0\0\0\0\0\0", 8));
   EXPECT_NE(error_of(path("starts.bin")).find("document 1 starts at 5"), std::string::npos);
   std::ofstream(path("text.bin")) << "hello";
   EXPECT_NE(error_of(path("text.bin")).find("not a token shard (5 bytes"), std::string::npos);
   EXPECT_THROW(write_token_shard(path("bad.bin"), {0, 20}, {0}, 17, 0, 1), Error);
 }
 
-TEST_F(Shards, Version1StillReadsAndVersion2RecordsTheTokenizer) {
-  as_version_1("v1.bin");
-  const TokenShard v1(path("v1.bin"));
-  EXPECT_EQ(v1.info().version, 1u);
-  EXPECT_EQ(v1.info().tokenizer_fingerprint, 0u);
-  EXPECT_EQ(v1.token(5), tokens_[5]);
+// D13: editing the version byte to 1 switched the checksum and the tokenizer check off.
+TEST_F(Shards, Version1IsRefusedAndVersion2RecordsTheTokenizer) {
+  corrupt("v1.bin", 8, std::string("\x01\x00\x00\x00", 4));
+  EXPECT_NE(error_of(path("v1.bin")).find("format version 1 has no checksum"), std::string::npos);
+  EXPECT_NE(error_of(path("v1.bin")).find("re-make this shard (`gattn data`)"), std::string::npos);
   write_token_shard(path("v2.bin"), tokens_, starts_, 17, 0, 123, 0x1234abcdULL);
   const TokenShard v2(path("v2.bin"));
   EXPECT_EQ(v2.info().version, 2u);

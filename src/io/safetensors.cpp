@@ -108,7 +108,34 @@ bool looks_like_safetensors(std::string_view head, uint64_t file_bytes) {
   return header_bytes >= 2 && header_bytes <= file_bytes - 8;
 }
 
-SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
+namespace {
+// serde_json, which the safetensors library parses with, allows only JSON whitespace after the
+// header object; nlohmann stops at a NUL byte.
+void check_header_padding(std::string_view header, const std::string& path) {
+  const size_t nul = header.find('\0');
+  if (nul != std::string_view::npos)
+    fail(path, ": header has a NUL byte at header byte ", nul,
+         " (padding must be spaces, as the safetensors library requires)");
+}
+
+// The data ranges, sorted, must tile [0, data_bytes): what the safetensors library validates.
+void check_tiling(std::vector<std::pair<uint64_t, uint64_t>> ranges, uint64_t data_bytes,
+                  const std::string& path) {
+  std::sort(ranges.begin(), ranges.end());
+  uint64_t expected = 0;
+  for (const auto& [begin, end] : ranges) {
+    if (begin < expected) fail(path, ": tensors overlap at data bytes ", begin, "..", expected);
+    if (begin > expected)
+      fail(path, ": data bytes ", expected, "..", begin, " belong to no tensor (a hole)");
+    expected = end;
+  }
+  if (expected != data_bytes)
+    fail(path, ": ", data_bytes - expected, " data bytes after the last tensor (at ", expected,
+         " of ", data_bytes, ") belong to no tensor");
+}
+}  // namespace
+
+SafetensorsReader::SafetensorsReader(const std::string& path, Checksums checksums) : path_(path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail(path, ": cannot open (", std::strerror(errno), ")");
   struct stat st {};
@@ -135,9 +162,9 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
     if (header_bytes > kMaxHeaderBytes || header_bytes > size_ - 8)
       fail(path, ": header length ", header_bytes, " does not fit in the file of ", size_,
            " bytes");
-    const json header =
-        parse_json_text(std::string_view(reinterpret_cast<const char*>(bytes) + 8, header_bytes),
-                        path + ": header");
+    const std::string_view header_text(reinterpret_cast<const char*>(bytes) + 8, header_bytes);
+    check_header_padding(header_text, path);
+    const json header = parse_json_text(header_text, path + ": header");
     if (!header.is_object()) fail(path, ": header is not a JSON object");
     const uint8_t* data = bytes + 8 + header_bytes;
     const uint64_t data_bytes = size_ - 8 - header_bytes;
@@ -188,20 +215,21 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
       ranges.emplace_back(begin, end);
       tensors_.push_back(std::move(t));
     }
-    verify_checksums();
-    std::sort(ranges.begin(), ranges.end());
-    for (size_t i = 1; i < ranges.size(); ++i)
-      if (ranges[i].first < ranges[i - 1].second)
-        fail(path, ": tensors overlap at data bytes ", ranges[i].first, "..", ranges[i - 1].second);
+    check_tiling(std::move(ranges), data_bytes, path);
+    verify_checksums(checksums);
   } catch (...) {
     if (map_) ::munmap(map_, size_);
     throw;
   }
 }
 
-void SafetensorsReader::verify_checksums() const {
+void SafetensorsReader::verify_checksums(Checksums checksums) const {
+  bool gattn_file = checksums == Checksums::required;
   for (const auto& [key, value] : metadata_) {
-    if (!key.starts_with(kChecksumPrefix)) continue;
+    if (!key.starts_with("gattn.")) continue;
+    gattn_file = true;
+    if (!key.starts_with(kChecksumPrefix))
+      fail(path_, ": __metadata__ key '", key, "' is not one gattn writes (a corrupt header?)");
     const std::string name = key.substr(kChecksumPrefix.size());
     const TensorView* t = find(name);
     if (!t) fail(path_, ": __metadata__ has a checksum of tensor '", name, "', which is absent");
@@ -211,6 +239,11 @@ void SafetensorsReader::verify_checksums() const {
       fail(path_, ": tensor '", name, "' is corrupt: its data has checksum ", actual,
            " but the file records ", value);
   }
+  if (!gattn_file) return;
+  for (const TensorView& t : tensors_)
+    if (!metadata_.count(kChecksumPrefix + t.name))
+      fail(path_, ": tensor '", t.name, "' has no checksum (__metadata__ '", kChecksumPrefix,
+           t.name, "'); every tensor of a gattn file must have one");
 }
 
 SafetensorsReader::~SafetensorsReader() {

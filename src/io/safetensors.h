@@ -1,9 +1,13 @@
 // The safetensors format (Hugging Face): an 8-byte little-endian header length, a JSON header
 // {name: {dtype, shape, data_offsets}, "__metadata__": {str: str}}, then the raw tensor bytes.
 // The reader checks every claim the header makes against the file before anything is read.
+// As strict as Hugging Face's safetensors library: the header is JSON padded with spaces only, no
+// key twice, and the tensors' data ranges tile the data bytes exactly (no hole, no overlap, nothing
+// after the last tensor).
 // gattn writes an XXH3 checksum of each tensor's bytes into __metadata__ ("gattn.xxh3:<tensor>":
-// 16 hex digits); the reader verifies every checksum a file carries (files from elsewhere carry
-// none and load as before).
+// 16 hex digits). A file that carries any gattn.* metadata must carry a valid checksum for every
+// tensor (so editing the header cannot switch the check off); Checksums::required asks it of
+// every file (gattn's own checkpoints); files from elsewhere carry none and load as before.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -35,9 +39,11 @@ std::string shape_string(const std::vector<int64_t>& shape);  // "[2, 3]"
 // a header length that fits the file, then a JSON object.
 bool looks_like_safetensors(std::string_view head, uint64_t file_bytes);
 
+enum class Checksums { if_present, required };
+
 class SafetensorsReader {
  public:
-  explicit SafetensorsReader(const std::string& path);
+  explicit SafetensorsReader(const std::string& path, Checksums checksums = Checksums::if_present);
   ~SafetensorsReader();
   SafetensorsReader(const SafetensorsReader&) = delete;
   SafetensorsReader& operator=(const SafetensorsReader&) = delete;
@@ -55,7 +61,7 @@ class SafetensorsReader {
   std::vector<int64_t> read_ints(const std::string& name) const;
 
  private:
-  void verify_checksums() const;
+  void verify_checksums(Checksums checksums) const;
 
   std::string path_;
   void* map_ = nullptr;

@@ -97,8 +97,11 @@ TokenShard::TokenShard(const std::string& path) : path_(path) {
     const auto* bytes = static_cast<const uint8_t*>(map_);
     if (std::memcmp(bytes, kMagic, 8) != 0) fail(path, ": not a token shard (wrong magic bytes)");
     const uint32_t version = load<uint32_t>(bytes + 8);
-    if (version != 1 && version != kVersion)
-      fail(path, ": token shard format version ", version, ", this build reads 1 and ", kVersion);
+    if (version == 1)
+      fail(path, ": token shard format version 1 has no checksum and no tokenizer fingerprint, "
+           "which this build requires: re-make this shard (`gattn data`)");
+    if (version != kVersion)
+      fail(path, ": token shard format version ", version, ", this build reads ", kVersion);
     info_.version = version;
     info_.token_bytes = load<uint32_t>(bytes + 12);
     info_.tokens = load<uint64_t>(bytes + 16);
@@ -119,19 +122,12 @@ TokenShard::TokenShard(const std::string& path) : path_(path) {
       fail(path, ": header promises ", info_.tokens, " tokens and ", info_.documents,
            " documents (", expected, " bytes) but the file has ", size_,
            " bytes (truncated or not a shard)");
-    if (version == 1) {
-      std::fprintf(stderr,
-                   "gattn: warning: %s: token shard format version 1 (no checksum, no tokenizer "
-                   "fingerprint); rewrite it with this gattn to have both checked\n",
-                   path.c_str());
-    } else {
-      info_.tokenizer_fingerprint = load<uint64_t>(bytes + 56);
-      const uint64_t recorded = load<uint64_t>(bytes + 48);
-      const uint64_t actual = checksum64(bytes + kHeaderBytes, size_ - kHeaderBytes);
-      if (actual != recorded)
-        fail(path, ": token data is corrupt: checksum ", checksum_hex(actual),
-             ", the header records ", checksum_hex(recorded));
-    }
+    info_.tokenizer_fingerprint = load<uint64_t>(bytes + 56);
+    const uint64_t recorded = load<uint64_t>(bytes + 48);
+    const uint64_t actual = checksum64(bytes + kHeaderBytes, size_ - kHeaderBytes);
+    if (actual != recorded)
+      fail(path, ": token data is corrupt: checksum ", checksum_hex(actual),
+           ", the header records ", checksum_hex(recorded));
     tokens_ = bytes + kHeaderBytes;
     starts_ = tokens_ + info_.tokens * info_.token_bytes;
     for (uint64_t i = 0; i < info_.tokens; ++i)

@@ -2,7 +2,7 @@
 //
 // Layout (little-endian):
 //   bytes  0..7   magic "GATTNTOK"
-//          8..11  uint32 format version (2; version 1 is still read, with a warning)
+//          8..11  uint32 format version (2; version 1, without checksum, is refused)
 //         12..15  uint32 bytes per token id: 2 (uint16) or 4 (uint32)
 //         16..23  uint64 token count N
 //         24..31  uint64 document count D

@@ -21,7 +21,7 @@ ShardStats write_shard_from_text(const std::vector<std::string>& inputs, const T
                                  const std::string& out);
 
 // Bits per byte need the tokenizer that made the shard: fails naming both when the shard records
-// another tokenizer; a version 1 shard records none (its reader has warned).
+// another tokenizer; a shard written without a tokenizer (fingerprint 0) records none.
 void require_shard_tokenizer(const TokenShard& shard, const Tokenizer& tokenizer,
                              const std::string& tokenizer_path);
 

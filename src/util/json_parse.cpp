@@ -1,5 +1,8 @@
 #include "util/json_parse.h"
 
+#include <set>
+#include <vector>
+
 #include "io/file.h"
 #include "util/error.h"
 
@@ -32,8 +35,21 @@ void check_depth(std::string_view text, const std::string& origin) {
 
 nlohmann::json parse_json_text(std::string_view text, const std::string& origin) {
   check_depth(text, origin);
+  // nlohmann keeps the last of two equal keys where other parsers keep the first or refuse: a file
+  // that two readers would read differently is refused.
+  std::vector<std::set<std::string>> keys;
+  const auto reject_duplicate_keys = [&](int, nlohmann::json::parse_event_t event,
+                                         nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start) keys.emplace_back();
+    if (event == Event::object_end) keys.pop_back();
+    if (event == Event::key && !keys.back().insert(parsed.get<std::string>()).second)
+      fail(origin, ": not valid JSON (key '", parsed.get<std::string>(),
+           "' appears twice in one object)");
+    return true;
+  };
   try {
-    return nlohmann::json::parse(text);
+    return nlohmann::json::parse(text, reject_duplicate_keys);
   } catch (const nlohmann::json::exception& e) {
     fail(origin, ": not valid JSON (", e.what(), ")");
   }

@@ -11,7 +11,8 @@ namespace gattn {
 
 constexpr int kMaxJsonDepth = 64;
 
-// An Error "<origin>: not valid JSON (...)" for bad syntax or nesting deeper than kMaxJsonDepth.
+// An Error "<origin>: not valid JSON (...)" for bad syntax, nesting deeper than kMaxJsonDepth or a
+// key that appears twice in one object.
 nlohmann::json parse_json_text(std::string_view text, const std::string& origin);
 nlohmann::json parse_json_file(const std::string& path);
 

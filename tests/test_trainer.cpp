@@ -94,7 +94,7 @@ TEST_F(Trainer, OverfitsOneBatch) {
   r.schedule = {ScheduleKind::cosine, 1e-2, 1e-2, 5, 0, r.steps};
   r.eval_every = 0;
   r.checkpoint_every = 0;
-  const TrainOutcome outcome = train(r, false, {});
+  const TrainOutcome outcome = train(r, {.resume = false}, {});
   const std::vector<json> m = metrics(r.out);
   ASSERT_EQ(m.size(), 150u);
   EXPECT_NEAR(m.front()["loss"].get<double>(), std::log(32.0), 0.3);
@@ -104,11 +104,11 @@ TEST_F(Trainer, OverfitsOneBatch) {
 
 TEST_F(Trainer, ResumeContinuesBitwise) {
   const RunConfig whole = run("whole");
-  train(whole, false, {});
+  train(whole, {.resume = false}, {});
   const RunConfig parts = run("parts");
-  const TrainOutcome first = train(parts, false, {}, 3);  // stops after step 3
+  const TrainOutcome first = train(parts, {.resume = false, .stop_at_step = 3}, {});  // stops after step 3
   EXPECT_EQ(first.steps_done, 3);
-  train(parts, true, {});
+  train(parts, {.resume = true}, {});
   const std::vector<json> a = metrics(whole.out), b = metrics(parts.out);
   ASSERT_EQ(a.size(), 8u);
   EXPECT_EQ(a, b) << "losses, grad norms, lrs and validation are bitwise equal";
@@ -121,7 +121,7 @@ TEST_F(Trainer, KeepsTheNewestCheckpoints) {
   RunConfig r = run("keep");
   r.checkpoint_every = 2;
   r.keep_checkpoints = 2;
-  train(r, false, {});
+  train(r, {.resume = false}, {});
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(r.out + "/checkpoints"))
     names.push_back(e.path().filename());
@@ -131,12 +131,12 @@ TEST_F(Trainer, KeepsTheNewestCheckpoints) {
 
 TEST_F(Trainer, RefusesToOverwriteARunOrResumeNothing) {
   const RunConfig r = run("twice");
-  EXPECT_THROW(train(r, true, {}), Error);
-  train(r, false, {}, 2);
-  EXPECT_THROW(train(r, false, {}), Error);
+  EXPECT_THROW(train(r, {.resume = true}, {}), Error);
+  train(r, {.resume = false, .stop_at_step = 2}, {});
+  EXPECT_THROW(train(r, {.resume = false}, {}), Error);
   RunConfig other = r;
   other.model.gate = GateConfig{};
-  EXPECT_THROW(train(other, true, {}), Error) << "a checkpoint of another variant";
+  EXPECT_THROW(train(other, {.resume = true}, {}), Error) << "a checkpoint of another variant";
 }
 
 TEST_F(Trainer, SkipsOrAbortsOnNonFiniteSteps) {
@@ -145,13 +145,13 @@ TEST_F(Trainer, SkipsOrAbortsOnNonFiniteSteps) {
   r.grad_clip = 0;
   r.eval_every = 0;
   r.val_data = "";
-  train(r, false, {});
+  train(r, {.resume = false}, {});
   int skipped = 0;
   for (const json& m : metrics(r.out)) skipped += m.contains("skipped");
   EXPECT_GT(skipped, 0);
   r.on_nonfinite = NonFinitePolicy::abort;
   r.out = path("nan_abort");
-  EXPECT_THROW(train(r, false, {}), Error);
+  EXPECT_THROW(train(r, {.resume = false}, {}), Error);
 }
 
 TEST(RunConfigFile, RejectsBadFields) {

@@ -11,13 +11,15 @@ namespace gattn {
 void add_train_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("train", "Train a model from a run config");
   static std::string config_path, gate, out, init_from;
-  static bool resume = false;
+  static bool resume = false, allow_config_change = false;
   static int64_t stop_at = 0, seed = -1;
   cmd->add_option("--config", config_path, "run config JSON")->required();
   cmd->add_option("--gate", gate, "gate object replacing the model's");
   cmd->add_option("--out", out, "run folder replacing the config's 'out'");
   cmd->add_option("--seed", seed, "seed replacing the config's (initialisation and data order)");
   cmd->add_flag("--resume", resume, "continue from the run's newest checkpoint");
+  cmd->add_flag("--allow-config-change", allow_config_change,
+                "resume although run-config fields that change the training differ (listed)");
   cmd->add_option("--init-from", init_from,
                   "start from this model's weights (fine-tuning; a gate it lacks is retrofitted)");
   cmd->add_option("--stop-at-step", stop_at,
@@ -34,7 +36,9 @@ void add_train_command(CLI::App& app) {
         require_shard_tokenizer(TokenShard(run.val_data), tokenizer, run.tokenizer);
       token_bytes = token_byte_lengths(tokenizer);
     }
-    const TrainOutcome outcome = train(run, resume, token_bytes, stop_at);
+    const TrainOutcome outcome =
+        train(run, {.resume = resume, .allow_config_change = allow_config_change, .stop_at_step = stop_at},
+              token_bytes);
     if (!outcome.stopped_by_signal && outcome.steps_done == run.steps)
       std::printf("%s\n", outcome.summary.dump(2).c_str());
   });

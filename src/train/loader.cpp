@@ -19,6 +19,7 @@ DataLoader::DataLoader(const TokenShard& shard, const LoaderOptions& options)
 }
 
 int64_t DataLoader::window_of(int64_t row) {
+  GATTN_ASSERT(row >= 0, "data row ", row, " is negative");
   const int64_t epoch = row / windows_, index = row % windows_;
   if (!options_.shuffle) return index;
   if (epoch != epoch_) {  // Fisher-Yates keyed by (seed, epoch)

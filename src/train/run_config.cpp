@@ -1,5 +1,7 @@
 #include "train/run_config.h"
 
+#include <algorithm>
+
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -167,6 +169,23 @@ json run_config_to_json(const RunConfig& run) {
             {"out", run.out}};
   if (!run.init_from.empty()) j["init_from"] = run.init_from;
   return j;
+}
+
+std::vector<std::string> run_config_changes(const json& recorded, const json& current) {
+  static const char* const kFree[] = {"/threads",          "/eval/every", "/checkpoint/every",
+                                      "/checkpoint/keep",  "/out",        "/init_from"};
+  std::vector<std::string> changes;
+  for (const json& op : json::diff(recorded, current)) {
+    const std::string path = op["path"].get<std::string>();
+    if (std::any_of(std::begin(kFree), std::end(kFree), [&](const char* f) { return path == f; }))
+      continue;
+    const json::json_pointer at(path);
+    const auto value_at = [&](const json& j) {
+      return j.contains(at) ? json_summary(j.at(at)) : std::string("(absent)");
+    };
+    changes.push_back(path.substr(1) + ": " + value_at(recorded) + " -> " + value_at(current));
+  }
+  return changes;
 }
 
 }  // namespace gattn

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "model/config.h"
 #include "ops/matmul.h"
@@ -48,5 +49,11 @@ struct RunConfig {
 // inline object; gate_json, when not empty, replaces its gate.
 RunConfig load_run_config(const std::string& path, const std::string& gate_json = "");
 nlohmann::json run_config_to_json(const RunConfig& run);
+
+// The fields of run_config_to_json that differ between a recorded run and the current one, as
+// "field: old -> new", leaving out those that do not change the training arithmetic: threads,
+// eval and checkpoint cadence, how many checkpoints to keep, and the output and init_from paths.
+std::vector<std::string> run_config_changes(const nlohmann::json& recorded,
+                                            const nlohmann::json& current);
 
 }  // namespace gattn

@@ -1,17 +1,15 @@
 #include "train/train_checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <csignal>
+#include <climits>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 
 #include "io/checkpoint.h"
 #include "io/file.h"
+#include "io/staged_folder.h"
 #include "io/safetensors.h"
+#include "util/checksum.h"
 #include "util/error.h"
 #include "util/json_parse.h"
 
@@ -42,18 +40,67 @@ std::vector<fs::path> checkpoints(const fs::path& folder) {
   return found;
 }
 
-void sync_folder(const fs::path& folder) {
-  const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
+// state.json's checksum: XXH3 of the canonical dump of its other fields.
+std::string state_checksum(nlohmann::json state) {
+  state.erase("xxh3");
+  const std::string text = state.dump();
+  return checksum_hex(checksum64(text.data(), text.size()));
 }
 
-void save_json(const fs::path& path, const nlohmann::json& j) {
-  const std::string text = j.dump(2) + "\n";
-  write_text_file_atomically(path.string(), text);
+// A non-negative integer field of state.json, within [0, hi].
+int64_t state_integer(const nlohmann::json& state, const char* name, int64_t hi,
+                      const std::string& where) {
+  if (!state.contains(name) || !state[name].is_number_integer())
+    fail(where, ": field '", name, "': expected an integer, found ",
+         state.contains(name) ? json_summary(state[name]) : "nothing");
+  if (state[name].is_number_unsigned() && state[name].get<uint64_t>() > uint64_t(INT64_MAX))
+    fail(where, ": field '", name, "': ", state[name].get<uint64_t>(), " is out of range");
+  const int64_t value = state[name].get<int64_t>();
+  if (value < 0 || value > hi)
+    fail(where, ": field '", name, "': ", value, " is outside [0, ", hi, "]");
+  return value;
 }
+
+// An integer written as decimal digits only, in [0, hi]; an Error naming `where` otherwise.
+int64_t strict_integer(const std::string& text, int64_t hi, const std::string& where) {
+  if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos)
+    fail(where, ": '", text, "' is not an integer in [0, ", hi, "]");
+  const int64_t value = std::stoll(text);
+  if (value > hi) fail(where, ": ", value, " is outside [0, ", hi, "]");
+  return value;
+}
+// The folder name's step: step_NNNNNNNN.
+int64_t folder_step(const std::string& folder) {
+  const std::string name = fs::path(folder).filename().string();
+  return strict_integer(name.substr(std::string(kPrefix).size()), INT64_MAX, folder);
+}
+
+TrainingProgress read_progress(const nlohmann::json& state, const std::string& where,
+                               int64_t expected_step, int64_t max_step) {
+  if (!state.is_object()) fail(where, ": expected a JSON object");
+  for (const auto& [key, value] : state.items())
+    if (key != "step" && key != "tokens_seen" && key != "skipped_steps" && key != "run_config" &&
+        key != "xxh3")
+      fail(where, ": unknown field '", key, "'");
+  if (!state.contains("xxh3") || !state["xxh3"].is_string())
+    fail(where, ": has no checksum (field 'xxh3'); it was not written by this gattn or was edited");
+  if (state["xxh3"].get<std::string>() != state_checksum(state))
+    fail(where, ": is corrupt: its fields have checksum ", state_checksum(state),
+         " but it records ", state["xxh3"].get<std::string>());
+  TrainingProgress p;
+  p.step = state_integer(state, "step", INT64_MAX, where);
+  if (p.step != expected_step)
+    fail(where, ": field 'step' is ", p.step, " but the folder is the checkpoint of step ",
+         expected_step);
+  if (p.step > max_step)
+    fail(where, ": field 'step' is ", p.step, ", beyond the run's ", max_step, " steps");
+  p.tokens_seen = state_integer(state, "tokens_seen", INT64_MAX, where);
+  p.skipped_steps = state_integer(state, "skipped_steps", p.step, where);
+  if (!state.contains("run_config") || !state["run_config"].is_object())
+    fail(where, ": field 'run_config': expected an object");
+  return p;
+}
+
 }  // namespace
 
 std::string save_training_checkpoint(const std::string& run_dir, const Weights& weights,
@@ -61,12 +108,9 @@ std::string save_training_checkpoint(const std::string& run_dir, const Weights& 
                                      const nlohmann::json& run_config, int keep) {
   const fs::path folder = fs::path(run_dir) / "checkpoints";
   const fs::path final_path = folder / step_name(state.step);
-  const fs::path partial = folder / ("." + step_name(state.step) + ".partial");
-  fs::remove_all(partial);
-  fs::create_directories(partial);
-  save_model(partial.string(), weights);
-  // Fault injection for the crash-safety test: die as kill -9 would, halfway through.
-  if (std::getenv("GATTN_TEST_KILL_IN_CHECKPOINT")) std::raise(SIGKILL);
+  StagedFolder staged(final_path.string(), ExistingFolder::replace, "checkpoint");
+  write_model_files(staged.path(), weights);
+  kill_point("checkpoint_halfway");
   std::vector<TensorToWrite> moments;
   for (const TensorSpec& t : weights.layout().tensors()) {
     moments.push_back(
@@ -74,20 +118,20 @@ std::string save_training_checkpoint(const std::string& run_dir, const Weights& 
     moments.push_back(
         {"exp_avg_sq." + t.name, Dtype::F32, t.shape, optimizer.second_moment().data() + t.offset});
   }
-  write_safetensors((partial / "optimizer.safetensors").string(), moments,
+  write_safetensors(staged.file("optimizer.safetensors"), moments,
                     {{"adamw_steps", std::to_string(optimizer.steps())}});
-  save_json(partial / "state.json", {{"step", state.step},
-                                     {"tokens_seen", state.tokens_seen},
-                                     {"skipped_steps", state.skipped_steps},
-                                     {"run_config", run_config}});
-  sync_folder(partial);
-  fs::remove_all(final_path);
-  fs::rename(partial, final_path);
-  sync_folder(folder);
+  nlohmann::json record = {{"step", state.step},
+                           {"tokens_seen", state.tokens_seen},
+                           {"skipped_steps", state.skipped_steps},
+                           {"run_config", run_config}};
+  record["xxh3"] = state_checksum(record);
+  write_text_file_atomically(staged.file("state.json"), record.dump(2) + "\n");
+  staged.publish();
   const std::vector<fs::path> all = checkpoints(folder);
   for (size_t i = 0; i + size_t(keep) < all.size(); ++i) fs::remove_all(all[i]);
   for (const auto& entry : fs::directory_iterator(folder))  // left by a crash mid-write
-    if (entry.path().extension() == ".partial") fs::remove_all(entry.path());
+    if (entry.path().filename().string().find(".tmp.") != std::string::npos)
+      fs::remove_all(entry.path());
   return final_path.string();
 }
 
@@ -96,15 +140,19 @@ std::string latest_checkpoint(const std::string& run_dir) {
   return all.empty() ? "" : all.back().string();
 }
 
-TrainingProgress load_training_checkpoint(const std::string& folder, Weights& weights,
-                                          AdamW& optimizer) {
+ResumePoint load_training_checkpoint(const std::string& folder, Weights& weights, AdamW& optimizer,
+                                     int64_t max_step) {
+  const std::string state_path = folder + "/state.json";
+  const nlohmann::json state = parse_json_file(state_path);
+  const ResumePoint point{read_progress(state, state_path, folder_step(folder), max_step),
+                          state["run_config"]};
   const Config saved = load_config(folder + "/config.json");
   if (config_to_json(saved) != config_to_json(weights.config()))
     fail(folder, ": checkpoint's model config differs from the run's (checkpoint: ",
          config_to_json(saved).dump(), "; run: ", config_to_json(weights.config()).dump(), ")");
   load_params(folder + "/model.safetensors", weights.layout(), weights.data());
 
-  const SafetensorsReader moments(folder + "/optimizer.safetensors");
+  const SafetensorsReader moments(folder + "/optimizer.safetensors", Checksums::required);
   for (const TensorSpec& t : weights.layout().tensors()) {
     for (auto [prefix, target] : {std::pair{"exp_avg.", &optimizer.first_moment()},
                                   std::pair{"exp_avg_sq.", &optimizer.second_moment()}}) {
@@ -116,16 +164,15 @@ TrainingProgress load_training_checkpoint(const std::string& folder, Weights& we
       std::copy(values.begin(), values.end(), target->begin() + t.offset);
     }
   }
-  optimizer.set_steps(std::stoll(moments.metadata_value("adamw_steps")));
-
-  nlohmann::json state;
-  try {
-    state = parse_json_file(folder + "/state.json");
-    return {state.at("step").get<int64_t>(), state.at("tokens_seen").get<int64_t>(),
-            state.at("skipped_steps").get<int64_t>()};
-  } catch (const nlohmann::json::exception& e) {
-    fail(folder, "/state.json: unreadable (", e.what(), ")");
-  }
+  const int64_t updates = point.progress.step - point.progress.skipped_steps;
+  const int64_t adamw_steps = strict_integer(moments.metadata_value("adamw_steps"), INT64_MAX,
+                                             moments.path() + ": __metadata__ 'adamw_steps'");
+  if (adamw_steps != updates)
+    fail(moments.path(), ": __metadata__ 'adamw_steps' is ", adamw_steps, " but state.json's ",
+         point.progress.step, " steps less ", point.progress.skipped_steps, " skipped make ",
+         updates);
+  optimizer.set_steps(adamw_steps);
+  return point;
 }
 
 }  // namespace gattn

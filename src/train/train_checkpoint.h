@@ -1,8 +1,9 @@
 // Training checkpoints, taken at optimizer-step boundaries: the model, the optimizer state and the
 // step (the data position and every random stream are functions of the seed and the step).
 // A checkpoint is a folder <run>/checkpoints/step_NNNNNNNN/ holding config.json,
-// model.safetensors, optimizer.safetensors and state.json. It is written under a temporary name
-// and renamed when complete, so a crash (even kill -9) mid-write leaves the previous one intact.
+// model.safetensors, optimizer.safetensors and state.json, each with a checksum (state.json's own
+// "xxh3" field covers its other fields). It is written as one folder (io/staged_folder.h), so a
+// crash (even kill -9) mid-write leaves the previous one intact.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -28,8 +29,15 @@ std::string save_training_checkpoint(const std::string& run_dir, const Weights& 
 // The newest complete checkpoint folder of a run, or "" if there is none.
 std::string latest_checkpoint(const std::string& run_dir);
 
+struct ResumePoint {
+  TrainingProgress progress;
+  nlohmann::json run_config;  // as recorded when the checkpoint was written
+};
+
 // Restores the weights and optimizer state; the checkpoint's model config must equal the weights'.
-TrainingProgress load_training_checkpoint(const std::string& folder, Weights& weights,
-                                          AdamW& optimizer);
+// state.json must be intact (its checksum) and consistent: an integer step equal to the folder's,
+// at most `max_step`; skipped steps within it; the optimizer's update count step - skipped.
+ResumePoint load_training_checkpoint(const std::string& folder, Weights& weights, AdamW& optimizer,
+                                     int64_t max_step);
 
 }  // namespace gattn

@@ -117,10 +117,12 @@ class TrainingRun {
     weights_.init(run.seed);
   }
 
-  TrainOutcome run(bool resume, int64_t stop_at_step);
+  TrainOutcome run(const TrainSession& session);
 
  private:
-  void start_or_resume(bool resume);
+  void start_or_resume(const TrainSession& session);
+  void resume_from(const std::string& checkpoint, bool allow_config_change);
+  TrainOutcome complete_run();
   json take_step();  // one optimizer step; returns its metrics record
   void report(const json& record);
   void checkpoint() {
@@ -155,14 +157,33 @@ class TrainingRun {
   json final_eval_;
 };
 
-void TrainingRun::start_or_resume(bool resume) {
+void TrainingRun::resume_from(const std::string& checkpoint, bool allow_config_change) {
+  const ResumePoint point = load_training_checkpoint(checkpoint, weights_, optimizer_, run_.steps);
+  progress_ = point.progress;
+  const std::vector<std::string> changes = run_config_changes(point.run_config, run_json_);
+  std::string list;
+  for (const std::string& c : changes) list += "\n  " + c;
+  if (!changes.empty() && !allow_config_change)
+    fail(checkpoint, "/state.json: the run config differs from the one this run was started with "
+         "in fields that change the training:", list,
+         "\n(pass --allow-config-change to resume with the new values)");
+  if (!changes.empty())
+    std::fprintf(stderr, "resuming with a changed run config (--allow-config-change):%s\n",
+                 list.c_str());
+  const int64_t tokens = progress_.step * run_.tokens_per_step();
+  if (changes.empty() && progress_.tokens_seen != tokens)
+    fail(checkpoint, "/state.json: field 'tokens_seen' is ", progress_.tokens_seen, " but ",
+         progress_.step, " steps of ", run_.tokens_per_step(), " tokens make ", tokens);
+  std::fprintf(stderr, "resumed from %s (step %lld)\n", checkpoint.c_str(),
+               (long long)progress_.step);
+}
+
+void TrainingRun::start_or_resume(const TrainSession& session) {
   fs::create_directories(run_.out);
   const std::string latest = latest_checkpoint(run_.out);
-  if (resume) {
+  if (session.resume) {
     if (latest.empty()) fail(run_.out, ": --resume given but the run has no checkpoint");
-    progress_ = load_training_checkpoint(latest, weights_, optimizer_);
-    std::fprintf(stderr, "resumed from %s (step %lld)\n", latest.c_str(),
-                 (long long)progress_.step);
+    resume_from(latest, session.allow_config_change);
   } else if (!latest.empty()) {
     fail(run_.out,
          ": holds checkpoints of an earlier run; pass --resume to continue it or choose another "
@@ -177,7 +198,7 @@ void TrainingRun::start_or_resume(bool resume) {
                  fresh.empty() ? "" : fresh[0].c_str());
   }
   const fs::path metrics_path = fs::path(run_.out) / "metrics.jsonl";
-  if (resume)
+  if (session.resume)
     truncate_metrics(metrics_path, progress_.step);
   else
     fs::remove(metrics_path);
@@ -258,16 +279,51 @@ json TrainingRun::summary(double seconds) const {
             {"tokens_seen", progress_.tokens_seen},
             {"skipped_steps", progress_.skipped_steps},
             {"parameters", weights_.layout().total()},
-            {"train_seconds", seconds},
+            {"train_seconds", seconds > 0 ? json(seconds) : json(nullptr)},
             {"tokens_per_s",
-             double((progress_.step - first_step_) * rows_per_step_ * run_.seq_len) / seconds},
+             seconds > 0 ? json(double((progress_.step - first_step_) * rows_per_step_ *
+                                       run_.seq_len) /
+                                seconds)
+                         : json(nullptr)},
             {"gate", gate_description(run_.model.gate)},
             {"final_train_loss", last_loss_}});
   return s;
 }
 
-TrainOutcome TrainingRun::run(bool resume, int64_t stop_at_step) {
-  start_or_resume(resume);
+// The training loss of the metrics record of `step`, or NaN without one.
+double recorded_loss(const fs::path& metrics, int64_t step) {
+  std::ifstream in(metrics);
+  std::string line;
+  double loss = std::nan("");
+  while (std::getline(in, line)) {
+    const json record = parse_json_text(line, metrics.string());
+    if (record.value("step", int64_t(-1)) == step) loss = record.value("loss", loss);
+  }
+  return loss;
+}
+
+TrainOutcome TrainingRun::complete_run() {
+  const fs::path summary_path = fs::path(run_.out) / "summary.json";
+  TrainOutcome outcome;
+  outcome.steps_done = progress_.step;
+  std::fprintf(stderr, "the run is already complete (step %lld of %lld)\n",
+               (long long)progress_.step, (long long)run_.steps);
+  if (fs::exists(summary_path)) {
+    outcome.summary = parse_json_file(summary_path.string());
+    return outcome;
+  }
+  // Stopped between its last checkpoint and its summary: the final evaluation once more.
+  last_loss_ = recorded_loss(fs::path(run_.out) / "metrics.jsonl", progress_.step);
+  if (val_shard_) final_eval_ = eval_json(evaluate_now());
+  outcome.summary = summary(0);
+  write_text_file_atomically(summary_path.string(), outcome.summary.dump(2) + "\n");
+  return outcome;
+}
+
+TrainOutcome TrainingRun::run(const TrainSession& session) {
+  start_or_resume(session);
+  if (session.resume && progress_.step == run_.steps) return complete_run();
+  const int64_t stop_at_step = session.stop_at_step;
   TrainOutcome outcome;
   while (progress_.step < run_.steps) {
     await_test_signal();
@@ -297,11 +353,11 @@ TrainOutcome TrainingRun::run(bool resume, int64_t stop_at_step) {
 }
 }  // namespace
 
-TrainOutcome train(const RunConfig& run, bool resume, const std::vector<uint32_t>& token_bytes,
-                   int64_t stop_at_step) {
+TrainOutcome train(const RunConfig& run, const TrainSession& session,
+                   const std::vector<uint32_t>& token_bytes) {
   const ThreadScope threads(run.threads);
   const GemmPrecisionScope precision(run.precision);
-  return TrainingRun(run, token_bytes).run(resume, stop_at_step);
+  return TrainingRun(run, token_bytes).run(session);
 }
 
 }  // namespace gattn

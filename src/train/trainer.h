@@ -15,12 +15,20 @@ struct TrainOutcome {
   nlohmann::json summary;  // also written to <out>/summary.json when the run completes
 };
 
-// Trains from scratch, or from the newest checkpoint in run.out when resume is set (continuing
-// bitwise as if uninterrupted, for the same binary and thread count). token_bytes[id] (UTF-8
-// bytes of each token, from the tokenizer) enables bits per byte; empty disables it.
-// stop_at_step > 0 ends the session after that step with a checkpoint, as a signal would
-// (train in chunks; resume later).
-TrainOutcome train(const RunConfig& run, bool resume, const std::vector<uint32_t>& token_bytes,
-                   int64_t stop_at_step = 0);
+struct TrainSession {
+  // Continue from the newest checkpoint in run.out (bitwise as if uninterrupted, for the same
+  // binary and thread count); its recorded run config must match but for run_config_changes'
+  // free fields, unless allow_config_change (the changes are printed).
+  bool resume = false;
+  bool allow_config_change = false;
+  // > 0: end the session after that step with a checkpoint, as a signal would (train in chunks).
+  int64_t stop_at_step = 0;
+};
+
+// Trains from scratch or resumes. token_bytes[id] (UTF-8 bytes of each token, from the tokenizer)
+// enables bits per byte; empty disables it. Resuming a complete run writes nothing: its summary
+// is read back (or, if the run was stopped before writing it, computed once).
+TrainOutcome train(const RunConfig& run, const TrainSession& session,
+                   const std::vector<uint32_t>& token_bytes);
 
 }  // namespace gattn

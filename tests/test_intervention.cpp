@@ -42,17 +42,18 @@ std::vector<float> logits_of(const Weights& w, const Interventions* intervention
 
 Interventions parse(std::initializer_list<const char*> specs) {
   Interventions i;
-  for (const char* s : specs) add_intervention(i, s, 3);
+  for (const char* s : specs) add_intervention(i, s, 3, 16);
   return i;
 }
 
 TEST(Intervention, ParsesLayersTargetsAndActions) {
-  const Interventions i = parse({"gate=constant:0.25", "layer:1:gate=open"});
+  const Interventions i =
+      parse({"layer:0:gate=constant:0.25", "layer:1:gate=open", "layer:2:gate=constant:0.25"});
   EXPECT_EQ(i.gate_at(0).kind, GateOverride::Kind::constant);
   EXPECT_EQ(i.gate_at(0).score, 0.25);
   EXPECT_EQ(i.gate_at(1).kind, GateOverride::Kind::open);
   EXPECT_EQ(i.gate_at(2).kind, GateOverride::Kind::constant);
-  EXPECT_EQ(i.specs.size(), 2u);
+  EXPECT_EQ(i.specs.size(), 3u);
   const Interventions at = parse({"gate@first=open", "layer:2:value@5=zero"});
   EXPECT_EQ(at.gate_at(1).position, 0);
   EXPECT_FALSE(at.gate_at(1).everywhere());
@@ -64,8 +65,50 @@ TEST(Intervention, ParsesLayersTargetsAndActions) {
                           "gate@x=open", "gate@-1=open", "gate@1.5=open", "key@first=zero",
                           "gate=constant:abc", "gate", "layer:1"}) {
     Interventions j;
-    EXPECT_THROW(add_intervention(j, bad, 3), Error) << bad;
+    EXPECT_THROW(add_intervention(j, bad, 3, 16), Error) << bad;
   }
+}
+
+// D10: numbers parsed strictly; positions outside the window and constants outside float range
+// refused (1e39 overflowed the double -> float conversion).
+TEST(Intervention, RefusesLenientNumbersAndNoOpPositions) {
+  for (const char* bad : {"layer:0x1:gate=open", "layer:-0:gate=open", "layer:01:gate=open",
+                          "layer: 1:gate=open", "layer:+1:gate=open", "gate=constant: 1",
+                          "gate=constant:1e39", "gate=constant:-1e39", "gate@16=open",
+                          "gate@1000000=open", "value@16=zero", "gate@ 3=open"}) {
+    Interventions j;
+    EXPECT_THROW(add_intervention(j, bad, 3, 16), Error) << bad;
+  }
+  Interventions ok;
+  add_intervention(ok, "layer:2:gate@15=constant:3.4e38", 3, 16);
+  EXPECT_EQ(ok.gate_at(2).position, 15);
+  EXPECT_EQ(ok.gate_at(2).score, 3.4e38f);
+}
+
+// D10: a second intervention on a layer's gate or value silently replaced the first while the
+// report listed both.
+TEST(Intervention, RefusesConflictingSpecs) {
+  for (const auto& [first, second] :
+       std::vector<std::pair<const char*, const char*>>{{"gate=open", "gate=closed"},
+                                                        {"gate@0=open", "gate@5=closed"},
+                                                        {"layer:1:gate=closed", "gate=open"},
+                                                        {"gate=open", "layer:2:gate=closed"},
+                                                        {"value@0=zero", "layer:1:value=zero"}}) {
+    Interventions j;
+    add_intervention(j, first, 3, 16);
+    try {
+      add_intervention(j, second, 3, 16);
+      ADD_FAILURE() << first << " then " << second << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("is already set by '") + first + "'"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  Interventions both;
+  add_intervention(both, "gate=open", 3, 16);
+  add_intervention(both, "value@first=zero", 3, 16);  // another target: no conflict
+  EXPECT_EQ(both.specs.size(), 2u);
 }
 
 // A gate held open is no gate: the logits equal those of the ungated model with the same weights.
@@ -137,8 +180,8 @@ TEST(Intervention, AGateOpenAtTheFirstTokenActsThereOnly) {
   Weights w(c);
   w.init(9);
   Interventions first, everywhere;
-  add_intervention(first, "gate@first=open", 1);
-  add_intervention(everywhere, "gate=open", 1);
+  add_intervention(first, "gate@first=open", 1, 16);
+  add_intervention(everywhere, "gate=open", 1, 16);
   const std::vector<float> a = logits_of(w, &first), b = logits_of(w, &everywhere),
                            u = logits_of(w);
   double at_first = 0, unmodified = 0, later = 0;
@@ -164,7 +207,8 @@ TEST(Intervention, RefusesWhatTheModelCannotDo) {
   EXPECT_THROW(additive_state.set_interventions(&closed), Error);
   additive_state.set_interventions(&open);
   std::vector<int32_t> ids(4, 1), targets(4, 2);
-  EXPECT_THROW(additive_state.forward_backward({ids.data(), targets.data(), 1, 4}, 1.0f), Error);
+  EXPECT_THROW(additive_state.forward_backward({ids.data(), targets.data(), 1, 4}, 1.0f),
+               InternalError);
 }
 
 }  // namespace

@@ -60,7 +60,7 @@ void add_analyze_command(CLI::App& app) {
     std::string folder;
     const auto weights = load_checkpoint_model(checkpoint, folder);
     for (const std::string& spec : intervene)
-      add_intervention(o.interventions, spec, weights->config().num_hidden_layers);
+      add_intervention(o.interventions, spec, weights->config().num_hidden_layers, o.seq_len);
     const HeldOutTokens tokens(data, tokenizer_path, weights->config().vocab_size);
     const nlohmann::json r = analyze(*weights, tokens.shard(), o);
     // A non-finite loss: score the windows again to name the first bad one.

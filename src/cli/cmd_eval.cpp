@@ -46,7 +46,7 @@ void add_eval_command(CLI::App& app) {
     const WindowKind kind = window == "bos" ? WindowKind::bos : WindowKind::plain;
     Interventions interventions;
     for (const std::string& spec : intervene)
-      add_intervention(interventions, spec, weights->config().num_hidden_layers);
+      add_intervention(interventions, spec, weights->config().num_hidden_layers, seq);
     double unmodified = 0;
     if (interventions.any()) {
       unmodified = evaluate(state, tokens.shard(), seq, kind, windows, batch, nullptr).loss;

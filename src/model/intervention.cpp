@@ -1,7 +1,9 @@
 #include "model/intervention.h"
 
 #include <cmath>
+#include <cctype>
 #include <cstdlib>
+#include <limits>
 #include <utility>
 
 #include "model/gate_site.h"
@@ -14,13 +16,28 @@ bool starts_with(const std::string& s, const std::string& prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
 }
 
-// A whole-string number, or an Error naming the spec.
-double number(const std::string& text, const std::string& spec, const char* what) {
+// A whole-string number that a float holds, or an Error naming the spec.
+float number(const std::string& text, const std::string& spec, const char* what) {
   char* end = nullptr;
   const double x = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !std::isfinite(x))
+  const bool plain = !text.empty() && !std::isspace(static_cast<unsigned char>(text[0]));
+  if (!plain || *end != '\0' || !std::isfinite(x))
     fail("--intervene '", spec, "': ", what, " '", text, "' is not a finite number");
-  return x;
+  if (std::abs(x) > std::numeric_limits<float>::max())
+    fail("--intervene '", spec, "': ", what, " '", text, "' is outside the float range (+-",
+         std::numeric_limits<float>::max(), ")");
+  return float(x);
+}
+
+// Decimal digits only (no sign, base prefix or space), below `limit`; an Error naming the spec.
+int index(const std::string& text, int limit, const std::string& spec, const char* what,
+          const std::string& range) {
+  const bool digits = !text.empty() && text.size() <= 10 &&
+                      text.find_first_not_of("0123456789") == std::string::npos &&
+                      (text.size() == 1 || text[0] != '0');
+  if (!digits || std::stoll(text) >= limit)
+    fail("--intervene '", spec, "': ", what, " '", text, "' is not ", range);
+  return int(std::stoll(text));
 }
 
 GateOverride gate_action(const std::string& action, const std::string& spec) {
@@ -34,15 +51,26 @@ GateOverride gate_action(const std::string& action, const std::string& spec) {
 }
 
 // TARGET[@POSITION]: the target's name, and the position (kEveryPosition without one).
-std::pair<std::string, int> target_and_position(const std::string& text, const std::string& spec) {
+std::pair<std::string, int> target_and_position(const std::string& text, const std::string& spec,
+                                                int window) {
   const size_t at = text.find('@');
   if (at == std::string::npos) return {text, kEveryPosition};
   const std::string where = text.substr(at + 1);
   if (where == "first") return {text.substr(0, at), 0};
-  const double p = number(where, spec, "the position");
-  if (p != std::floor(p) || p < 0 || p > (1 << 30))
-    fail("--intervene '", spec, "': position '", where, "' is not `first` or a position >= 0");
-  return {text.substr(0, at), int(p)};
+  return {text.substr(0, at),
+          index(where, window, spec, "position",
+                cat("`first` or a position of the window, 0..", window - 1))};
+}
+
+// One intervention per layer and target: a second would silently replace the first.
+void claim(std::vector<std::string>& owners, int first, int last, const char* target,
+           const std::string& spec) {
+  for (int l = first; l <= last; ++l) {
+    if (!owners[l].empty())
+      fail("--intervene '", spec, "': layer ", l, "'s ", target, " is already set by '", owners[l],
+           "' (one ", target, " intervention per layer)");
+    owners[l] = spec;
+  }
 }
 }  // namespace
 
@@ -59,32 +87,33 @@ float forced_gate_score(const GateOverride& forced, const GateSite& site, int la
   return float(forced.score);
 }
 
-void add_intervention(Interventions& into, const std::string& spec, int layers) {
+void add_intervention(Interventions& into, const std::string& spec, int layers, int window) {
   std::string rest = spec;
   int first = 0, last = layers - 1;
   if (starts_with(rest, "layer:")) {
     const size_t colon = rest.find(':', 6);
     if (colon == std::string::npos)
       fail("--intervene '", spec, "': expected layer:L:TARGET=ACTION");
-    const double l = number(rest.substr(6, colon - 6), spec, "the layer");
-    if (l != std::floor(l) || l < 0 || l >= layers)
-      fail("--intervene '", spec, "': layer ", rest.substr(6, colon - 6),
-           " is not one of the model's layers 0..", layers - 1);
-    first = last = int(l);
+    first = last = index(rest.substr(6, colon - 6), layers, spec, "layer",
+                         cat("one of the model's layers 0..", layers - 1));
     rest = rest.substr(colon + 1);
   }
   const size_t equals = rest.find('=');
   if (equals == std::string::npos) fail("--intervene '", spec, "': expected TARGET=ACTION");
-  const auto [target, position] = target_and_position(rest.substr(0, equals), spec);
+  const auto [target, position] = target_and_position(rest.substr(0, equals), spec, window);
   const std::string action = rest.substr(equals + 1);
   if (target == "gate") {
     GateOverride gate = gate_action(action, spec);
     gate.position = position;
     into.gate.resize(layers);
+    into.gate_spec.resize(layers);
+    claim(into.gate_spec, first, last, "gate", spec);
     for (int l = first; l <= last; ++l) into.gate[l] = gate;
   } else if (target == "value") {
     if (action != "zero") fail("--intervene '", spec, "': value action '", action, "' is not zero");
     into.value.resize(layers);
+    into.value_spec.resize(layers);
+    claim(into.value_spec, first, last, "value", spec);
     for (int l = first; l <= last; ++l) into.value[l] = {.zero = true, .position = position};
   } else {
     fail("--intervene '", spec, "': unknown target '", target, "' (supported: gate, value)");

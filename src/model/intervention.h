@@ -21,7 +21,7 @@ constexpr int kEveryPosition = -1;
 struct GateOverride {
   enum class Kind { none, constant, open, closed };
   Kind kind = Kind::none;
-  double score = 0;               // constant
+  float score = 0;                // constant
   int position = kEveryPosition;  // the only sequence position it applies at
   bool active() const { return kind != Kind::none; }
   bool everywhere() const { return active() && position == kEveryPosition; }
@@ -36,7 +36,8 @@ struct ValueOverride {
 struct Interventions {
   std::vector<GateOverride> gate;    // per layer; empty: none
   std::vector<ValueOverride> value;  // per layer; empty: none
-  std::vector<std::string> specs;    // as given, for reports
+  std::vector<std::string> gate_spec, value_spec;  // per layer: the spec that set it, or ""
+  std::vector<std::string> specs;                  // as given, for reports
 
   bool any() const { return !specs.empty(); }
   GateOverride gate_at(int layer) const {
@@ -47,8 +48,11 @@ struct Interventions {
   }
 };
 
-// Adds one spec for a model of `layers` layers; an Error names the spec and what is wrong.
-void add_intervention(Interventions& into, const std::string& spec, int layers);
+// Adds one spec for a model of `layers` layers whose windows hold `window` positions; an Error
+// names the spec and what is wrong: a number that is not plain decimal digits (layers and
+// positions) or does not fit a float (constants), a layer or position outside the model or window,
+// a second intervention on the same layer's gate or value.
+void add_intervention(Interventions& into, const std::string& spec, int layers, int window);
 
 struct GateSite;
 // The score a forced gate applies at `site`: an Error when the layer's gate cannot do it (no

@@ -218,13 +218,35 @@ TEST_F(HfErrors, ConfigFieldsThatWouldChangeTheMath) {
   EXPECT_CONTAINS(with("mlp_bias", true), ("field 'mlp_bias' is true"));
   EXPECT_CONTAINS(with("rope_parameters", {{"rope_type", "dynamic"}, {"factor", 2.0}}),
                   ("rope_type 'dynamic' is not supported"));
-  EXPECT_CONTAINS(with("rope_scaling", {{"rope_type", "ntk"}, {"factor", 2.0}}),
-                  ("rope_type 'ntk' is not supported"));
+  json hub = base;
+  hub.erase("rope_parameters");
+  hub["rope_scaling"] = {{"rope_type", "ntk"}, {"factor", 2.0}};
+  EXPECT_CONTAINS(config_error(hub), ("rope_type 'ntk' is not supported"));
   json both = base;
   both["headwise_attn_output_gate"] = both["elementwise_attn_output_gate"] = true;
   EXPECT_CONTAINS(config_error(both), ("are both true"));
   EXPECT_CONTAINS(config_error({{"model_type", "qwen3_5"}}), ("needs a 'text_config'"));
   EXPECT_CONTAINS(config_error({{"vocab_size", 8}}), ("field 'model_type' (a string)"));
+}
+
+// D14: rope_parameters beside a top-level rope field silently preferred one of them; a layer count
+// of 2^31 was narrowed to -2147483648 before its range check.
+TEST_F(HfErrors, AmbiguousRopeFieldsAndHugeLayerCounts) {
+  const json base =
+      json::parse(read_text_file(std::string(GATTN_FIXTURE_DIR) + "/hf/qwen3_f32/config.json"));
+  for (const char* key : {"rope_theta", "partial_rotary_factor", "rope_scaling"}) {
+    json j = base;
+    j[key] = key == std::string("rope_scaling") ? json{{"rope_type", "linear"}, {"factor", 2.0}}
+                                                : json(0.5);
+    EXPECT_CONTAINS(config_error(j), (std::string("fields 'rope_parameters' and '") + key +
+                                      "' are both given"));
+  }
+  for (const json& layers : {json(int64_t(1) << 31), json(-1), json(0), json(2.5)}) {
+    json j = base;
+    j["num_hidden_layers"] = layers;
+    EXPECT_CONTAINS(config_error(j), ("field 'num_hidden_layers': expected an integer in [1, 2^30], "
+                                      "found " + layers.dump()));
+  }
 }
 
 TEST_F(HfErrors, HubStyleRopeFieldsAndDefaults) {

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <new>
 
 #include "cli/commands.h"
@@ -36,6 +37,14 @@ int main(int argc, char** argv) {
   } catch (const gattn::Error& e) {
     std::fprintf(stderr, "gattn: error: %s\n", e.what());
     return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the user gave that cannot be created, written or read: their error, named.
+    std::fprintf(stderr, "gattn: error: %s%s%s: %s\n", e.path1().c_str(),
+                 e.path2().empty() ? "" : " and ", e.path2().c_str(), e.code().message().c_str());
+    return 1;
+  } catch (const gattn::InternalError& e) {
+    std::fprintf(stderr, "gattn: internal error (a bug in gattn): %s\n", e.what());
+    return 2;
   } catch (const std::bad_alloc&) {
     // Sizes read from files are bounded by the files; a flag may still ask for too much.
     std::fprintf(stderr, "gattn: error: out of memory\n");

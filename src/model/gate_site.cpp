@@ -21,7 +21,8 @@ const std::vector<GatePositionInfo>& gate_positions() {
 const GatePositionInfo& gate_position_info(GatePosition position) {
   for (const GatePositionInfo& info : gate_positions())
     if (info.position == position) return info;
-  fail("gate position ", int(position), " has no entry in gate_positions()");
+  internal_failure(__FILE__, __LINE__, "gate_positions() has every position", "position ",
+                   int(position), " has no entry");
 }
 
 GateShape GateSite::shape(int rows, int ld_in, int ld_z) const {

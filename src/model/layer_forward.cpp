@@ -122,7 +122,7 @@ TensorRef LayerForward::gate_at(GateStage here, TensorRef x) {
       gate_forward(a_.gate_out, x.data, z_, site.shape(N_, x.ld, ld_z_));
       break;
     case GateOp::silu:
-      if (x.ld != site.width()) fail("gate: silu needs a packed input");
+      GATTN_ASSERT(x.ld == site.width(), "gate: silu needs a packed input");
       silu_forward(a_.gate_out, x.data, int64_t(N_) * site.width());
       break;
     case GateOp::head_rmsnorm:

@@ -104,8 +104,8 @@ LossSum TrainState::forward(const Batch& batch, float* logits, double* token_nat
 }
 
 LossSum TrainState::forward_backward(const Batch& batch, float grad_scale) {
-  if (!batch.targets) fail("forward_backward needs targets");
-  if (interventions_) fail("forward_backward: interventions are for forward passes only");
+  GATTN_ASSERT(batch.targets, "forward_backward needs targets");
+  GATTN_ASSERT(!interventions_, "interventions are for forward passes only");
   Gradients& g = grads();
   plan(batch.batch, batch.seq_len, true);
   const PassContext pass = context();

@@ -29,8 +29,8 @@ Weights::Weights(const Config& config, AlignedFloats values)
       projection_stride_((layout_.attn_proj_rows + 15) / 16 * 16),
       values_(std::move(values)) {
   if (values_.empty()) values_.assign(layout_.total(), 0.0f);
-  if (int64_t(values_.size()) != layout_.total())
-    fail("weights: ", values_.size(), " values given for a layout of ", layout_.total());
+  GATTN_ASSERT(int64_t(values_.size()) == layout_.total(), values_.size(),
+               " values given for a layout of ", layout_.total());
   const GateSite gate = gate_site(config);
   for (int l = 0; l < config.num_hidden_layers; ++l)
     layers_.push_back({.spec = config.layer(l), .gate = gate, .offsets = layout_.layers[l]});

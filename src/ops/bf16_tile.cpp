@@ -197,7 +197,7 @@ bool bf16_tiles_available() { return false; }
 
 void bf16_tile_gemm(float*, const float*, const float*, int, int, int, bool, bool, float, float,
                     int, int, int) {
-  fail("bf16_tile_gemm: this build has no avx512_bf16 kernel");
+  GATTN_ASSERT(false, "bf16_tile_gemm: this build has no avx512_bf16 kernel");
 }
 
 #endif

@@ -166,41 +166,95 @@ TEST(Bf16, SharedOperandsGiveTheSameBitsAsPlainGemms) {
   }
 }
 
-TEST(Bf16, TileKernelEqualsTheEmulation) {
-  if (!bf16_tiles_available()) GTEST_SKIP() << "built without avx512_bf16";
+using TileGemm = void (*)(float*, const float*, const float*, int, int, int, bool, bool, float,
+                          float, int, int, int);
+
+// One product of the tile tests: its inputs, and c computed by a tile function (or the emulation).
+struct TileCase {
+  int m, n, k;
+  bool ta, tb;
+  float beta;
+  int lda, ldb, ldc;
+  std::vector<float> a, b, c0;
+  std::string what() const { return cat(m, "x", n, "x", k, " trans ", ta, tb, " beta ", beta); }
+  std::vector<float> run(TileGemm tile) const {
+    std::vector<float> c = c0;
+    tile(c.data(), a.data(), b.data(), m, n, k, ta, tb, 0.25f, beta, lda, ldb, ldc);
+    for (int i = 0; i < m; ++i)  // the padding between rows is not written
+      EXPECT_EQ(bits(c[size_t(i) * ldc + n]), bits(c0[size_t(i) * ldc + n])) << what();
+    return c;
+  }
+  std::vector<float> emulated() const {
+    const GemmPrecisionScope scope(GemmPrecision::bf16_emulated);
+    std::vector<float> c = c0;
+    tile_matmul<float>(c.data(), a.data(), b.data(), m, n, k, ta, tb, 0.25f, beta, lda, ldb, ldc);
+    return c;
+  }
+};
+
+// Every shape around the kernel's blocks (4 rows, 16-lane vectors, 64 columns), odd k, every
+// transpose, accumulate or not, strided rows; a share `special` of the inputs are subnormals,
+// zeros of both signs and values whose products are subnormal, where the kernel flushes.
+template <typename Body>
+void for_every_tile_case(float special, Body body) {
   std::mt19937 rng(6);
   std::normal_distribution<float> normal;
-  const int sizes[][3] = {{64, 64, 64}, {1, 1, 1},   {5, 17, 3},
-                          {63, 130, 20}, {13, 64, 65}, {64, 20, 64}};
+  std::uniform_real_distribution<float> uniform;
+  const float specials[] = {1e-39f, -3e-40f, 0x1p-70f, -0x1p-64f, 0.0f, -0.0f, 0x1p-126f};
+  const auto value = [&] {
+    return uniform(rng) < special ? specials[rng() % std::size(specials)] : normal(rng);
+  };
+  const int sizes[][3] = {{64, 64, 64}, {1, 1, 1},    {5, 17, 3},  {63, 130, 20},
+                          {13, 64, 65}, {64, 20, 64}, {4, 16, 32}, {9, 33, 1}};
   for (const auto& size : sizes)
     for (int transposes = 0; transposes < 4; ++transposes)
       for (const float beta : {0.0f, 1.0f}) {
-        const int m = size[0], n = size[1], k = size[2];
-        const bool ta = transposes & 1, tb = transposes & 2;
-        const int lda = (ta ? m : k) + 2, ldb = (tb ? k : n) + 3, ldc = n + 1;
-        std::vector<float> a(size_t(ta ? k : m) * lda), b(size_t(tb ? n : k) * ldb);
-        std::vector<float> c0(size_t(m) * ldc);
-        for (float& x : a) x = normal(rng);
-        for (float& x : b) x = normal(rng);
-        for (float& x : c0) x = normal(rng);
-        std::vector<float> kernel = c0, emulated = c0;
-        bf16_tile_gemm(kernel.data(), a.data(), b.data(), m, n, k, ta, tb, 0.25f, beta, lda, ldb,
-                       ldc);
-        {
-          const GemmPrecisionScope scope(GemmPrecision::bf16_emulated);
-          tile_matmul<float>(emulated.data(), a.data(), b.data(), m, n, k, ta, tb, 0.25f, beta,
-                             lda, ldb, ldc);
-        }
-        double worst = 0;
-        for (int i = 0; i < m; ++i) {
-          for (int j = 0; j < n; ++j)
-            worst = std::max(worst, std::abs(double(kernel[size_t(i) * ldc + j]) -
-                                             emulated[size_t(i) * ldc + j]));
-          ASSERT_EQ(kernel[size_t(i) * ldc + n], c0[size_t(i) * ldc + n]) << "wrote past n";
-        }
-        EXPECT_LT(worst, 1e-5 * std::sqrt(double(k)) + 1e-6)
-            << m << "x" << n << "x" << k << " trans " << ta << tb << " beta " << beta;
+        TileCase t{.m = size[0], .n = size[1], .k = size[2], .ta = bool(transposes & 1),
+                   .tb = bool(transposes & 2), .beta = beta, .lda = 0, .ldb = 0, .ldc = 0,
+                   .a = {}, .b = {}, .c0 = {}};
+        t.lda = (t.ta ? t.m : t.k) + 2, t.ldb = (t.tb ? t.k : t.n) + 3, t.ldc = t.n + 1;
+        t.a.resize(size_t(t.ta ? t.k : t.m) * t.lda);
+        t.b.resize(size_t(t.tb ? t.n : t.k) * t.ldb);
+        t.c0.resize(size_t(t.m) * t.ldc);
+        for (float& x : t.a) x = value();
+        for (float& x : t.b) x = value();
+        for (float& x : t.c0) x = normal(rng);
+        body(t);
       }
+}
+
+void expect_near_emulation(TileGemm tile) {
+  for_every_tile_case(0, [&](const TileCase& t) {
+    const std::vector<float> ours = t.run(tile), emulated = t.emulated();
+    double worst = 0;
+    for (int i = 0; i < t.m; ++i)
+      for (int j = 0; j < t.n; ++j)
+        worst = std::max(worst, std::abs(double(ours[size_t(i) * t.ldc + j]) -
+                                         emulated[size_t(i) * t.ldc + j]));
+    EXPECT_LT(worst, 1e-5 * std::sqrt(double(t.k)) + 1e-6) << t.what();
+  });
+}
+
+TEST(Bf16, TileKernelEqualsTheEmulation) {
+  if (!bf16_tiles_available()) GTEST_SKIP() << "built without avx512_bf16";
+  expect_near_emulation(bf16_tile_gemm);
+}
+
+// The kernel's packing, blocking and tail code runs on every CPU through its scalar model.
+TEST(Bf16, TileKernelScalarModelEqualsTheEmulation) {
+  expect_near_emulation(bf16_tile_gemm_scalar_model);
+}
+
+// Where the instructions exist, the model is the kernel, bit for bit, subnormals included.
+TEST(Bf16, TileKernelScalarModelGivesTheKernelsBits) {
+  if (!bf16_tiles_available()) GTEST_SKIP() << "built without avx512_bf16";
+  for (const float special : {0.0f, 0.3f})
+    for_every_tile_case(special, [](const TileCase& t) {
+      const std::vector<float> kernel = t.run(bf16_tile_gemm),
+                               model = t.run(bf16_tile_gemm_scalar_model);
+      for (size_t i = 0; i < kernel.size(); ++i)
+        ASSERT_EQ(bits(kernel[i]), bits(model[i])) << t.what() << " at " << i;
+    });
 }
 
 // A whole training step (forward and backward through every GEMM of a gated model) in native

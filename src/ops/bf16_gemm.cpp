@@ -9,21 +9,13 @@
 #include <tuple>
 #include <vector>
 
+#include "ops/bf16_bits.h"
 #include "util/aligned.h"
 #include "util/error.h"
 
 namespace gattn {
 
 namespace {
-// As vcvtne2ps2bf16: nearest even, NaN quieted, subnormals (|x| < 2^-126) to a signed zero.
-uint16_t bf16_bits(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  if ((u & 0x7f800000u) == 0) return uint16_t((u >> 16) & 0x8000u);
-  if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu)) return uint16_t((u >> 16) | 0x40);
-  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
 void row_to_bf16(const float* x, int n, uint16_t* out) {
   int c = 0;
 #ifdef __AVX512BF16__
@@ -32,7 +24,7 @@ void row_to_bf16(const float* x, int n, uint16_t* out) {
     _mm512_storeu_si512(out + c, __m512i(pair));
   }
 #endif
-  for (; c < n; ++c) out[c] = bf16_bits(x[c]);
+  for (; c < n; ++c) out[c] = bf16_instruction_bits(x[c]);
 }
 
 // One matmul primitive per shape, made once: creating a primitive costs far more than running a

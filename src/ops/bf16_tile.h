@@ -15,4 +15,13 @@ bool bf16_tiles_available();
 void bf16_tile_gemm(float* c, const float* a, const float* b, int m, int n, int k, bool trans_a,
                     bool trans_b, float alpha, float beta, int lda, int ldb, int ldc);
 
+// The same kernel (packing, blocking, tails) on every CPU, its instructions computed lane by lane
+// as the Intel SDM defines them: vdpbf16ps sums the high then the low product pair into each lane,
+// each exact product added with one rounding, subnormal inputs and results flushed to zero. Equal
+// bit for bit to bf16_tile_gemm where that exists; slow: for tests of the kernel's code on CPUs
+// without avx512_bf16.
+void bf16_tile_gemm_scalar_model(float* c, const float* a, const float* b, int m, int n, int k,
+                                 bool trans_a, bool trans_b, float alpha, float beta, int lda,
+                                 int ldb, int ldc);
+
 }  // namespace gattn

@@ -2,7 +2,8 @@
 (save_pretrained) in each layout gattn's Hugging Face loader reads, and reference.safetensors beside
 each: input_ids [1, T] and transformers' fp32 logits [T, V] of the model as loaded back from disk
 (bf16 checkpoints: loaded, converted to fp32, run in fp32); finetune/ beside it: the loss of a
-fine-tuning step on those ids and its gradient for every tensor (write_finetune_step);
+fine-tuning step on those ids and its gradient for every tensor, computed in float64, with the
+relative error of transformers' fp32 computation of each (write_finetune_step);
 generate.safetensors: 64 greedy tokens from those ids and the logits behind each.
 
 Layouts: qwen3; the authors' gated qwen3 (authors_gated_qwen3.py: their code is not on PyPI);
@@ -13,6 +14,7 @@ rotary, fp32 and bf16, one sharded checkpoint with an index.
 Run through make_hf_fixtures.sh (a venv with the pinned requirements-hf.txt).
 """
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -20,6 +22,8 @@ import shutil
 import torch
 import transformers
 from safetensors.torch import load_file, save_file
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_flatten
 from transformers import (Qwen3_5Config, Qwen3_5ForConditionalGeneration, Qwen3Config,
                           Qwen3ForCausalLM, Qwen3NextConfig, Qwen3NextForCausalLM)
 
@@ -106,7 +110,7 @@ def reference_model(folder, cls, authors_elementwise=None):
 def checkpoint_tensors(folder):
     state = {}
     for f in sorted(os.listdir(folder)):
-        if f.endswith(".safetensors") and f != "reference.safetensors":
+        if f.endswith(".safetensors") and f not in ("reference.safetensors", "generate.safetensors"):
             state.update(load_file(os.path.join(folder, f)))
     return state
 
@@ -118,28 +122,70 @@ def reference_logits(folder, cls, ids, authors_elementwise=None):
         return model(input_ids=ids).logits[0].float().contiguous()
 
 
-def write_finetune_step(folder, cls, authors_elementwise=None):
-    """folder/finetune/: the loss (mean next-token cross-entropy over reference.safetensors'
-    input_ids) and its gradient for every checkpoint tensor of the language model, in fp32 under
-    the checkpoint's own names (model.safetensors: the loader's layout conversion reads it)."""
+class Float64(TorchFunctionMode):
+    """transformers computes RMSNorm, RoPE and softmax in fp32 by explicit casts (.float(),
+    .to(torch.float32), softmax(dtype=torch.float32)) even in a float64 model; within this mode
+    every such cast gives float64, and any other floating result is an error."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        wide = lambda a: torch.float64 if a is torch.float32 else a
+        func = torch.Tensor.double if func is torch.Tensor.float else func
+        out = func(*map(wide, args), **{k: wide(v) for k, v in (kwargs or {}).items()})
+        for t in tree_flatten(out)[0]:
+            assert not (torch.is_tensor(t) and t.is_floating_point() and t.dtype != torch.float64), func
+        return out
+
+
+def finetune_step(folder, cls, authors_elementwise, dtype):
+    """transformers' loss (mean next-token cross-entropy over reference.safetensors' input_ids) and
+    its gradient for every parameter, computed in dtype: float32 as a user of transformers would,
+    or float64 (the model converted with .double(), every fp32 cast and the RoPE inverse
+    frequencies in float64 too)."""
     ids = load_file(os.path.join(folder, "reference.safetensors"))["input_ids"]
-    model = reference_model(folder, cls, authors_elementwise).train()
-    logits = model(input_ids=ids).logits[0].float()
-    loss = torch.nn.functional.cross_entropy(logits[:-1], ids[0, 1:])
+    model = reference_model(folder, cls, authors_elementwise).to(dtype).train()
+    with Float64() if dtype == torch.float64 else contextlib.nullcontext():
+        if dtype == torch.float64:  # RoPE inverse frequencies (HF builds them in fp32) from the config
+            ropes = [m for m in model.modules() if getattr(m, "rope_type", None) == "default"]
+            assert ropes, f"{folder}: no default RoPE"
+            for m in ropes:
+                m.inv_freq = m.compute_default_rope_parameters(m.config)[0]
+        logits = model(input_ids=ids).logits[0].to(dtype)
+        loss = torch.nn.functional.cross_entropy(logits[:-1], ids[0, 1:])
     loss.backward()
+    return loss.detach(), {name: p.grad for name, p in model.named_parameters() if p.grad is not None}
+
+
+def write_finetune_step(folder, cls, authors_elementwise=None):
+    """folder/finetune/: the float64 loss and gradients of finetune_step for every checkpoint tensor
+    of the language model, the gradients rounded to fp32 under the checkpoint's own names
+    (model.safetensors: the loader's layout conversion reads it); reference.safetensors: the loss
+    (F64) and, in its metadata, fp32_rel_err: ||fp32 - float64|| / ||float64|| of the loss and of
+    every gradient, how far transformers' fp32 computation alone moves each."""
+    loss32, grads32 = finetune_step(folder, cls, authors_elementwise, torch.float32)
+    loss64, grads64 = finetune_step(folder, cls, authors_elementwise, torch.float64)
     saved = set(checkpoint_tensors(folder))
-    grads = {name: p.grad.float().contiguous() for name, p in model.named_parameters()
-             if name in saved and p.grad is not None}
-    missing = sorted(n for n in saved if n not in grads and not n.startswith(("mtp.", "model.visual.")))
+    grads64 = {name: g for name, g in grads64.items() if name in saved}
+    missing = sorted(n for n in saved if n not in grads64 and not n.startswith(("mtp.", "model.visual.")))
     assert not missing, f"{folder}: no gradient for {missing}"
+
+    def rel(a32, a64):
+        return ((a32.double() - a64).norm() / a64.norm()).item()
+
+    err = {name: rel(grads32[name], g) for name, g in grads64.items()}
+    err["loss"] = rel(loss32, loss64)
     out = os.path.join(folder, "finetune")
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
-    save_file(grads, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
-    save_file({"loss": loss.detach().double().reshape(1)}, os.path.join(out, "reference.safetensors"),
+    save_file({name: g.float().contiguous() for name, g in grads64.items()},
+              os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    save_file({"loss": loss64.reshape(1)}, os.path.join(out, "reference.safetensors"),
               metadata={"transformers_version": transformers.__version__,
-                        "torch_version": torch.__version__})
-    print(f"{os.path.basename(folder)}: finetune loss {loss.item():.6f}, {len(grads)} gradients")
+                        "torch_version": torch.__version__,
+                        "fp32_rel_err": json.dumps({k: float("%.3e" % v) for k, v in err.items()},
+                                                   sort_keys=True)})
+    worst = max(err, key=err.get)
+    print(f"{os.path.basename(folder)}: finetune loss {loss64.item():.6f}, {len(grads64)} gradients,"
+          f" worst fp32 rel. L2 {err[worst]:.2e} ({worst})")
 
 
 def write(name, model, cls, generator, dtype, authors_elementwise=None, shard=None,
@@ -197,7 +243,6 @@ def finetune_only(name):
     if config.get("elementwise_attn_output_gate") or config.get("headwise_attn_output_gate"):
         authors_elementwise = bool(config.get("elementwise_attn_output_gate"))
     write_finetune_step(folder, classes[config["model_type"]], authors_elementwise)
-    write_generation(folder, classes[config["model_type"]], authors_elementwise)
 
 
 GENERATED = 64  # greedy tokens in generate.safetensors
@@ -233,7 +278,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", nargs="*", default=list(FIXTURES))
     parser.add_argument("--finetune-only", action="store_true",
-                        help="only rewrite the finetune/ and generate references of the existing fixtures")
+                        help="only rewrite the finetune/ references of the existing fixtures")
     args = parser.parse_args()
     torch.manual_seed(0)
     os.makedirs(OUT, exist_ok=True)

@@ -2,6 +2,8 @@
 // are validated.
 #include <gtest/gtest.h>
 
+#include <climits>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -152,6 +154,77 @@ TEST_F(Trainer, SkipsOrAbortsOnNonFiniteSteps) {
   r.on_nonfinite = NonFinitePolicy::abort;
   r.out = path("nan_abort");
   EXPECT_THROW(train(r, {.resume = false}, {}), Error);
+}
+
+// D4, D5: state.json is checked before a step is used: a negative step read the data order out of
+// bounds, INT64_MIN overflowed, a step beyond the run or a fractional one was taken as it was.
+TEST(TrainingState, EveryFieldIsCheckedBehindItsChecksum) {
+  const json run = {{"steps", 100}};
+  const json valid = training_state_json({.step = 4, .tokens_seen = 64, .skipped_steps = 1}, run);
+  const TrainingProgress p = parse_training_state(valid, "state.json", 4, 100);
+  EXPECT_EQ(p.step, 4);
+  EXPECT_EQ(p.tokens_seen, 64);
+  EXPECT_EQ(p.skipped_steps, 1);
+  const auto error = [&](json state, bool rechecksum = true) {
+    if (rechecksum) state["xxh3"] = training_state_checksum(state);
+    try {
+      parse_training_state(state, "state.json", 4, 100);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const auto with = [&](const char* field, const json& value) {
+    json state = valid;
+    state[field] = value;
+    return state;
+  };
+  EXPECT_NE(error(with("step", -3), false).find("state.json: is corrupt"), std::string::npos);
+  json unsummed = valid;
+  unsummed.erase("xxh3");
+  EXPECT_NE(error(unsummed, false).find("has no checksum"), std::string::npos);
+  EXPECT_NE(error(with("step", -3)).find("field 'step': -3 is outside"), std::string::npos);
+  EXPECT_NE(error(with("step", INT64_MIN)).find("is outside"), std::string::npos);
+  EXPECT_NE(error(with("step", 4.5)).find("field 'step': expected an integer, found 4.5"),
+            std::string::npos);
+  EXPECT_NE(error(with("step", "4")).find("expected an integer"), std::string::npos);
+  EXPECT_NE(error(with("step", UINT64_MAX)).find("out of range"), std::string::npos);
+  EXPECT_NE(error(with("step", 5)).find("the folder is the checkpoint of step 4"),
+            std::string::npos);
+  EXPECT_NE(error(with("skipped_steps", 5)).find("field 'skipped_steps': 5 is outside [0, 4]"),
+            std::string::npos);
+  EXPECT_NE(error(with("tokens_seen", -1)).find("field 'tokens_seen'"), std::string::npos);
+  EXPECT_NE(error(with("run_config", 1)).find("field 'run_config': expected an object"),
+            std::string::npos);
+  EXPECT_NE(error(with("extra", 1)).find("unknown field 'extra'"), std::string::npos);
+  try {
+    parse_training_state(training_state_json({.step = 1000}, run), "state.json", 1000, 60);
+    ADD_FAILURE() << "a step beyond the run was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("beyond the run's 60 steps"), std::string::npos);
+  }
+}
+
+// D14: a changed learning rate was taken silently on --resume.
+TEST(TrainingState, RunConfigChangesThatChangeTheArithmeticAreListed) {
+  const json recorded = {{"steps", 100},
+                         {"threads", 2},
+                         {"out", "a"},
+                         {"optimizer", {{"lr", 0.01}, {"beta1", 0.9}}},
+                         {"eval", {{"every", 10}, {"windows", 8}}},
+                         {"checkpoint", {{"every", 5}, {"keep", 2}}}};
+  json current = recorded;
+  current["threads"] = 1;
+  current["out"] = "b";
+  current["eval"]["every"] = 20;
+  current["checkpoint"] = {{"every", 1}, {"keep", 9}};
+  EXPECT_TRUE(run_config_changes(recorded, current).empty());
+  current["optimizer"]["lr"] = 0.02;
+  current["eval"]["windows"] = 4;
+  current["seed"] = 3;
+  EXPECT_EQ(run_config_changes(recorded, current),
+            (std::vector<std::string>{"eval/windows: 8 -> 4", "optimizer/lr: 0.01 -> 0.02",
+                                      "seed: (absent) -> 3"}));
 }
 
 TEST(RunConfigFile, RejectsBadFields) {

@@ -40,13 +40,6 @@ std::vector<fs::path> checkpoints(const fs::path& folder) {
   return found;
 }
 
-// state.json's checksum: XXH3 of the canonical dump of its other fields.
-std::string state_checksum(nlohmann::json state) {
-  state.erase("xxh3");
-  const std::string text = state.dump();
-  return checksum_hex(checksum64(text.data(), text.size()));
-}
-
 // A non-negative integer field of state.json, within [0, hi].
 int64_t state_integer(const nlohmann::json& state, const char* name, int64_t hi,
                       const std::string& where) {
@@ -69,14 +62,23 @@ int64_t strict_integer(const std::string& text, int64_t hi, const std::string& w
   if (value > hi) fail(where, ": ", value, " is outside [0, ", hi, "]");
   return value;
 }
+
 // The folder name's step: step_NNNNNNNN.
 int64_t folder_step(const std::string& folder) {
   const std::string name = fs::path(folder).filename().string();
   return strict_integer(name.substr(std::string(kPrefix).size()), INT64_MAX, folder);
 }
 
-TrainingProgress read_progress(const nlohmann::json& state, const std::string& where,
-                               int64_t expected_step, int64_t max_step) {
+}  // namespace
+
+std::string training_state_checksum(nlohmann::json state) {
+  state.erase("xxh3");
+  const std::string text = state.dump();
+  return checksum_hex(checksum64(text.data(), text.size()));
+}
+
+TrainingProgress parse_training_state(const nlohmann::json& state, const std::string& where,
+                                      int64_t expected_step, int64_t max_step) {
   if (!state.is_object()) fail(where, ": expected a JSON object");
   for (const auto& [key, value] : state.items())
     if (key != "step" && key != "tokens_seen" && key != "skipped_steps" && key != "run_config" &&
@@ -84,8 +86,8 @@ TrainingProgress read_progress(const nlohmann::json& state, const std::string& w
       fail(where, ": unknown field '", key, "'");
   if (!state.contains("xxh3") || !state["xxh3"].is_string())
     fail(where, ": has no checksum (field 'xxh3'); it was not written by this gattn or was edited");
-  if (state["xxh3"].get<std::string>() != state_checksum(state))
-    fail(where, ": is corrupt: its fields have checksum ", state_checksum(state),
+  if (state["xxh3"].get<std::string>() != training_state_checksum(state))
+    fail(where, ": is corrupt: its fields have checksum ", training_state_checksum(state),
          " but it records ", state["xxh3"].get<std::string>());
   TrainingProgress p;
   p.step = state_integer(state, "step", INT64_MAX, where);
@@ -101,7 +103,15 @@ TrainingProgress read_progress(const nlohmann::json& state, const std::string& w
   return p;
 }
 
-}  // namespace
+nlohmann::json training_state_json(const TrainingProgress& progress,
+                                   const nlohmann::json& run_config) {
+  nlohmann::json record = {{"step", progress.step},
+                           {"tokens_seen", progress.tokens_seen},
+                           {"skipped_steps", progress.skipped_steps},
+                           {"run_config", run_config}};
+  record["xxh3"] = training_state_checksum(record);
+  return record;
+}
 
 std::string save_training_checkpoint(const std::string& run_dir, const Weights& weights,
                                      AdamW& optimizer, const TrainingProgress& state,
@@ -120,12 +130,8 @@ std::string save_training_checkpoint(const std::string& run_dir, const Weights& 
   }
   write_safetensors(staged.file("optimizer.safetensors"), moments,
                     {{"adamw_steps", std::to_string(optimizer.steps())}});
-  nlohmann::json record = {{"step", state.step},
-                           {"tokens_seen", state.tokens_seen},
-                           {"skipped_steps", state.skipped_steps},
-                           {"run_config", run_config}};
-  record["xxh3"] = state_checksum(record);
-  write_text_file_atomically(staged.file("state.json"), record.dump(2) + "\n");
+  write_text_file_atomically(staged.file("state.json"),
+                             training_state_json(state, run_config).dump(2) + "\n");
   staged.publish();
   const std::vector<fs::path> all = checkpoints(folder);
   for (size_t i = 0; i + size_t(keep) < all.size(); ++i) fs::remove_all(all[i]);
@@ -144,7 +150,7 @@ ResumePoint load_training_checkpoint(const std::string& folder, Weights& weights
                                      int64_t max_step) {
   const std::string state_path = folder + "/state.json";
   const nlohmann::json state = parse_json_file(state_path);
-  const ResumePoint point{read_progress(state, state_path, folder_step(folder), max_step),
+  const ResumePoint point{parse_training_state(state, state_path, folder_step(folder), max_step),
                           state["run_config"]};
   const Config saved = load_config(folder + "/config.json");
   if (config_to_json(saved) != config_to_json(weights.config()))

@@ -29,6 +29,17 @@ std::string save_training_checkpoint(const std::string& run_dir, const Weights& 
 // The newest complete checkpoint folder of a run, or "" if there is none.
 std::string latest_checkpoint(const std::string& run_dir);
 
+// XXH3 of the canonical dump (sorted keys, no spaces) of state.json's fields other than "xxh3".
+std::string training_state_checksum(nlohmann::json state);
+// state.json: the progress and run config with the "xxh3" checksum of its other fields.
+nlohmann::json training_state_json(const TrainingProgress& progress,
+                                   const nlohmann::json& run_config);
+// The progress a parsed state.json records, checked: its checksum, no unknown field, an integer
+// step equal to `expected_step` (its folder's) and at most `max_step`, skipped steps within it,
+// a run_config object. `where` names the file in errors.
+TrainingProgress parse_training_state(const nlohmann::json& state, const std::string& where,
+                                      int64_t expected_step, int64_t max_step);
+
 struct ResumePoint {
   TrainingProgress progress;
   nlohmann::json run_config;  // as recorded when the checkpoint was written

@@ -7,22 +7,15 @@
 #include <nlohmann/json.hpp>
 
 #include "io/safetensors.h"
+#include "temp_folder.h"
 #include "util/error.h"
 
 namespace gattn {
 namespace {
 namespace fs = std::filesystem;
 
-class Safetensors : public ::testing::Test {
+class Safetensors : public TempFolderTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gattn_st_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
   // A file with the given header JSON followed by `data_bytes` bytes.
   std::string raw(const std::string& name, const std::string& header, size_t data_bytes,
@@ -42,8 +35,6 @@ class Safetensors : public ::testing::Test {
     }
     return "";
   }
-
-  fs::path dir_;
 };
 
 TEST_F(Safetensors, RoundTripsTensorsAndMetadata) {
@@ -146,6 +137,57 @@ TEST_F(Safetensors, ChecksumsCatchAFlippedBitAndFilesWithoutThemStillLoad) {
       << message;
   EXPECT_EQ(
       error_of(raw("foreign", R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8)), "");
+}
+
+// D12: what Hugging Face's safetensors library refuses, gattn refused not: NUL padding, bytes that
+// belong to no tensor, a key given twice.
+TEST_F(Safetensors, RefusesWhatTheReferenceLibraryRefuses) {
+  const std::string a = R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})";
+  const std::string a_late = R"("a":{"dtype":"F32","shape":[2],"data_offsets":[8,16]})";
+  const std::string b = R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]})";
+  EXPECT_EQ(error_of(raw("spaces", "{" + a + "}   ", 8)), "") << "space padding is allowed";
+  EXPECT_EQ(error_of(raw("empty", R"({"z":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}})", 0)),
+            "") << "an empty tensor takes no bytes";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {raw("nul", "{" + a + "}" + std::string(4, '\0'), 8), "header has a NUL byte"},
+      {raw("trailing", "{" + a + "}", 12), "4 data bytes after the last tensor"},
+      {raw("hole", "{" + a_late + "}", 16), "data bytes 0..8 belong to no tensor (a hole)"},
+      {raw("gap", "{" + a + "," + R"("b":{"dtype":"F32","shape":[1],"data_offsets":[12,16]})" + "}",
+           16),
+       "data bytes 8..12 belong to no tensor"},
+      {raw("twice", "{" + a + "," + a + "}", 8), "key 'a' appears twice in one object"},
+      {raw("twice_meta", R"({"__metadata__":{"k":"1","k":"2"},)" + a + "}", 8),
+       "key 'k' appears twice"},
+      {raw("ok_then_dup", "{" + a + "," + b + "," + a + "}", 12), "key 'a' appears twice"}};
+  for (const auto& [file, message] : cases)
+    EXPECT_NE(error_of(file).find(message), std::string::npos) << file << " -> " << error_of(file);
+}
+
+// D13: a file carrying some gattn checksums must carry all of them, and no unknown gattn key; a
+// gattn checkpoint (Checksums::required) must carry them even with none at all.
+TEST_F(Safetensors, ChecksumsCannotBeSwitchedOffByEditingTheHeader) {
+  const std::vector<float> v = {0, 0};  // the bytes raw() writes
+  write_safetensors(path("w.safetensors"), {{"a", Dtype::F32, {2}, v.data()}});
+  const SafetensorsReader written(path("w.safetensors"));
+  const std::string sum = written.metadata_value("gattn.xxh3:a");
+  const std::string a = R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})";
+  const std::string b = R"("b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]})";
+  const std::string with_a = R"({"__metadata__":{"gattn.xxh3:a":")" + sum + R"("},)";
+  EXPECT_NE(error_of(raw("half", with_a + a + "," + b + "}", 16))
+                .find("tensor 'b' has no checksum (__metadata__ 'gattn.xxh3:b')"),
+            std::string::npos);
+  EXPECT_NE(error_of(raw("renamed", R"({"__metadata__":{"gattn.ixh3:a":")" + sum + R"("},)" + a + "}", 8))
+                .find("__metadata__ key 'gattn.ixh3:a' is not one gattn writes"),
+            std::string::npos);
+  const std::string foreign = raw("foreign", "{" + a + "}", 8);
+  EXPECT_EQ(error_of(foreign), "");
+  try {
+    SafetensorsReader(foreign, Checksums::required);
+    ADD_FAILURE() << "a file without checksums was read where they are required";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'a' has no checksum"), std::string::npos);
+  }
+  EXPECT_NO_THROW(SafetensorsReader(path("w.safetensors"), Checksums::required));
 }
 
 TEST_F(Safetensors, ReadersCheckTheDtype) {

@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# Sets up, builds gattn twice (release, and ASan+UBSan) and runs the whole test suite in both.
+# Sets up, builds gattn twice (release, and ASan+UBSan) and runs the whole test suite in both;
+# prints each build's ten slowest tests. Exits non-zero when a test fails or a must-run test skips.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh release asan
+failed=0
 for dir in build build-asan; do
   echo "== tests in $dir"
-  (cd "$dir" && ctest --output-on-failure -j "$(nproc)")
+  log="$dir/Testing/ctest-output.log"
+  mkdir -p "$dir/Testing"
+  (cd "$dir" && ctest --output-on-failure -j "$(nproc)") 2>&1 | tee "$log" || failed=1
+  echo "== the ten slowest tests in $dir (seconds)"
+  sed -nE 's/.*Test +#[0-9]+: ([^ ]+) .* ([0-9]+\.[0-9]+) sec$/\2 \1/p' "$log" | sort -rn | head -10
 done
+exit "$failed"

@@ -21,7 +21,7 @@ namespace gattn {
 
 struct Tokenizer::Impl {
   explicit Impl(TokenizerSpec spec);
-  void encode_append(std::string_view text, std::vector<uint32_t>& out) const;
+  void encode_append(std::string_view text, std::vector<uint32_t>& out, AddedTokens added) const;
 
   TokenizerSpec spec;  // vocab sorted by id
   PreTokenizer pretokenizer;
@@ -150,7 +150,8 @@ Tokenizer::Impl::Impl(TokenizerSpec s)
   bpe = BpeModel(byte_ids, merges, spec.ignore_merges, std::move(whole_words));
 }
 
-void Tokenizer::Impl::encode_append(std::string_view text, std::vector<uint32_t>& out) const {
+void Tokenizer::Impl::encode_append(std::string_view text, std::vector<uint32_t>& out,
+                                    AddedTokens added) const {
   WordCache& cache = WordCache::for_this_thread(serial);
   const auto encode_word = [&](std::string_view word) {
     if (word.size() == 1 || word.size() > WordCache::kMaxWordBytes)
@@ -161,21 +162,22 @@ void Tokenizer::Impl::encode_append(std::string_view text, std::vector<uint32_t>
     bpe.encode_word(word, out);
     cache.insert(word, hash, out.data() + before, out.size() - before);
   };
+  const bool match = added == AddedTokens::match;
   const auto push_id = [&](uint32_t id) { out.push_back(id); };
   const auto encode_plain = [&](std::string_view piece) { pretokenizer.split(piece, encode_word); };
   const auto encode_normalized = [&](std::string_view piece) {
+    if (!match) return encode_plain(piece);
     normalized_added.split(piece, encode_plain, push_id);
   };
   std::string normalized;
-  raw_added.split(
-      text,
-      [&](std::string_view piece) {
-        if (!spec.nfc) return encode_normalized(piece);
-        normalized.clear();
-        append_nfc(piece, normalized);
-        encode_normalized(normalized);
-      },
-      push_id);
+  const auto encode_raw = [&](std::string_view piece) {
+    if (!spec.nfc) return encode_normalized(piece);
+    normalized.clear();
+    append_nfc(piece, normalized);
+    encode_normalized(normalized);
+  };
+  if (!match) return encode_raw(text);
+  raw_added.split(text, encode_raw, push_id);
 }
 
 Tokenizer::Tokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
@@ -199,15 +201,16 @@ Tokenizer Tokenizer::train(const std::vector<std::string>& inputs, int vocab_siz
   return Tokenizer(std::make_shared<const Impl>(train_bpe(inputs, vocab_size, options)));
 }
 
-std::vector<uint32_t> Tokenizer::encode(std::string_view text) const {
+std::vector<uint32_t> Tokenizer::encode(std::string_view text, AddedTokens added) const {
   std::vector<uint32_t> ids;
   ids.reserve(text.size() / 3 + 8);
-  impl_->encode_append(text, ids);
+  impl_->encode_append(text, ids, added);
   return ids;
 }
 
-void Tokenizer::encode_append(std::string_view text, std::vector<uint32_t>& ids) const {
-  impl_->encode_append(text, ids);
+void Tokenizer::encode_append(std::string_view text, std::vector<uint32_t>& ids,
+                              AddedTokens added) const {
+  impl_->encode_append(text, ids, added);
 }
 
 std::vector<std::vector<uint32_t>> Tokenizer::encode_batch(

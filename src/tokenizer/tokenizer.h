@@ -59,11 +59,17 @@ class Tokenizer {
   static Tokenizer train(const std::vector<std::string>& inputs, int vocab_size,
                          const TrainOptions& options = {});
 
-  // Ids of `text`, any bytes at all (invalid UTF-8 included). Added tokens written in the text
-  // (e.g. a literal "<|endoftext|>") become their ids, as in HF. Thread-safe.
-  std::vector<uint32_t> encode(std::string_view text) const;
+  // What an added token written in the text becomes: its id (as in HF), or ordinary text, as
+  // every other byte is (text from users, e.g. chat messages: a literal "<|im_end|>" in a message
+  // must not end the turn). as_text is stricter than HF's split_special_tokens, which splits
+  // special tokens only: no added token at all is matched.
+  enum class AddedTokens { match, as_text };
+
+  // Ids of `text`, any bytes at all (invalid UTF-8 included). Thread-safe.
+  std::vector<uint32_t> encode(std::string_view text, AddedTokens added = AddedTokens::match) const;
   // Appends the ids of `text` to `ids`.
-  void encode_append(std::string_view text, std::vector<uint32_t>& ids) const;
+  void encode_append(std::string_view text, std::vector<uint32_t>& ids,
+                     AddedTokens added = AddedTokens::match) const;
   // Ids of each text, encoded in parallel (OpenMP, static schedule: the result does not depend
   // on the thread count).
   std::vector<std::vector<uint32_t>> encode_batch(std::span<const std::string_view> texts) const;

@@ -98,6 +98,31 @@ TEST(Encode, NfcTokenizerNormalisesValidTextAndKeepsInvalidBytes) {
   EXPECT_EQ(tok.decode(tok.encode("a\u0301\u0316")), "\u00e1\u0316");
 }
 
+// Text from users (chat messages) is encoded with added tokens as text: no added token's id comes
+// out, whether raw, normalised, special or not, and text without them is encoded as before.
+TEST(Encode, AddedTokensAsTextNeverBecomeTheirIds) {
+  const Tokenizer tok = Tokenizer::load(fixture_path("tiny_nfc.json"));
+  const auto is_added = [](uint32_t id) { return id >= 268; };  // 268..272: the added tokens
+  const std::string text =
+      "a<|endoftext|>b<x><y>c e\xCC\x81"
+      "a bcd<x";
+  const auto matched = tok.encode(text);
+  const auto as_text = tok.encode(text, Tokenizer::AddedTokens::as_text);
+  EXPECT_EQ(std::count_if(matched.begin(), matched.end(), is_added), 4);
+  EXPECT_TRUE(std::none_of(as_text.begin(), as_text.end(), is_added));
+  EXPECT_EQ(tok.decode(as_text), tok.decode(matched));  // the same NFC text
+  for (const char* plain : {"abc aaaa ca", "cabc\n\n  \xC3\xA9 a", ""})
+    EXPECT_EQ(tok.encode(plain, Tokenizer::AddedTokens::as_text), tok.encode(plain)) << plain;
+  std::mt19937_64 rng(12);
+  const Tokenizer& trained = gattn_trained();
+  for (int round = 0; round < 1000; ++round) {
+    const std::string bytes = random_bytes(rng);
+    const auto ids = trained.encode(bytes, Tokenizer::AddedTokens::as_text);
+    ASSERT_EQ(trained.decode(ids), bytes) << "round " << round;
+    ASSERT_EQ(std::count(ids.begin(), ids.end(), trained.end_of_text_id()), 0) << bytes;
+  }
+}
+
 // GPT-2's table written out independently of src/tokenizer/byte_level.cpp.
 std::string bytes_of_token(const std::string& token) {
   std::vector<int> byte_of(512, -1);

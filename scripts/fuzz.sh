@@ -5,13 +5,13 @@
 # tests/fuzz/crashes/<target>/; once fixed, move them into the corpus so every build replays them.
 #   scripts/fuzz.sh [SECONDS (default 60)] [TARGET...]   targets: safetensors config run_config
 #                                                         tokenizer_json shard hf_config hf_index
-#                                                         openai_request training_state
+#                                                         openai_request training_state chat_template
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(safetensors config run_config tokenizer_json shard hf_config hf_index openai_request training_state)
+((${#targets[@]})) || targets=(safetensors config run_config tokenizer_json shard hf_config hf_index openai_request training_state chat_template)
 
 cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DGATTN_FUZZ=ON >/dev/null

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "infer/chat_template.h"
 #include "infer/generate.h"
 #include "model/train_state.h"
 #include "util/error.h"
@@ -82,7 +83,7 @@ TEST(Generate, RejectsAPromptBeyondTheContext) {
 }
 
 TEST(Generate, ChatTemplateNeedsChatmlTokens) {
-  EXPECT_THROW(chatml_prompt(tokenizer(), "hello"), Error);
+  EXPECT_THROW(chatml_prompt_ids(tokenizer(), "hello"), Error);
 }
 
 }  // namespace

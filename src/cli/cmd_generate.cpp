@@ -4,6 +4,7 @@
 #include "cli/commands.h"
 #include "cli/inputs.h"
 #include "cli/validators.h"
+#include "infer/chat_template.h"
 #include "infer/generate.h"
 #include "io/file.h"
 #include "util/error.h"
@@ -54,18 +55,20 @@ void add_generate_command(CLI::App& app) {
     std::string folder;
     const auto weights = load_inference_model(f.checkpoint, f.weights_dtype, folder);
     const Tokenizer tokenizer = load_model_tokenizer(f.tokenizer, folder);
-    std::string text = f.prompt_file.empty() ? f.prompt : read_text_file(f.prompt_file);
+    const std::string text = f.prompt_file.empty() ? f.prompt : read_text_file(f.prompt_file);
     GenerateOptions options = f.options;
     options.end_tokens = {tokenizer.end_of_text_id()};
-    if (f.chat) {
-      text = chatml_prompt(tokenizer, text, f.system);
+    std::vector<uint32_t> ids;
+    if (f.chat) {  // the user's text is text: a "<|im_end|>" in it does not end the turn
+      ids = chatml_prompt_ids(tokenizer, text, f.system);
       options.end_tokens.push_back(*tokenizer.token_to_id("<|im_end|>"));
+    } else {
+      ids = tokenizer.encode(text);
     }
-    const GenerateResult r =
-        generate(*weights, tokenizer, tokenizer.encode(text), options, [](std::string_view s) {
-          std::fwrite(s.data(), 1, s.size(), stdout);
-          std::fflush(stdout);
-        });
+    const GenerateResult r = generate(*weights, tokenizer, ids, options, [](std::string_view s) {
+      std::fwrite(s.data(), 1, s.size(), stdout);
+      std::fflush(stdout);
+    });
     std::printf("\n");
     if (f.stats)
       std::fprintf(stderr,

@@ -16,29 +16,6 @@ double seconds_since(Clock::time_point t0) {
 }
 }  // namespace
 
-void check_chatml_tokens(const Tokenizer& tokenizer) {
-  for (const char* token : {"<|im_start|>", "<|im_end|>"})
-    if (!tokenizer.token_to_id(token))
-      fail(tokenizer.origin(), ": chat needs the ChatML token ", token,
-           ", which this tokenizer does not have");
-}
-
-std::string chatml_messages(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages) {
-  check_chatml_tokens(tokenizer);
-  std::string prompt;
-  for (const ChatMessage& m : messages)
-    prompt += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
-  return prompt + "<|im_start|>assistant\n";
-}
-
-std::string chatml_prompt(const Tokenizer& tokenizer, const std::string& user,
-                          const std::string& system) {
-  std::vector<ChatMessage> messages;
-  if (!system.empty()) messages.push_back({.role = "system", .content = system});
-  messages.push_back({.role = "user", .content = user});
-  return chatml_messages(tokenizer, messages);
-}
-
 GenerateResult generate(const Weights& weights, const Tokenizer& tokenizer,
                         const std::vector<uint32_t>& prompt, const GenerateOptions& o,
                         const std::function<void(std::string_view)>& on_text) {

@@ -30,23 +30,6 @@ struct GenerateResult {
   double prefill_seconds = 0, decode_seconds = 0;
 };
 
-struct ChatMessage {
-  std::string role;  // system, user or assistant
-  std::string content;
-};
-
-// An error if the tokenizer lacks <|im_start|> or <|im_end|>.
-void check_chatml_tokens(const Tokenizer& tokenizer);
-// The ChatML prompt of Qwen models for a conversation, ending where the assistant's reply
-// starts: <|im_start|>role\ncontent<|im_end|>\n per message, then <|im_start|>assistant\n.
-std::string chatml_messages(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages);
-
-// The ChatML prompt of Qwen models for one user message (with an optional system message),
-// ending where the assistant's reply starts. An error if the tokenizer lacks <|im_start|> or
-// <|im_end|>.
-std::string chatml_prompt(const Tokenizer& tokenizer, const std::string& user,
-                          const std::string& system = "");
-
 // on_text receives the text as it is produced, in whole UTF-8 characters, never a part of a stop
 // string. An error if the prompt and max_tokens do not fit in the model's context.
 GenerateResult generate(const Weights& weights, const Tokenizer& tokenizer,

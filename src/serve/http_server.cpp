@@ -123,8 +123,7 @@ Prepared prepare(const OpenAiRequest& r, const Tokenizer& tokenizer, int vocab_s
   Prepared p;
   std::vector<uint32_t>& ids = p.spec.prompt;
   if (r.chat) {
-    p.prompt_text = chatml_messages(tokenizer, r.messages);
-    ids = tokenizer.encode(p.prompt_text);
+    ids = chatml_ids(tokenizer, r.messages);  // the messages' text never becomes control tokens
   } else if (!r.prompt_ids.empty()) {
     ids = r.prompt_ids;
     for (uint32_t id : ids)

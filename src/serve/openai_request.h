@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "infer/generate.h"
+#include "infer/chat_template.h"
 #include "infer/sampler.h"
 
 namespace gattn {

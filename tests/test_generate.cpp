@@ -1,9 +1,11 @@
 // Generation with the KV cache: greedy tokens equal the argmax of full forward passes over the
 // growing sequence, stop strings cut the text (and the stream) before them, the context is
-// checked, and the ChatML template needs its tokens.
+// checked, the ChatML template needs its tokens, and non-finite logits end a continuation with
+// an error.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "infer/chat_template.h"
 #include "infer/generate.h"
@@ -80,6 +82,30 @@ TEST(Generate, RejectsAPromptBeyondTheContext) {
   EXPECT_THROW(generate(w, tokenizer(), prompt, {.max_tokens = 7}), Error);
   EXPECT_THROW(generate(w, tokenizer(), {}, {.max_tokens = 1}), Error);
   EXPECT_NO_THROW(generate(w, tokenizer(), prompt, {.max_tokens = 6}));
+}
+
+// Non-finite logits at one step: an Error naming the position (prompt and generated tokens
+// before it); the text so far stays what it was.
+TEST(Continuation, NonFiniteLogitsEndGenerationWithAnError) {
+  const std::vector<uint32_t> prompt = tokenizer().encode("In the beginning");
+  Continuation c(tokenizer(), prompt, {.max_tokens = 10, .sampling = {.temperature = 0.7}});
+  std::vector<float> logits(tokenizer().vocab_size(), 0.0f);
+  logits[100] = 5;
+  ASSERT_TRUE(c.next(logits));
+  const std::string text = c.text();
+  logits[7] = std::nanf("");
+  try {
+    c.next(logits);
+    ADD_FAILURE() << "NaN logits gave token " << c.last();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("logits for the token at position " +
+                                         std::to_string(prompt.size() + 1) +
+                                         " are not finite (nan for token id 7"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(c.text(), text);
+  EXPECT_EQ(c.tokens().size(), 1u);
 }
 
 TEST(Generate, ChatTemplateNeedsChatmlTokens) {

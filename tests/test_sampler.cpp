@@ -117,6 +117,28 @@ TEST(Sampler, DrawsFollowTheDistribution) {
     EXPECT_NEAR(counts[i] / double(n), p[i], 5 * std::sqrt(p[i] * (1 - p[i]) / n)) << i;
 }
 
+// NaN or infinite logits (weights or activations that overflowed) are an Error naming where,
+// greedy or sampled: never the token that compares largest, nor the last id NaN draws pick.
+TEST(Sampler, NonFiniteLogitsAreAnErrorNamingThePositionAndTheToken) {
+  const std::vector<uint32_t> history = {4, 1, 7};
+  for (float bad : {std::nanf(""), INFINITY, -INFINITY})
+    for (double temperature : {0.0, 1.0}) {
+      std::vector<float> logits = kLogits;
+      logits[6] = bad;
+      Sampler s({.temperature = temperature});
+      try {
+        const uint32_t token = s.next(logits, history);
+        ADD_FAILURE() << bad << " at temperature " << temperature << " gave token " << token;
+      } catch (const Error& e) {
+        const std::string message = e.what();
+        EXPECT_NE(message.find("logits for the token at position 3 are not finite"),
+                  std::string::npos)
+            << message;
+        EXPECT_NE(message.find("for token id 6 of 8"), std::string::npos) << message;
+      }
+    }
+}
+
 TEST(Sampler, RejectsBadOptions) {
   EXPECT_THROW(Sampler({.temperature = -1}), Error);
   EXPECT_THROW(Sampler({.top_k = -1}), Error);

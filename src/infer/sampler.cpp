@@ -39,6 +39,15 @@ void check_sampling_options(const SamplingOptions& o) {
     fail("repeat_penalty must be a finite number > 0, got ", o.repeat_penalty);
 }
 
+void check_finite_logits(std::span<const float> logits, size_t position) {
+  const auto bad =
+      std::find_if(logits.begin(), logits.end(), [](float x) { return !std::isfinite(x); });
+  if (bad != logits.end())
+    fail("the model's logits for the token at position ", position, " are not finite (", *bad,
+         " for token id ", bad - logits.begin(), " of ", logits.size(),
+         "): its weights or activations overflowed");
+}
+
 void apply_repeat_penalty(std::span<float> logits, std::span<const uint32_t> history,
                           double penalty) {
   if (penalty == 1.0) return;
@@ -92,6 +101,7 @@ Sampler::Sampler(const SamplingOptions& options) : o_(options), rng_(options.see
 
 uint32_t Sampler::next(std::span<float> logits, std::span<const uint32_t> history) {
   apply_repeat_penalty(logits, history, o_.repeat_penalty);
+  check_finite_logits(logits, history.size());
   if (o_.temperature == 0) return argmax(logits);
   std::vector<double> probs = softmax(logits, o_.temperature);
   keep_top_k(probs, o_.top_k);

@@ -30,6 +30,10 @@ void apply_repeat_penalty(std::span<float> logits, std::span<const uint32_t> his
 void keep_top_k(std::span<double> probs, int k);
 void keep_top_p(std::span<double> probs, double p);
 void keep_min_p(std::span<double> probs, double min_p);
+// Non-finite logits come from weights or activations that overflowed; any use of them is silently
+// wrong (greedy picks whatever compares largest, a draw from NaN probabilities the last id). An
+// Error naming the position (the tokens before it) and the first NaN or infinite logit.
+void check_finite_logits(std::span<const float> logits, size_t position);
 // softmax(logits / temperature), in double.
 std::vector<double> softmax(std::span<const float> logits, double temperature);
 
@@ -37,7 +41,8 @@ class Sampler {
  public:
   explicit Sampler(const SamplingOptions& options);
   // The next token given the logits of the last position (modified in place by the penalty) and
-  // the tokens so far (prompt and generated).
+  // the tokens so far (prompt and generated). A NaN or infinite logit is an Error naming the
+  // position and the token id (never a token drawn from them).
   uint32_t next(std::span<float> logits, std::span<const uint32_t> history);
 
  private:

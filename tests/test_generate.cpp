@@ -1,11 +1,13 @@
 // Generation with the KV cache: greedy tokens equal the argmax of full forward passes over the
 // growing sequence, stop strings cut the text (and the stream) before them, the context is
-// checked, the ChatML template needs its tokens, and non-finite logits end a continuation with
-// an error.
+// checked, and the ChatML template needs its tokens. A continuation's text grows by each token's
+// bytes (equal to decoding the whole completion every step, as it once did), and non-finite
+// logits end it with an error.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 #include "infer/chat_template.h"
 #include "infer/generate.h"
@@ -82,6 +84,90 @@ TEST(Generate, RejectsAPromptBeyondTheContext) {
   EXPECT_THROW(generate(w, tokenizer(), prompt, {.max_tokens = 7}), Error);
   EXPECT_THROW(generate(w, tokenizer(), {}, {.max_tokens = 1}), Error);
   EXPECT_NO_THROW(generate(w, tokenizer(), prompt, {.max_tokens = 6}));
+}
+
+// The continuation's tokens are `tokens`, each sampled greedily from logits that pick it.
+struct Driven {
+  std::vector<uint32_t> tokens = {};
+  std::string text = {}, finish_reason = {}, streamed = {};
+  int64_t decoded = 0;
+};
+Driven drive(const std::vector<uint32_t>& tokens, const std::vector<std::string>& stop) {
+  Driven d;
+  const std::vector<uint32_t> prompt = {5, 6};
+  Continuation c(tokenizer(), prompt,
+                 {.max_tokens = int(tokens.size()), .sampling = {.temperature = 0}, .stop = stop},
+                 [&](std::string_view s) { d.streamed += s; });
+  for (uint32_t id : tokens) {
+    std::vector<float> logits(tokenizer().vocab_size(), 0.0f);
+    logits[id] = 1;
+    if (!c.next(logits)) break;
+  }
+  d.tokens = c.tokens();
+  d.text = c.text();
+  d.finish_reason = c.finish_reason();
+  d.decoded = c.decoded_tokens();
+  return d;
+}
+
+// What the continuation did before it decoded incrementally: the whole completion decoded after
+// every token, cut before the first stop string found.
+Driven decoding_the_whole(const std::vector<uint32_t>& tokens,
+                          const std::vector<std::string>& stop) {
+  for (size_t n = 1; n <= tokens.size(); ++n) {
+    const std::vector<uint32_t> head(tokens.begin(), tokens.begin() + long(n));
+    std::string text = tokenizer().decode(head);
+    size_t cut = std::string::npos;
+    for (const std::string& s : stop) cut = std::min(cut, text.find(s));
+    if (cut != std::string::npos)
+      return {.tokens = head, .text = text.substr(0, cut), .finish_reason = "stop"};
+  }
+  return {.tokens = tokens, .text = tokenizer().decode(tokens), .finish_reason = "length"};
+}
+
+TEST(Continuation, TextAndStopStringsEqualDecodingTheWholeCompletion) {
+  const std::vector<uint32_t> source = tokenizer().encode(
+      "In the beginning \u795e\u306f\u5929\u3068\u5730\u3092\u5275\u9020\u3055\u308c\u305f\u3002 "
+      "\u041f\u0440\u0438\u0432\u0435\u0442 \U0001F642 and God said, Let there be light");
+  std::mt19937_64 rng(5);
+  for (int round = 0; round < 400; ++round) {
+    std::vector<uint32_t> tokens;
+    const size_t n = 1 + rng() % 30;
+    if (round % 4 == 0) {  // any ids: invalid UTF-8, <|endoftext|> as text
+      for (size_t i = 0; i < n; ++i) tokens.push_back(uint32_t(rng() % tokenizer().vocab_size()));
+    } else {  // characters split over several byte tokens
+      const size_t from = rng() % source.size();
+      tokens.assign(source.begin() + long(from),
+                    source.begin() + long(std::min(source.size(), from + n)));
+    }
+    // Stop strings taken from the text, most spanning token boundaries, some never there.
+    const std::string whole = tokenizer().decode(tokens);
+    std::vector<std::string> stop;
+    for (int i = int(rng() % 3); i > 0 && !whole.empty(); --i) {
+      const size_t at = rng() % whole.size();
+      stop.push_back(whole.substr(at, 1 + rng() % 6));
+    }
+    if (round % 5 == 0) stop.push_back("\x01never\x02");
+    const Driven got = drive(tokens, stop), expected = decoding_the_whole(tokens, stop);
+    ASSERT_EQ(got.tokens, expected.tokens) << "round " << round;
+    ASSERT_EQ(got.text, expected.text) << "round " << round;
+    ASSERT_EQ(got.finish_reason, expected.finish_reason) << "round " << round;
+    ASSERT_EQ(got.streamed, got.text) << "round " << round;
+  }
+}
+
+// Each token is decoded once, however long the completion: the work grows with its length, not
+// with its square (decoding the whole completion every step was n (n + 1) / 2 tokens).
+TEST(Continuation, DecodesEachTokenOnce) {
+  const std::vector<uint32_t> verse =
+      tokenizer().encode(" and God saw the light, that it was good");
+  std::vector<uint32_t> tokens;
+  while (tokens.size() < 5000) tokens.insert(tokens.end(), verse.begin(), verse.end());
+  const Driven d = drive(tokens, {"never there", "x\ny"});
+  ASSERT_EQ(d.tokens.size(), tokens.size());
+  EXPECT_EQ(d.decoded, int64_t(tokens.size()));
+  EXPECT_EQ(d.text, tokenizer().decode(tokens));
+  EXPECT_EQ(d.streamed, d.text);
 }
 
 // Non-finite logits at one step: an Error naming the position (prompt and generated tokens

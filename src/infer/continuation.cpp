@@ -20,22 +20,26 @@ size_t whole_characters(std::string_view text) {
 }
 }  // namespace
 
-bool TextStream::update(std::string& text) {
+bool TextStream::append(std::string_view bytes) {
+  const size_t before = text_.size();
+  text_ += bytes;
+  // No stop string was in the text before: one found now ends in the new bytes.
   size_t cut = std::string::npos;
-  for (const std::string& s : stop_) cut = std::min(cut, text.find(s));
+  for (const std::string& s : stop_)
+    cut = std::min(cut, text_.find(s, before - std::min(before, s.size() - 1)));
   const bool stopped = cut != std::string::npos;
-  if (stopped) text.resize(cut);
-  size_t ready = whole_characters(text);
-  if (!stopped) ready = ready > holdback_ ? std::min(ready, text.size() - holdback_) : 0;
-  ready = whole_characters(std::string_view(text).substr(0, ready));
-  if (ready > emitted_ && out_) out_(std::string_view(text).substr(emitted_, ready - emitted_));
+  if (stopped) text_.resize(cut);
+  size_t ready = whole_characters(text_);
+  if (!stopped) ready = ready > holdback_ ? std::min(ready, text_.size() - holdback_) : 0;
+  ready = whole_characters(std::string_view(text_).substr(0, ready));
+  if (ready > emitted_ && out_) out_(std::string_view(text_).substr(emitted_, ready - emitted_));
   emitted_ = std::max(emitted_, ready);
   return stopped;
 }
 
-void TextStream::finish(const std::string& text) {
-  if (text.size() > emitted_ && out_) out_(std::string_view(text).substr(emitted_));
-  emitted_ = text.size();
+void TextStream::finish() {
+  if (text_.size() > emitted_ && out_) out_(std::string_view(text_).substr(emitted_));
+  emitted_ = text_.size();
 }
 
 Continuation::Continuation(const Tokenizer& tokenizer, std::span<const uint32_t> prompt,
@@ -52,7 +56,7 @@ Continuation::Continuation(const Tokenizer& tokenizer, std::span<const uint32_t>
 void Continuation::end(std::string reason) {
   if (done()) return;
   finish_reason_ = std::move(reason);
-  stream_.finish(text_);
+  stream_.finish();
 }
 
 bool Continuation::next(std::span<float> logits) {
@@ -64,8 +68,8 @@ bool Continuation::next(std::span<float> logits) {
     end("stop");
     return false;
   }
-  text_ = tokenizer_.decode(std::span(tokens_));
-  if (stream_.update(text_)) {
+  ++decoded_tokens_;
+  if (stream_.append(tokenizer_.decode(std::span(&token, 1)))) {
     end("stop");
     return false;
   }

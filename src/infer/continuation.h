@@ -21,21 +21,26 @@ struct ContinuationOptions {
   std::vector<uint32_t> end_tokens = {};  // generation ends after one of these ids (not printed)
 };
 
-// The generated text so far, holding back what could still become a stop string.
+// The generated text so far, holding back what could still become a stop string and the bytes
+// of a UTF-8 character not yet complete. Each append costs its own bytes and the longest stop
+// string, never the whole text again.
 class TextStream {
  public:
   TextStream(std::vector<std::string> stop, std::function<void(std::string_view)> out)
       : stop_(std::move(stop)), out_(std::move(out)) {
     for (const std::string& s : stop_) holdback_ = std::max(holdback_, s.size());
   }
-  // The whole text so far; returns true when it holds a stop string (then cut before it).
-  bool update(std::string& text);
-  // Emits what was held back of the final text.
-  void finish(const std::string& text);
+  // Appends the bytes of one token; returns true when the text now holds a stop string (then it
+  // is cut before it).
+  bool append(std::string_view bytes);
+  // Emits what was held back.
+  void finish();
+  const std::string& text() const { return text_; }
 
  private:
   std::vector<std::string> stop_;
   std::function<void(std::string_view)> out_;
+  std::string text_;
   size_t holdback_ = 0, emitted_ = 0;
 };
 
@@ -53,15 +58,18 @@ class Continuation {
   bool done() const { return !finish_reason_.empty(); }
   uint32_t last() const { return tokens_.back(); }
   const std::vector<uint32_t>& tokens() const { return tokens_; }      // end token included
-  const std::string& text() const { return text_; }                    // cut before a stop string
+  const std::string& text() const { return stream_.text(); }           // cut before a stop string
   const std::string& finish_reason() const { return finish_reason_; }  // "length" or "stop"
+  // Tokens decoded so far: each generated token once (the text grows by its bytes).
+  int64_t decoded_tokens() const { return decoded_tokens_; }
 
  private:
   const Tokenizer& tokenizer_;
   ContinuationOptions o_;
   Sampler sampler_;
   std::vector<uint32_t> history_, tokens_;
-  std::string text_, finish_reason_;
+  std::string finish_reason_;
+  int64_t decoded_tokens_ = 0;
   TextStream stream_;
 };
 

@@ -20,6 +20,7 @@
 namespace gattn {
 namespace {
 using nlohmann::json;
+using namespace std::chrono_literals;
 
 // The fixture tokenizer with ChatML's two tokens added.
 const Tokenizer& chat_tokenizer() {
@@ -64,10 +65,22 @@ const Weights& model() {
   return *w;
 }
 
+// model() whose final norm holds a NaN: every logit is NaN.
+const Weights& nan_model() {
+  static const std::unique_ptr<Weights> w = [] {
+    auto weights = std::make_unique<Weights>(model().config());
+    weights->init(5);
+    weights->data()[weights->layout().find("model.norm.weight")->offset] = std::nanf("");
+    return weights;
+  }();
+  return *w;
+}
+
 // A server on a free loopback port, serving on its own thread until destroyed.
 class TestServer {
  public:
-  explicit TestServer(ServeOptions o) : server_(model(), chat_tokenizer(), o) {
+  explicit TestServer(ServeOptions o, const Weights& weights = model())
+      : server_(weights, chat_tokenizer(), o) {
     port_ = server_.bind("127.0.0.1", 0);
     thread_ = std::thread([this] { server_.run(); });
   }
@@ -342,6 +355,77 @@ TEST(Serve, AClientThatDisconnectsMidStreamFreesItsSlot) {
   EXPECT_EQ(h["active"], 0) << h.dump();
   auto [status, r] = post(s, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}});
   EXPECT_EQ(status, 200) << r.dump();
+}
+
+// Non-finite logits end that request with an error: 500 when not streamed, an error event and
+// [DONE] when streamed; never text sampled from them, nor prompt scores made of them.
+TEST(Serve, NonFiniteLogitsEndTheRequestWithAnError) {
+  TestServer s(options(), nan_model());
+  for (const json& body :
+       {json{{"prompt", "And God said"}, {"max_tokens", 8}},
+        json{{"prompt", "And God said"}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 1}}}) {
+    auto [status, r] = post(s, "/v1/completions", body);
+    EXPECT_EQ(status, 500) << r.dump();
+    EXPECT_EQ(r["error"]["type"], "server_error");
+    EXPECT_NE(r["error"]["message"].get<std::string>().find("are not finite"), std::string::npos)
+        << r.dump();
+  }
+  auto sr = s.client().Post(
+      "/v1/chat/completions",
+      json{{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"stream", true}}.dump(),
+      "application/json");
+  ASSERT_TRUE(sr);
+  const auto events = sse_data(sr->body);
+  ASSERT_GE(events.size(), 2u) << sr->body;
+  EXPECT_EQ(events.back(), "[DONE]");
+  EXPECT_NE(events[events.size() - 2].find("are not finite"), std::string::npos) << sr->body;
+  for (size_t i = 0; i + 2 < events.size(); ++i)
+    EXPECT_FALSE(json::parse(events[i])["choices"][0]["delta"].contains("content") &&
+                 json::parse(events[i])["choices"][0]["delta"]["content"] != "")
+        << events[i];
+  EXPECT_EQ(s.health()["failed"], 3);
+}
+
+// A fault in one job of a batch (NaN logits in one, an exception in another) fails that job
+// only: the jobs decoded beside them finish with generate()'s text.
+TEST(Scheduler, AFaultInOneJobFailsThatJobOnly) {
+  Scheduler scheduler(model(), chat_tokenizer(), {.parallel = 3, .context = 256});
+  const auto spec = [](const std::string& prompt) {
+    JobSpec j{.prompt = chat_tokenizer().encode(prompt),
+              .options = {.max_tokens = 20, .sampling = {.temperature = 0}}};
+    return j;
+  };
+  JobSpec nan_job = spec("Blessed is the man"), throwing = spec("Praise ye");
+  nan_job.on_logits = [step = 0](std::span<float> logits) mutable {
+    if (++step == 4) logits[3] = std::nanf("");
+  };
+  throwing.on_logits = [step = 0](std::span<float>) mutable {
+    if (++step == 6) throw std::runtime_error("an injected fault");
+  };
+  const std::vector<std::string> prompts = {"And God said", "O give thanks unto the LORD"};
+  const auto first = scheduler.submit(spec(prompts[0]));
+  const auto nan = scheduler.submit(std::move(nan_job));
+  const auto faulty = scheduler.submit(std::move(throwing));
+  const auto queued = scheduler.submit(spec(prompts[1]));  // waits for a free slot
+  for (const auto& job : {first, nan, faulty, queued}) {
+    std::string text;
+    while (!job->wait(text, 100ms)) {
+    }
+  }
+  EXPECT_EQ(nan->outcome().error_status, 500);
+  EXPECT_NE(nan->outcome().error.find("are not finite"), std::string::npos) << nan->outcome().error;
+  EXPECT_EQ(faulty->outcome().error_status, 500);
+  EXPECT_EQ(faulty->outcome().error, "an injected fault");
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const JobOutcome& out = (i == 0 ? first : queued)->outcome();
+    EXPECT_EQ(out.error_status, 0) << out.error;
+    const GenerateOptions o{.max_tokens = 20, .sampling = {.temperature = 0}};
+    EXPECT_EQ(out.text,
+              generate(model(), chat_tokenizer(), chat_tokenizer().encode(prompts[i]), o).text);
+  }
+  const SchedulerStats stats = scheduler.stats();
+  EXPECT_EQ(stats.completed, 2);
+  EXPECT_EQ(stats.failed, 2);
 }
 
 TEST(Serve, ARequestOverTheTimeLimitGets408) {

@@ -175,17 +175,21 @@ bool Scheduler::admit() {
 
 void Scheduler::loop() {
   while (admit()) {
-    try {
-      for (auto& slot : slots_)
-        if (slot->job && !slot->continuation && !slot->failure && !slot->job->cancelled())
-          prefill(*slot);
-      decode_step();
-    } catch (const std::exception& e) {  // a bug or an exhausted resource: fail the running jobs
-      for (auto& slot : slots_)
-        if (slot->job && !(slot->continuation && slot->continuation->done()))
-          slot->failure = JobOutcome{.error_status = 500, .error = e.what()};
-    }
+    for (auto& slot : slots_)
+      if (slot->job && !slot->continuation && !slot->failure && !slot->job->cancelled())
+        guarded(*slot, [&] { prefill(*slot); });
+    decode_step();
     retire();
+  }
+}
+
+void Scheduler::guarded(Slot& slot, const std::function<void()>& work) {
+  try {
+    work();
+  } catch (const std::exception& e) {  // bad numbers in this job, a bug, an exhausted resource
+    slot.failure = JobOutcome{.error_status = 500, .error = e.what()};
+  } catch (...) {
+    slot.failure = JobOutcome{.error_status = 500, .error = "unknown error"};
   }
 }
 
@@ -201,7 +205,9 @@ void Scheduler::prefill(Slot& slot) {
   if (every) {
     if (slot.prefilled == 0) slot.prompt_logprobs.push_back({.token = uint32_t(slot.ids[0])});
     for (int r = 0; r < n && slot.prefilled + r + 1 < total; ++r) {
-      const auto lp = log_softmax(std::span(model_->logits).subspan(size_t(r) * V, V));
+      const auto row = std::span(model_->logits).subspan(size_t(r) * V, V);
+      check_finite_logits(row, size_t(slot.prefilled + r + 1));  // no NaN scores
+      const auto lp = log_softmax(row);
       slot.prompt_logprobs.push_back(
           score(lp, uint32_t(slot.ids[slot.prefilled + r + 1]), std::max(spec.logprobs, 0)));
     }
@@ -219,7 +225,9 @@ void Scheduler::start_decoding(Slot& slot, std::span<float> logits) {
 }
 
 void Scheduler::take_token(Slot& slot, std::span<float> logits) {
-  const int top = slot.job->spec().logprobs;
+  const JobSpec& spec = slot.job->spec();
+  if (spec.on_logits) spec.on_logits(logits);
+  const int top = spec.logprobs;
   std::vector<float> lp;
   if (top >= 0) lp = log_softmax(logits);
   slot.continuation->next(logits);
@@ -239,9 +247,14 @@ void Scheduler::decode_step() {
   if (batch.empty()) return;
   const int V = w_.config().vocab_size;
   model_->logits.resize(batch.size() * V);
-  model_->state.decode(indices, ids, model_->logits.data());
+  try {
+    model_->state.decode(indices, ids, model_->logits.data());
+  } catch (const std::exception& e) {  // one pass for them all: each of its jobs fails
+    for (Slot* slot : batch) slot->failure = JobOutcome{.error_status = 500, .error = e.what()};
+    return;
+  }
   for (size_t i = 0; i < batch.size(); ++i)
-    take_token(*batch[i], std::span(model_->logits).subspan(i * V, V));
+    guarded(*batch[i], [&] { take_token(*batch[i], std::span(model_->logits).subspan(i * V, V)); });
 }
 
 // Frees the slots of jobs that finished, were cancelled, failed or ran out of time.

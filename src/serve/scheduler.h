@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -35,6 +36,8 @@ struct JobSpec {
   ContinuationOptions options;   // max_tokens may be 0 (then only the prompt is scored)
   int logprobs = -1;             // top alternatives reported per token; -1: no logprobs
   bool prompt_logprobs = false;  // also score every prompt token (echo)
+  // Tests: sees (and may change, or throw on) each step's logits before the token is sampled.
+  std::function<void(std::span<float> logits)> on_logits = {};
 };
 
 struct JobOutcome {
@@ -106,6 +109,8 @@ class Scheduler {
   JobOutcome timeout_outcome() const;
   static JobOutcome cancelled_outcome();
   bool admit();  // moves queued jobs into free slots; false when stopping
+  // Runs one slot's work: what it throws fails that slot's job only.
+  static void guarded(Slot& slot, const std::function<void()>& work);
   void prefill(Slot& slot);
   void decode_step();
   void retire();

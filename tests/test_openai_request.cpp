@@ -99,6 +99,25 @@ TEST(OpenAiRequest, ReadsChatMessages) {
   EXPECT_TRUE(r.stream);
 }
 
+TEST(OpenAiRequest, ReadsChatLogprobsAndStreamOptions) {
+  const auto chat = [](const std::string& fields) {
+    return parse_chat_request(R"({"messages": [{"role": "user", "content": "x"}], )" + fields +
+                              "}");
+  };
+  EXPECT_EQ(chat(R"("logprobs": true, "top_logprobs": 5)").logprobs, 5);
+  EXPECT_EQ(chat(R"("logprobs": true)").logprobs, 0);
+  EXPECT_EQ(chat(R"("logprobs": false)").logprobs, -1);
+  EXPECT_EQ(chat(R"("logprobs": null, "top_logprobs": null)").logprobs, -1);
+  const OpenAiRequest streamed =
+      chat(R"("stream": true, "logprobs": true, "stream_options": {"include_usage": true})");
+  EXPECT_TRUE(streamed.include_usage);
+  EXPECT_EQ(streamed.logprobs, 0);
+  EXPECT_FALSE(chat(R"("stream": true, "stream_options": {})").include_usage);
+  EXPECT_TRUE(parse_completion_request(
+                  R"({"prompt": "x", "stream": true, "stream_options": {"include_usage": true}})")
+                  .include_usage);
+}
+
 TEST(OpenAiRequest, RejectsBadChats) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {R"({"messages": []})", "'messages' must be a non-empty array"},
@@ -112,6 +131,22 @@ TEST(OpenAiRequest, RejectsBadChats) {
       {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 1,
            "max_completion_tokens": 1})",
        "not both"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": 1})",
+       "'logprobs' must be true or false"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})",
+       "'top_logprobs' needs 'logprobs': true"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 21})",
+       "'top_logprobs' must be in [0, 20]"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stream_options": {}})",
+       "'stream_options' is only allowed with 'stream': true"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stream": true,
+           "stream_options": {"include_usage": 1}})",
+       "stream_options: 'include_usage' must be true or false"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stream": true,
+           "stream_options": {"extra": true}})",
+       "stream_options: unknown field 'extra'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stream": true, "stream_options": 1})",
+       "stream_options: expected a JSON object"},
   };
   for (const auto& [body, expected] : cases)
     EXPECT_NE(error_of(body, true).find(expected), std::string::npos)

@@ -243,6 +243,82 @@ TEST(Serve, ChatContentNeverBecomesControlTokens) {
   EXPECT_EQ(r["usage"]["prompt_tokens"], injected.size());
 }
 
+TEST(Serve, ChatLogprobsGiveEachTokensExactBytesStreamedOrNot) {
+  TestServer s(options());
+  const std::vector<ChatMessage> messages = {
+      {"user", "\u795e\u306f\u5929\u3068\u5730\u3068\u3092\u5275\u9020\u3055\u308c\u305f"}};
+  const json body = {{"messages", {{{"role", "user"}, {"content", messages[0].content}}}},
+                     {"max_tokens", 30},
+                     {"temperature", 0},
+                     {"logprobs", true},
+                     {"top_logprobs", 3}};
+  auto [status, r] = post(s, "/v1/chat/completions", body);
+  ASSERT_EQ(status, 200) << r.dump();
+  const json& content = r["choices"][0]["logprobs"]["content"];
+  // The exact bytes of the completion (JSON's content has U+FFFD for broken characters).
+  GenerateOptions o{.max_tokens = 30, .sampling = {.temperature = 0}};
+  o.end_tokens = {chat_tokenizer().end_of_text_id(), *chat_tokenizer().token_to_id("<|im_end|>")};
+  const GenerateResult g =
+      generate(model(), chat_tokenizer(), chatml_ids(chat_tokenizer(), messages), o);
+  ASSERT_GT(g.text.size(), 0u);
+  std::string bytes;
+  for (const json& token : content) {
+    for (const json& b : token["bytes"]) bytes += char(b.get<int>());
+    ASSERT_EQ(token["top_logprobs"].size(), 3u);
+    EXPECT_GE(token["top_logprobs"][0]["logprob"].get<double>(), token["logprob"].get<double>());
+    EXPECT_LE(token["logprob"].get<double>(), 0.0);
+  }
+  EXPECT_EQ(bytes, g.text);
+  EXPECT_EQ(r["choices"][0]["message"]["content"], json::parse(json_text(g.text)));
+  const size_t text_tokens = g.tokens.size() - (g.finish_reason == "stop" ? 1 : 0);
+  EXPECT_EQ(content.size(), text_tokens);
+
+  // Streamed: each chunk carries its tokens' logprobs, the same ones; every chunk says
+  // "usage": null but the last, which has no choices and the usage.
+  json streamed = body;
+  streamed["stream"] = true;
+  streamed["stream_options"] = {{"include_usage", true}};
+  auto sr = s.client().Post("/v1/chat/completions", streamed.dump(), "application/json");
+  ASSERT_TRUE(sr);
+  const auto events = sse_data(sr->body);
+  ASSERT_GE(events.size(), 4u) << sr->body;
+  EXPECT_EQ(events.back(), "[DONE]");
+  json entries = json::array();
+  for (size_t i = 0; i + 2 < events.size(); ++i) {
+    const json chunk = json::parse(events[i]);
+    EXPECT_TRUE(chunk.contains("usage") && chunk["usage"].is_null()) << events[i];
+    const json& lp = chunk["choices"][0]["logprobs"];
+    if (!lp.is_null())
+      for (const json& e : lp["content"]) entries.push_back(e);
+  }
+  EXPECT_EQ(entries, content);
+  const json last = json::parse(events[events.size() - 2]);
+  EXPECT_EQ(last["choices"], json::array());
+  EXPECT_EQ(last["usage"], r["usage"]);
+}
+
+// The bytes of tokens that are parts of characters rebuild the text exactly; their token
+// strings cannot (U+FFFD in JSON).
+TEST(Serve, ChatLogprobBytesRebuildJapaneseText) {
+  const std::string text =
+      "\u795e\u306f\u5929\u3068\u5730\u3068\u3092\u5275\u9020\u3055\u308c\u305f\u3002";
+  std::vector<TokenLogprob> scored;
+  for (uint32_t id : chat_tokenizer().encode(text))
+    scored.push_back({.token = id, .logprob = -0.5f, .top = {{id, -0.5f}}});
+  const json j = json::parse(json_text(chat_logprobs(chat_tokenizer(), scored)));
+  std::string rebuilt, lossy;
+  int broken = 0;
+  for (const json& token : j["content"]) {
+    for (const json& b : token["bytes"]) rebuilt += char(b.get<int>());
+    EXPECT_EQ(token["top_logprobs"][0]["bytes"], token["bytes"]);
+    lossy += token["token"].get<std::string>();
+    broken += token["token"] == "\uFFFD" ? 1 : 0;
+  }
+  EXPECT_EQ(rebuilt, text);
+  EXPECT_NE(lossy, text);
+  EXPECT_GT(broken, 0);
+}
+
 TEST(Serve, ConcurrentRequestsEachEqualGenerate) {
   TestServer s(options());  // 3 slots, 6 requests: some wait in the queue
   const std::vector<std::string> prompts = {"And God said", "The LORD is my shepherd",
@@ -408,8 +484,8 @@ TEST(Scheduler, AFaultInOneJobFailsThatJobOnly) {
   const auto faulty = scheduler.submit(std::move(throwing));
   const auto queued = scheduler.submit(spec(prompts[1]));  // waits for a free slot
   for (const auto& job : {first, nan, faulty, queued}) {
-    std::string text;
-    while (!job->wait(text, 100ms)) {
+    JobProgress progress;
+    while (!job->wait(progress, 100ms)) {
     }
   }
   EXPECT_EQ(nan->outcome().error_status, 500);

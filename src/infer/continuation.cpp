@@ -65,6 +65,7 @@ bool Continuation::next(std::span<float> logits) {
   tokens_.push_back(token);
   history_.push_back(token);
   if (std::find(o_.end_tokens.begin(), o_.end_tokens.end(), token) != o_.end_tokens.end()) {
+    end_token_ = true;
     end("stop");
     return false;
   }

@@ -60,6 +60,7 @@ class Continuation {
   const std::vector<uint32_t>& tokens() const { return tokens_; }      // end token included
   const std::string& text() const { return stream_.text(); }           // cut before a stop string
   const std::string& finish_reason() const { return finish_reason_; }  // "length" or "stop"
+  bool end_token() const { return end_token_; }  // the last token is an end token (not text)
   // Tokens decoded so far: each generated token once (the text grows by its bytes).
   int64_t decoded_tokens() const { return decoded_tokens_; }
 
@@ -69,6 +70,7 @@ class Continuation {
   Sampler sampler_;
   std::vector<uint32_t> history_, tokens_;
   std::string finish_reason_;
+  bool end_token_ = false;
   int64_t decoded_tokens_ = 0;
   TextStream stream_;
 };

@@ -29,8 +29,7 @@ struct Prepared {
 // The state of one streamed response between calls of its content provider.
 struct Stream {
   std::shared_ptr<Job> job;
-  ResponseHeader header;
-  bool first = true;
+  EventStream events;
 };
 }  // namespace
 
@@ -167,47 +166,40 @@ void HttpServer::post(const httplib::Request& req, httplib::Response& res, bool 
     return reply_error(res, 400, e.what());
   }
   const int prompt_tokens = int(p.spec.prompt.size());
-  auto stream = std::make_shared<Stream>(
-      Stream{.job = scheduler_.submit(std::move(p.spec)),
-             .header = {.id = cat(chat ? "chatcmpl-" : "cmpl-", ++next_id_),
-                        .created = int64_t(std::time(nullptr)),
-                        .model = o_.model_name,
-                        .chat = chat}});
+  const ResponseHeader header{.id = cat(chat ? "chatcmpl-" : "cmpl-", ++next_id_),
+                              .created = int64_t(std::time(nullptr)),
+                              .model = o_.model_name,
+                              .chat = chat};
+  const std::shared_ptr<Job> job = scheduler_.submit(std::move(p.spec));
   if (!r.stream) {
-    std::string ignored;
-    while (!stream->job->wait(ignored, 200ms))
+    JobProgress ignored;
+    while (!job->wait(ignored, 200ms)) {
       if (stopping_) {
-        stream->job->cancel();
+        job->cancel();
         return reply_error(res, 503, "the server is shutting down");
       }
-    const JobOutcome& out = stream->job->outcome();
+      ignored = {};
+    }
+    const JobOutcome& out = job->outcome();
     if (out.error_status) return reply_error(res, out.error_status, out.error);
-    res.set_content(json_text(completion_response(stream->header, tokenizer_, r, p.prompt_text,
-                                                  prompt_tokens, out)),
-                    "application/json");
+    res.set_content(
+        json_text(completion_response(header, tokenizer_, r, p.prompt_text, prompt_tokens, out)),
+        "application/json");
     return;
   }
+  auto stream = std::make_shared<Stream>(
+      Stream{.job = job, .events = EventStream(header, tokenizer_, r, prompt_tokens)});
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
       [this, stream](size_t, httplib::DataSink& sink) {
-        const auto send = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
-        std::string text;
-        const bool finished = stream->job->wait(text, 100ms);
-        bool ok = !stopping_ && sink.is_writable();
-        if (ok && (!text.empty() || (stream->first && stream->header.chat && !finished))) {
-          ok = send(sse_event(completion_chunk(stream->header, text, stream->first)));
-          stream->first = false;
-        }
-        if (ok && finished) {
-          const JobOutcome& out = stream->job->outcome();
-          ok =
-              send(out.error_status ? sse_event(error_body(out.error, error_type(out.error_status)))
-                                    : sse_event(completion_chunk(stream->header, "", stream->first,
-                                                                 out.finish_reason))) &&
-              send("data: [DONE]\n\n");
-          if (ok) sink.done();
-        }
+        JobProgress progress;
+        const bool finished = stream->job->wait(progress, 100ms);
+        std::string events = stream->events.progress(progress, finished);
+        if (finished) events += stream->events.end(stream->job->outcome());
+        const bool ok = !stopping_ && sink.is_writable() &&
+                        (events.empty() || sink.write(events.data(), events.size()));
+        if (ok && finished) sink.done();
         if (!ok) stream->job->cancel();  // the client went away: free its slot
         return ok;
       },

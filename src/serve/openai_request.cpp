@@ -104,6 +104,12 @@ void common_fields(const Fields& f, OpenAiRequest& r, const char* max_tokens_key
   if (auto seed = f.integer("seed", INT64_MIN, INT64_MAX)) r.seed = uint64_t(*seed);
   r.stop = stop_strings(f);
   r.stream = f.boolean("stream", false);
+  if (const json* options = f.get("stream_options")) {
+    if (!r.stream) fail(f.where(), ": 'stream_options' is only allowed with 'stream': true");
+    const Fields o(*options, f.where() + ": stream_options");
+    o.only({"include_usage"});
+    r.include_usage = o.boolean("include_usage", false);
+  }
   f.string("user");  // accepted, unused
 }
 
@@ -138,7 +144,7 @@ OpenAiRequest parse_completion_request(std::string_view body) {
   const Fields f(j, where);
   f.only({"model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "min_p",
           "repetition_penalty", "presence_penalty", "frequency_penalty", "seed", "stop", "stream",
-          "logprobs", "echo", "n", "user"});
+          "stream_options", "logprobs", "echo", "n", "user"});
   OpenAiRequest r;
   const json* prompt = f.get("prompt");
   if (!prompt) fail(where, ": 'prompt' is required");
@@ -157,7 +163,7 @@ OpenAiRequest parse_chat_request(std::string_view body) {
   const Fields f(j, where);
   f.only({"model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p",
           "top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty", "seed",
-          "stop", "stream", "n", "user"});
+          "stop", "stream", "stream_options", "logprobs", "top_logprobs", "n", "user"});
   OpenAiRequest r{.chat = true};
   const json* messages = f.get("messages");
   if (!messages || !messages->is_array() || messages->empty())
@@ -176,6 +182,12 @@ OpenAiRequest parse_chat_request(std::string_view body) {
   const bool both = f.get("max_tokens") && f.get("max_completion_tokens");
   if (both) fail(where, ": give 'max_tokens' or 'max_completion_tokens', not both");
   common_fields(f, r, f.get("max_tokens") ? "max_tokens" : "max_completion_tokens");
+  const auto top = f.integer("top_logprobs", 0, kMaxLogprobs);
+  if (f.boolean("logprobs", false)) {
+    r.logprobs = int(top.value_or(0));
+  } else if (top) {
+    fail(where, ": 'top_logprobs' needs 'logprobs': true");
+  }
   return r;
 }
 

@@ -29,8 +29,11 @@ struct OpenAiRequest {
   std::optional<uint64_t> seed = {};  // absent: a fresh seed per request
   std::vector<std::string> stop = {};
   bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
   bool echo = false;  // completions: the prompt's text (and logprobs) before the completion
-  int logprobs = -1;  // completions: top alternatives per token; -1: no logprobs
+  // Top alternatives per token; -1: no logprobs. Completions: 'logprobs' (an integer); chat:
+  // 'top_logprobs' (0 when absent) once 'logprobs' is true.
+  int logprobs = -1;
 };
 
 // The body of a POST to /v1/completions or /v1/chat/completions.

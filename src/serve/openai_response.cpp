@@ -43,7 +43,32 @@ json logprobs_object(const Tokenizer& tokenizer, const JobOutcome& outcome, bool
 json base(const ResponseHeader& h, const char* object) {
   return {{"id", h.id}, {"object", object}, {"created", h.created}, {"model", h.model}};
 }
+
+json chat_token(const Tokenizer& tokenizer, uint32_t id, float logprob) {
+  const std::string text = tokenizer.decode(std::span(&id, 1));
+  json bytes = json::array();
+  for (const char c : text) bytes.push_back(int(static_cast<unsigned char>(c)));
+  return {{"token", text}, {"logprob", logprob}, {"bytes", bytes}};
+}
+
+// The scored tokens whose text is the content: an end token is not.
+std::span<const TokenLogprob> content_logprobs(const JobOutcome& outcome) {
+  std::span<const TokenLogprob> all(outcome.logprobs);
+  return outcome.end_token && !all.empty() ? all.first(all.size() - 1) : all;
+}
 }  // namespace
+
+json chat_logprobs(const Tokenizer& tokenizer, std::span<const TokenLogprob> tokens) {
+  json content = json::array();
+  for (const TokenLogprob& t : tokens) {
+    json entry = chat_token(tokenizer, t.token, t.logprob.value_or(0.0f));
+    entry["top_logprobs"] = json::array();
+    for (const auto& [id, lp] : t.top)
+      entry["top_logprobs"].push_back(chat_token(tokenizer, id, lp));
+    content.push_back(std::move(entry));
+  }
+  return {{"content", content}};
+}
 
 json completion_response(const ResponseHeader& h, const Tokenizer& tokenizer,
                          const OpenAiRequest& request, const std::string& prompt_text,
@@ -51,8 +76,11 @@ json completion_response(const ResponseHeader& h, const Tokenizer& tokenizer,
   const int completion_tokens = int(outcome.tokens.size());
   if (h.chat) {
     json r = base(h, "chat.completion");
+    const json logprobs =
+        request.logprobs >= 0 ? chat_logprobs(tokenizer, content_logprobs(outcome)) : json(nullptr);
     r["choices"] = json::array({{{"index", 0},
                                  {"message", {{"role", "assistant"}, {"content", outcome.text}}},
+                                 {"logprobs", logprobs},
                                  {"finish_reason", outcome.finish_reason}}});
     r["usage"] = usage(prompt_tokens, completion_tokens);
     return r;
@@ -70,20 +98,57 @@ json completion_response(const ResponseHeader& h, const Tokenizer& tokenizer,
   return r;
 }
 
-json completion_chunk(const ResponseHeader& h, std::string_view text, bool first,
-                      const std::string& finish_reason) {
-  const json reason = finish_reason.empty() ? json(nullptr) : json(finish_reason);
-  if (h.chat) {
-    json delta = json::object();
-    if (first) delta["role"] = "assistant";
-    if (!text.empty() || (first && finish_reason.empty())) delta["content"] = text;
-    json r = base(h, "chat.completion.chunk");
-    r["choices"] = json::array({{{"index", 0}, {"delta", delta}, {"finish_reason", reason}}});
-    return r;
+EventStream::EventStream(ResponseHeader header, const Tokenizer& tokenizer,
+                         const OpenAiRequest& request, int prompt_tokens)
+    : h_(std::move(header)),
+      tokenizer_(tokenizer),
+      include_usage_(request.include_usage),
+      prompt_tokens_(prompt_tokens) {}
+
+std::string EventStream::progress(const JobProgress& p, bool finished) {
+  const bool role = first_ && h_.chat && !finished;  // a chat stream says its role at once
+  if (p.text.empty() && p.logprobs.empty() && !role) return "";
+  return sse_event(chunk(p.text, p.logprobs, ""));
+}
+
+std::string EventStream::end(const JobOutcome& outcome) {
+  std::string events;
+  if (outcome.error_status) {
+    events = sse_event(error_body(outcome.error, error_type(outcome.error_status)));
+  } else {
+    events = sse_event(chunk("", {}, outcome.finish_reason));
+    if (include_usage_) {
+      json last = base(h_, h_.chat ? "chat.completion.chunk" : "text_completion");
+      last["choices"] = json::array();
+      last["usage"] = usage(prompt_tokens_, int(outcome.tokens.size()));
+      events += sse_event(last);
+    }
   }
-  json r = base(h, "text_completion");
-  r["choices"] = json::array(
-      {{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", reason}}});
+  return events + "data: [DONE]\n\n";
+}
+
+// One chunk: new text (and, first in a chat, the role); finish_reason ends the stream.
+json EventStream::chunk(std::string_view text, std::span<const TokenLogprob> logprobs,
+                        const std::string& finish_reason) {
+  const json reason = finish_reason.empty() ? json(nullptr) : json(finish_reason);
+  json r;
+  if (h_.chat) {
+    json delta = json::object();
+    if (first_) delta["role"] = "assistant";
+    if (!text.empty() || (first_ && finish_reason.empty())) delta["content"] = text;
+    r = base(h_, "chat.completion.chunk");
+    r["choices"] = json::array(
+        {{{"index", 0},
+          {"delta", delta},
+          {"logprobs", logprobs.empty() ? json(nullptr) : chat_logprobs(tokenizer_, logprobs)},
+          {"finish_reason", reason}}});
+  } else {
+    r = base(h_, "text_completion");
+    r["choices"] = json::array(
+        {{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", reason}}});
+  }
+  if (include_usage_) r["usage"] = nullptr;  // OpenAI: every chunk but the last says null
+  first_ = false;
   return r;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -25,9 +26,33 @@ struct ResponseHeader {
 nlohmann::json completion_response(const ResponseHeader& h, const Tokenizer& tokenizer,
                                    const OpenAiRequest& request, const std::string& prompt_text,
                                    int prompt_tokens, const JobOutcome& outcome);
-// One streamed chunk: new text (and, first in a chat, the role); finish_reason ends the stream.
-nlohmann::json completion_chunk(const ResponseHeader& h, std::string_view text, bool first,
-                                const std::string& finish_reason = "");
+// The events of one streamed response: chunks of new text (first in a chat, the role; with chat
+// logprobs, the scores of the chunk's tokens), then the end: the last chunk or an error event,
+// the usage chunk (stream_options.include_usage), "data: [DONE]".
+class EventStream {
+ public:
+  EventStream(ResponseHeader header, const Tokenizer& tokenizer, const OpenAiRequest& request,
+              int prompt_tokens);
+  // The events for what the job produced since the last call; "" when there is nothing to say.
+  std::string progress(const JobProgress& progress, bool finished);
+  // The events that end the stream, for the job's outcome (an error or its finish).
+  std::string end(const JobOutcome& outcome);
+
+ private:
+  nlohmann::json chunk(std::string_view text, std::span<const TokenLogprob> logprobs,
+                       const std::string& finish_reason);
+
+  const ResponseHeader h_;
+  const Tokenizer& tokenizer_;
+  const bool include_usage_;
+  const int prompt_tokens_;
+  bool first_ = true;
+};
+
+// Chat logprobs as OpenAI gives them: {"content": [{"token", "logprob", "bytes",
+// "top_logprobs": [{"token", "logprob", "bytes"}...]}...]}. "bytes" are the token's exact UTF-8
+// bytes: "token" loses those of a character split across tokens (U+FFFD in JSON).
+nlohmann::json chat_logprobs(const Tokenizer& tokenizer, std::span<const TokenLogprob> tokens);
 // {"error": {"message", "type", "code"}}.
 nlohmann::json error_body(const std::string& message, const std::string& type);
 // An error's type for its HTTP status (invalid_request_error for 4xx).

@@ -10,18 +10,23 @@
 
 namespace gattn {
 
-bool Job::wait(std::string& text, std::chrono::milliseconds wait) {
+bool Job::wait(JobProgress& progress, std::chrono::milliseconds wait) {
   std::unique_lock lock(m_);
-  cv_.wait_for(lock, wait, [&] { return finished_ || !pending_.empty(); });
-  text += pending_;
-  pending_.clear();
+  cv_.wait_for(lock, wait,
+               [&] { return finished_ || !pending_.text.empty() || !pending_.logprobs.empty(); });
+  progress.text += pending_.text;
+  progress.logprobs.insert(progress.logprobs.end(), pending_.logprobs.begin(),
+                           pending_.logprobs.end());
+  pending_ = {};
   return finished_;
 }
 
-void Job::append_text(std::string_view text) {
+void Job::append(std::string_view text, const TokenLogprob* logprob) {
+  if (text.empty() && !logprob) return;
   {
     std::lock_guard lock(m_);
-    pending_ += text;
+    pending_.text += text;
+    if (logprob) pending_.logprobs.push_back(*logprob);
   }
   cv_.notify_all();
 }
@@ -70,6 +75,7 @@ struct Scheduler::Slot {
   std::vector<int32_t> ids;  // the prompt
   int prefilled = 0;
   std::optional<Continuation> continuation;  // once the prompt is in the cache
+  std::string new_text;                      // the text of the token being taken
   std::vector<TokenLogprob> prompt_logprobs, logprobs;
   std::optional<JobOutcome> failure;
 
@@ -79,6 +85,7 @@ struct Scheduler::Slot {
     ids.clear();
     prefilled = 0;
     continuation.reset();
+    new_text.clear();
     prompt_logprobs.clear();
     logprobs.clear();
     failure.reset();
@@ -220,10 +227,11 @@ void Scheduler::prefill(Slot& slot) {
 void Scheduler::start_decoding(Slot& slot, std::span<float> logits) {
   const std::shared_ptr<Job> job = slot.job;
   slot.continuation.emplace(tokenizer_, job->spec().prompt, job->spec().options,
-                            [job](std::string_view text) { job->append_text(text); });
+                            [&slot](std::string_view text) { slot.new_text += text; });
   if (!slot.continuation->done()) take_token(slot, logits);
 }
 
+// Samples the slot's next token and hands the job its text and score together.
 void Scheduler::take_token(Slot& slot, std::span<float> logits) {
   const JobSpec& spec = slot.job->spec();
   if (spec.on_logits) spec.on_logits(logits);
@@ -231,7 +239,13 @@ void Scheduler::take_token(Slot& slot, std::span<float> logits) {
   std::vector<float> lp;
   if (top >= 0) lp = log_softmax(logits);
   slot.continuation->next(logits);
-  if (top >= 0) slot.logprobs.push_back(score(lp, slot.continuation->tokens().back(), top));
+  const TokenLogprob* scored = nullptr;
+  if (top >= 0) {
+    slot.logprobs.push_back(score(lp, slot.continuation->tokens().back(), top));
+    if (!slot.continuation->end_token()) scored = &slot.logprobs.back();
+  }
+  slot.job->append(slot.new_text, scored);
+  slot.new_text.clear();
 }
 
 void Scheduler::decode_step() {
@@ -277,7 +291,8 @@ void Scheduler::retire() {
                   .finish_reason = c.finish_reason(),
                   .tokens = c.tokens(),
                   .prompt_logprobs = std::move(slot->prompt_logprobs),
-                  .logprobs = std::move(slot->logprobs)});
+                  .logprobs = std::move(slot->logprobs),
+                  .end_token = c.end_token()});
       counter = &SchedulerStats::completed;
     } else if (now > job.deadline()) {
       job.finish(timeout_outcome());

@@ -44,8 +44,16 @@ struct JobOutcome {
   std::string text = {}, finish_reason = {};
   std::vector<uint32_t> tokens = {};
   std::vector<TokenLogprob> prompt_logprobs = {}, logprobs = {};
-  int error_status = 0;  // 0: finished; else the HTTP status of `error` (408, 500, 503)
+  bool end_token = false;  // the last token is an end token: not part of the text
+  int error_status = 0;    // 0: finished; else the HTTP status of `error` (408, 500, 503)
   std::string error = {};
+};
+
+// What a job produced since its reader last looked: text in whole UTF-8 characters, and (with
+// logprobs) the scores of the tokens that make up the text, in order.
+struct JobProgress {
+  std::string text;
+  std::vector<TokenLogprob> logprobs;
 };
 
 // One request as both sides see it.
@@ -56,15 +64,15 @@ class Job {
   const JobSpec& spec() const { return spec_; }
   SteadyClock::time_point deadline() const { return deadline_; }
 
-  // HTTP side: waits up to `wait` for new text or the end, appends the new text to `text`, and
-  // returns true once the job has finished (then outcome() is final).
-  bool wait(std::string& text, std::chrono::milliseconds wait);
+  // HTTP side: waits up to `wait` for new text or the end, appends what is new to `progress`,
+  // and returns true once the job has finished (then outcome() is final).
+  bool wait(JobProgress& progress, std::chrono::milliseconds wait);
   const JobOutcome& outcome() const { return outcome_; }  // once wait() returned true
   void cancel() { cancelled_ = true; }  // the client went away: the scheduler frees the slot
   bool cancelled() const { return cancelled_; }
 
-  // Scheduler side.
-  void append_text(std::string_view text);
+  // Scheduler side: one token's text (possibly empty: held back) and its score.
+  void append(std::string_view text, const TokenLogprob* logprob);
   void finish(JobOutcome outcome);
 
  private:
@@ -72,7 +80,7 @@ class Job {
   const SteadyClock::time_point deadline_;
   std::mutex m_;
   std::condition_variable cv_;
-  std::string pending_;
+  JobProgress pending_;
   bool finished_ = false;
   JobOutcome outcome_;
   std::atomic<bool> cancelled_ = false;

@@ -1,8 +1,11 @@
 // gattn serve on loopback with a real HTTP client: completions equal generate(), streaming,
 // chat, concurrent requests, echo with logprobs, every bad request, a client that disconnects
 // mid-stream, the time limit. Every server is stopped when its test ends.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -13,6 +16,7 @@
 #include "infer/chat_template.h"
 #include "infer/generate.h"
 #include "model/train_state.h"
+#include "serve/connection_watch.h"
 #include "serve/http_server.h"
 #include "serve/openai_response.h"
 #include "util/json_parse.h"
@@ -88,6 +92,7 @@ class TestServer {
     server_.stop();
     thread_.join();
   }
+  int port() const { return port_; }
   httplib::Client client() const {
     httplib::Client c("127.0.0.1", port_);
     c.set_read_timeout(60, 0);
@@ -110,6 +115,14 @@ ServeOptions options() {
           .context = 1024,
           .max_body_bytes = 4096,
           .timeout_s = 60};
+}
+
+// One slot with room for a request that would run for seconds.
+ServeOptions one_long_slot() {
+  ServeOptions o = options();
+  o.parallel = 1;
+  o.context = 4096;
+  return o;
 }
 
 std::pair<int, json> post(const TestServer& s, const std::string& path, const json& body) {
@@ -404,10 +417,7 @@ TEST(Serve, BadRequestsGetJsonErrorsAndTheServerKeepsServing) {
 }
 
 TEST(Serve, AClientThatDisconnectsMidStreamFreesItsSlot) {
-  ServeOptions o = options();
-  o.parallel = 1;
-  o.context = 4096;
-  TestServer s(o);
+  TestServer s(one_long_slot());
   httplib::Request req;
   req.method = "POST";
   req.path = "/v1/completions";
@@ -431,6 +441,95 @@ TEST(Serve, AClientThatDisconnectsMidStreamFreesItsSlot) {
   EXPECT_EQ(h["active"], 0) << h.dump();
   auto [status, r] = post(s, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}});
   EXPECT_EQ(status, 200) << r.dump();
+}
+
+// A socket connected to the server, for a client that hangs up on its own terms.
+int raw_connect(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(uint16_t(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  return fd;
+}
+
+// Polls /health until `done` holds or `limit` passes; returns the last answer.
+json health_until(const TestServer& s, const std::function<bool(const json&)>& done,
+                  std::chrono::milliseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  json h = s.health();
+  while (!done(h) && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    h = s.health();
+  }
+  return h;
+}
+
+TEST(Serve, AClientThatDisconnectsBeforeItsResponseFreesItsSlot) {
+  TestServer s(one_long_slot());
+  const std::string body = json{{"prompt", "And"}, {"max_tokens", 4000}}.dump();
+  const std::string request =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+      "Content-Type: application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
+  const int fd = raw_connect(s.port());
+  ASSERT_EQ(::send(fd, request.data(), request.size(), 0), ssize_t(request.size()));
+  const json running = health_until(
+      s, [](const json& h) { return h["active"] == 1; }, 10s);
+  ASSERT_EQ(running["active"], 1) << running.dump();
+  ::close(fd);
+  const auto closed = std::chrono::steady_clock::now();
+  const json h = health_until(
+      s, [](const json& now) { return now["active"] == 0 && now["cancelled"] == 1; }, 5s);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - closed).count();
+  EXPECT_EQ(h["cancelled"], 1) << h.dump();
+  EXPECT_EQ(h["completed"], 0) << h.dump();
+  EXPECT_EQ(h["active"], 0) << h.dump();
+  EXPECT_LT(ms, 1000) << "the slot was freed " << ms << " ms after the client left";
+  std::printf("slot freed %.0f ms after the client closed its connection\n", ms);
+  auto [status, r] = post(s, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}});
+  EXPECT_EQ(status, 200) << r.dump();
+}
+
+// The watch finds the server's side of a loopback connection (not the client's, in the same
+// process), sees it open while the client is there (data sent or not), and closed once it left.
+TEST(ConnectionWatch, SeesTheClientLeave) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), length), 0);
+  ASSERT_EQ(::listen(listener, 1), 0);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const int client = raw_connect(ntohs(address.sin_port));
+  const int server = ::accept(listener, nullptr, nullptr);
+  sockaddr_in peer{};
+  length = sizeof peer;
+  ASSERT_EQ(::getpeername(server, reinterpret_cast<sockaddr*>(&peer), &length), 0);
+  const ConnectionWatch watch("127.0.0.1", ntohs(address.sin_port), "127.0.0.1",
+                              ntohs(peer.sin_port));
+  EXPECT_TRUE(watch.found());
+  EXPECT_FALSE(watch.closed());
+  ASSERT_EQ(::send(client, "x", 1, 0), 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(watch.closed());  // a pipelined request: still there
+  char byte;
+  ASSERT_EQ(::recv(server, &byte, 1, 0), 1);
+  ::close(client);
+  bool closed = false;
+  for (int i = 0; i < 100 && !closed; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    closed = watch.closed();
+  }
+  EXPECT_TRUE(closed);
+  const ConnectionWatch nowhere("127.0.0.1", 1, "127.0.0.1", 2);
+  EXPECT_FALSE(nowhere.found());
+  EXPECT_FALSE(nowhere.closed());
+  ::close(server);
+  ::close(listener);
 }
 
 // Non-finite logits end that request with an error: 500 when not streamed, an error event and

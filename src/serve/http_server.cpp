@@ -6,6 +6,7 @@
 #include <ctime>
 #include <random>
 
+#include "serve/connection_watch.h"
 #include "serve/openai_request.h"
 #include "serve/openai_response.h"
 #include "util/error.h"
@@ -31,6 +32,8 @@ struct Stream {
   std::shared_ptr<Job> job;
   EventStream events;
 };
+
+const JobOutcome kShuttingDown{.error_status = 503, .error = "the server is shutting down"};
 }  // namespace
 
 HttpServer::HttpServer(const Weights& weights, const Tokenizer& tokenizer,
@@ -172,11 +175,14 @@ void HttpServer::post(const httplib::Request& req, httplib::Response& res, bool 
                               .chat = chat};
   const std::shared_ptr<Job> job = scheduler_.submit(std::move(p.spec));
   if (!r.stream) {
+    // A client that went away frees its slot now, not when its request would have finished.
+    const ConnectionWatch client(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
     JobProgress ignored;
-    while (!job->wait(ignored, 200ms)) {
-      if (stopping_) {
+    while (!job->wait(ignored, 100ms)) {
+      if (stopping_ || client.closed()) {
         job->cancel();
-        return reply_error(res, 503, "the server is shutting down");
+        const JobOutcome& why = stopping_ ? kShuttingDown : Scheduler::cancelled_outcome();
+        return reply_error(res, why.error_status, why.error);
       }
       ignored = {};
     }

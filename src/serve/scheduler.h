@@ -109,13 +109,14 @@ class Scheduler {
   // Queues a job (the caller has checked it fits in options().context); returns at once.
   std::shared_ptr<Job> submit(JobSpec spec);
   SchedulerStats stats() const;
+  // How a job whose client went away ends.
+  static JobOutcome cancelled_outcome();
 
  private:
   struct Slot;
   void loop();
   int busy_slots() const;  // on the scheduler thread
   JobOutcome timeout_outcome() const;
-  static JobOutcome cancelled_outcome();
   bool admit();  // moves queued jobs into free slots; false when stopping
   // Runs one slot's work: what it throws fails that slot's job only.
   static void guarded(Slot& slot, const std::function<void()>& work);

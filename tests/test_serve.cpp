@@ -1,6 +1,8 @@
 // gattn serve on loopback with a real HTTP client: completions equal generate(), streaming,
-// chat, concurrent requests, echo with logprobs, every bad request, a client that disconnects
-// mid-stream, the time limit. Every server is stopped when its test ends.
+// chat (its messages' text never control tokens; logprobs with exact bytes; usage at the end of
+// a stream), concurrent requests, echo with logprobs, every bad request, a client that
+// disconnects mid-stream or before its response, the time limit, a stop during a stream,
+// non-finite logits, a fault in one job of a batch. Every server is stopped when its test ends.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -92,6 +94,7 @@ class TestServer {
     server_.stop();
     thread_.join();
   }
+  void stop() { server_.stop(); }  // what SIGTERM does
   int port() const { return port_; }
   httplib::Client client() const {
     httplib::Client c("127.0.0.1", port_);
@@ -416,13 +419,20 @@ TEST(Serve, BadRequestsGetJsonErrorsAndTheServerKeepsServing) {
   EXPECT_EQ(status, 200) << r.dump();
 }
 
-TEST(Serve, AClientThatDisconnectsMidStreamFreesItsSlot) {
-  TestServer s(one_long_slot());
+// A POST whose response a test reads piece by piece (through its content_receiver).
+httplib::Request post_request(const std::string& path, const json& body) {
   httplib::Request req;
   req.method = "POST";
-  req.path = "/v1/completions";
+  req.path = path;
   req.set_header("Content-Type", "application/json");
-  req.body = json{{"prompt", "And"}, {"max_tokens", 4000}, {"stream", true}}.dump();
+  req.body = body.dump();
+  return req;
+}
+
+TEST(Serve, AClientThatDisconnectsMidStreamFreesItsSlot) {
+  TestServer s(one_long_slot());
+  httplib::Request req =
+      post_request("/v1/completions", {{"prompt", "And"}, {"max_tokens", 4000}, {"stream", true}});
   std::string received;
   req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
     received.append(data, n);
@@ -530,6 +540,36 @@ TEST(ConnectionWatch, SeesTheClientLeave) {
   EXPECT_FALSE(nowhere.closed());
   ::close(server);
   ::close(listener);
+}
+
+// SIGTERM's stop in the middle of a stream: the stream still ends properly, with an error event
+// and [DONE], and the server's run() returns.
+TEST(Serve, StoppingDuringAStreamEndsItWithAnErrorEventAndDone) {
+  ServeOptions o = options();
+  o.context = 4096;
+  TestServer s(o);
+  httplib::Request req =
+      post_request("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "And"}}}},
+                                            {"max_tokens", 4000},
+                                            {"stream", true}});
+  std::string received;
+  bool stopped = false;
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    received.append(data, n);
+    if (!stopped) s.stop();  // after the first chunk
+    stopped = true;
+    return true;
+  };
+  auto client = s.client();
+  const auto r = client.send(req);
+  ASSERT_TRUE(r) << httplib::to_string(r.error()) << "; received: " << received;
+  const auto events = sse_data(received);
+  ASSERT_GE(events.size(), 3u) << received;
+  EXPECT_EQ(events.back(), "[DONE]");
+  const json error = json::parse(events[events.size() - 2]);
+  EXPECT_EQ(error["error"]["message"], "the server is shutting down") << received;
+  EXPECT_EQ(error["error"]["type"], "server_unavailable");
+  EXPECT_EQ(json::parse(events[0])["choices"][0]["delta"]["role"], "assistant");
 }
 
 // Non-finite logits end that request with an error: 500 when not streamed, an error event and

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <ctime>
 #include <random>
+#include <thread>
 
 #include "serve/connection_watch.h"
 #include "serve/openai_request.h"
@@ -68,6 +69,11 @@ void HttpServer::run() { http_->listen_after_bind(); }
 
 void HttpServer::stop() {
   stopping_ = true;
+  // Each open stream ends itself with an error event and [DONE] at its next turn (within about
+  // 100 ms); cpp-httplib's stop would cut it off in the middle instead. A stream whose client
+  // does not read gets 2 s.
+  const auto limit = SteadyClock::now() + 2s;
+  while (open_streams_ > 0 && SteadyClock::now() < limit) std::this_thread::sleep_for(10ms);
   http_->stop();
 }
 
@@ -195,6 +201,7 @@ void HttpServer::post(const httplib::Request& req, httplib::Response& res, bool 
   }
   auto stream = std::make_shared<Stream>(
       Stream{.job = job, .events = EventStream(header, tokenizer_, r, prompt_tokens)});
+  ++open_streams_;
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
@@ -202,15 +209,19 @@ void HttpServer::post(const httplib::Request& req, httplib::Response& res, bool 
         JobProgress progress;
         const bool finished = stream->job->wait(progress, 100ms);
         std::string events = stream->events.progress(progress, finished);
-        if (finished) events += stream->events.end(stream->job->outcome());
-        const bool ok = !stopping_ && sink.is_writable() &&
-                        (events.empty() || sink.write(events.data(), events.size()));
-        if (ok && finished) sink.done();
-        if (!ok) stream->job->cancel();  // the client went away: free its slot
+        // Stopping (SIGTERM): the stream still ends properly, with an error event and [DONE].
+        const bool stopped = !finished && stopping_;
+        if (finished || stopped)
+          events += stream->events.end(finished ? stream->job->outcome() : kShuttingDown);
+        const bool ok =
+            sink.is_writable() && (events.empty() || sink.write(events.data(), events.size()));
+        if (ok && (finished || stopped)) sink.done();
+        if (!ok || stopped) stream->job->cancel();  // the client went away: free its slot
         return ok;
       },
-      [stream](bool success) {
+      [this, stream](bool success) {
         if (!success) stream->job->cancel();
+        --open_streams_;  // its last byte is written
       });
 }
 

@@ -41,6 +41,7 @@ class HttpServer {
   int bind(const std::string& host, int port);
   // Serves until stop() (from another thread or a signal handler's thread).
   void run();
+  // Open streams end with an error event and [DONE] first; requests not streamed get 503.
   void stop();
   SchedulerStats stats() const { return scheduler_.stats(); }
 
@@ -55,6 +56,7 @@ class HttpServer {
   Scheduler scheduler_;
   std::unique_ptr<httplib::Server> http_;
   std::atomic<bool> stopping_ = false;
+  std::atomic<int> open_streams_ = 0;  // streamed responses not yet ended
   std::atomic<int64_t> next_id_ = 0;
 };
 

@@ -26,7 +26,8 @@ inline GradientError gradient_error(const float* ours, const float* ref,
                                     const std::vector<int64_t>& shape) {
   int64_t numel = 1;
   for (int64_t d : shape) numel *= d;
-  const int64_t cols = shape.size() == 2 ? shape[1] : numel, rows = numel / std::max<int64_t>(cols, 1);
+  const int64_t cols = shape.size() == 2 ? shape[1] : numel,
+                rows = numel / std::max<int64_t>(cols, 1);
   std::vector<double> diff(size_t(rows), 0), norm(size_t(rows), 0);
   double total_diff = 0, total_norm = 0;
   for (int64_t r = 0; r < rows; ++r)

@@ -209,9 +209,18 @@ void for_every_tile_case(float special, Body body) {
   for (const auto& size : sizes)
     for (int transposes = 0; transposes < 4; ++transposes)
       for (const float beta : {0.0f, 1.0f}) {
-        TileCase t{.m = size[0], .n = size[1], .k = size[2], .ta = bool(transposes & 1),
-                   .tb = bool(transposes & 2), .beta = beta, .lda = 0, .ldb = 0, .ldc = 0,
-                   .a = {}, .b = {}, .c0 = {}};
+        TileCase t{.m = size[0],
+                   .n = size[1],
+                   .k = size[2],
+                   .ta = bool(transposes & 1),
+                   .tb = bool(transposes & 2),
+                   .beta = beta,
+                   .lda = 0,
+                   .ldb = 0,
+                   .ldc = 0,
+                   .a = {},
+                   .b = {},
+                   .c0 = {}};
         t.lda = (t.ta ? t.m : t.k) + 2, t.ldb = (t.tb ? t.k : t.n) + 3, t.ldc = t.n + 1;
         t.a.resize(size_t(t.ta ? t.k : t.m) * t.lda);
         t.b.resize(size_t(t.tb ? t.n : t.k) * t.ldb);
@@ -229,8 +238,8 @@ void expect_near_emulation(TileGemm tile) {
     double worst = 0;
     for (int i = 0; i < t.m; ++i)
       for (int j = 0; j < t.n; ++j)
-        worst = std::max(worst, std::abs(double(ours[size_t(i) * t.ldc + j]) -
-                                         emulated[size_t(i) * t.ldc + j]));
+        worst = std::max(
+            worst, std::abs(double(ours[size_t(i) * t.ldc + j]) - emulated[size_t(i) * t.ldc + j]));
     EXPECT_LT(worst, 1e-5 * std::sqrt(double(t.k)) + 1e-6) << t.what();
   });
 }

@@ -238,14 +238,16 @@ TEST_F(HfErrors, AmbiguousRopeFieldsAndHugeLayerCounts) {
     json j = base;
     j[key] = key == std::string("rope_scaling") ? json{{"rope_type", "linear"}, {"factor", 2.0}}
                                                 : json(0.5);
-    EXPECT_CONTAINS(config_error(j), (std::string("fields 'rope_parameters' and '") + key +
-                                      "' are both given"));
+    EXPECT_CONTAINS(config_error(j),
+                    (std::string("fields 'rope_parameters' and '") + key + "' are both given"));
   }
   for (const json& layers : {json(int64_t(1) << 31), json(-1), json(0), json(2.5)}) {
     json j = base;
     j["num_hidden_layers"] = layers;
-    EXPECT_CONTAINS(config_error(j), ("field 'num_hidden_layers': expected an integer in [1, 2^30], "
-                                      "found " + layers.dump()));
+    EXPECT_CONTAINS(config_error(j),
+                    ("field 'num_hidden_layers': expected an integer in [1, 2^30], "
+                     "found " +
+                     layers.dump()));
   }
 }
 

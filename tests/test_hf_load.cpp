@@ -11,15 +11,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
+#include "golden_gradients.h"
 #include "io/checkpoint.h"
 #include "io/hf_config.h"
 #include "io/hf_weights.h"
-#include "golden_gradients.h"
 #include "io/safetensors.h"
 #include "model/infer_state.h"
 #include "model/train_state.h"
@@ -79,9 +79,13 @@ double error_when_read_as(const std::string& folder, HfModelInfo info) {
 
 // Every fixture tools/reference/make_hf_fixtures.py writes. Listed, not read from the folder, so a
 // fixture that goes missing fails instead of silently dropping its tests.
-const std::vector<std::string> kHfFixtures = {
-    "authors_elementwise_f32", "authors_headwise_bf16", "qwen3_5_f32",   "qwen3_bf16_sharded",
-    "qwen3_f32",               "qwen3_next_bf16",       "qwen3_next_f32"};
+const std::vector<std::string> kHfFixtures = {"authors_elementwise_f32",
+                                              "authors_headwise_bf16",
+                                              "qwen3_5_f32",
+                                              "qwen3_bf16_sharded",
+                                              "qwen3_f32",
+                                              "qwen3_next_bf16",
+                                              "qwen3_next_f32"};
 
 TEST(HfFixtures, TheFolderHoldsExactlyTheListedFixtures) {
   std::vector<std::string> found;
@@ -145,13 +149,13 @@ TEST_P(HfGolden, FinetuneStepMatchesTransformers) {
   std::string worst_name;
   for (const TensorSpec& t : weights->layout().tensors()) {
     // A q_proj of a gated layout holds the gate rows too: its checkpoint entry covers both.
-    const std::string stored = checkpoint_name(t.name.find("sdpa_gate") != std::string::npos
-                                                   ? t.name.substr(0, t.name.find("sdpa_gate")) +
-                                                         "q_proj.weight"
-                                                   : t.name);
+    const std::string stored =
+        checkpoint_name(t.name.find("sdpa_gate") != std::string::npos
+                            ? t.name.substr(0, t.name.find("sdpa_gate")) + "q_proj.weight"
+                            : t.name);
     const double torch_err = fp32_error.at(stored).get<double>();
-    const GradientError err = gradient_error(state.grads().data() + t.offset,
-                                             ref_grads.data() + t.offset, t.shape);
+    const GradientError err =
+        gradient_error(state.grads().data() + t.offset, ref_grads.data() + t.offset, t.shape);
     EXPECT_LE(err.tensor, golden_gradient_tolerance(torch_err))
         << t.name << " (PyTorch fp32: " << torch_err << ")";
     EXPECT_LE(err.worst_row, kGoldenRowTolerance) << t.name << ", row " << err.worst_row_index;

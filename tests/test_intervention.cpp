@@ -72,10 +72,10 @@ TEST(Intervention, ParsesLayersTargetsAndActions) {
 // D10: numbers parsed strictly; positions outside the window and constants outside float range
 // refused (1e39 overflowed the double -> float conversion).
 TEST(Intervention, RefusesLenientNumbersAndNoOpPositions) {
-  for (const char* bad : {"layer:0x1:gate=open", "layer:-0:gate=open", "layer:01:gate=open",
-                          "layer: 1:gate=open", "layer:+1:gate=open", "gate=constant: 1",
-                          "gate=constant:1e39", "gate=constant:-1e39", "gate@16=open",
-                          "gate@1000000=open", "value@16=zero", "gate@ 3=open"}) {
+  for (const char* bad :
+       {"layer:0x1:gate=open", "layer:-0:gate=open", "layer:01:gate=open", "layer: 1:gate=open",
+        "layer:+1:gate=open", "gate=constant: 1", "gate=constant:1e39", "gate=constant:-1e39",
+        "gate@16=open", "gate@1000000=open", "value@16=zero", "gate@ 3=open"}) {
     Interventions j;
     EXPECT_THROW(add_intervention(j, bad, 3, 16), Error) << bad;
   }

@@ -16,7 +16,6 @@ namespace fs = std::filesystem;
 
 class Safetensors : public TempFolderTest {
  protected:
-
   // A file with the given header JSON followed by `data_bytes` bytes.
   std::string raw(const std::string& name, const std::string& header, size_t data_bytes,
                   uint64_t claimed_length = 0) {
@@ -147,7 +146,8 @@ TEST_F(Safetensors, RefusesWhatTheReferenceLibraryRefuses) {
   const std::string b = R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]})";
   EXPECT_EQ(error_of(raw("spaces", "{" + a + "}   ", 8)), "") << "space padding is allowed";
   EXPECT_EQ(error_of(raw("empty", R"({"z":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}})", 0)),
-            "") << "an empty tensor takes no bytes";
+            "")
+      << "an empty tensor takes no bytes";
   const std::vector<std::pair<std::string, std::string>> cases = {
       {raw("nul", "{" + a + "}" + std::string(4, '\0'), 8), "header has a NUL byte"},
       {raw("trailing", "{" + a + "}", 12), "4 data bytes after the last tensor"},
@@ -176,9 +176,10 @@ TEST_F(Safetensors, ChecksumsCannotBeSwitchedOffByEditingTheHeader) {
   EXPECT_NE(error_of(raw("half", with_a + a + "," + b + "}", 16))
                 .find("tensor 'b' has no checksum (__metadata__ 'gattn.xxh3:b')"),
             std::string::npos);
-  EXPECT_NE(error_of(raw("renamed", R"({"__metadata__":{"gattn.ixh3:a":")" + sum + R"("},)" + a + "}", 8))
-                .find("__metadata__ key 'gattn.ixh3:a' is not one gattn writes"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(raw("renamed", R"({"__metadata__":{"gattn.ixh3:a":")" + sum + R"("},)" + a + "}", 8))
+          .find("__metadata__ key 'gattn.ixh3:a' is not one gattn writes"),
+      std::string::npos);
   const std::string foreign = raw("foreign", "{" + a + "}", 8);
   EXPECT_EQ(error_of(foreign), "");
   try {

@@ -58,8 +58,9 @@ TEST_F(Staged, ANonEmptyFolderIsReplacedOnlyWhenAsked) {
   write(path("used/old.txt"), "old");
   EXPECT_EQ(error_of([&] { check_output_folder(path("empty"), ExistingFolder::refuse, "--out"); }),
             "");
-  EXPECT_NE(error_of([&] { StagedFolder s(path("used"), ExistingFolder::refuse); })
-                .find("the folder is not empty; pass --force"),
+  EXPECT_NE(error_of([&] {
+              StagedFolder s(path("used"), ExistingFolder::refuse);
+            }).find("the folder is not empty; pass --force"),
             std::string::npos);
   for (const std::string& target : {path("empty"), path("used"), path("absent")}) {
     StagedFolder s(target, ExistingFolder::replace);

@@ -12,8 +12,9 @@ constexpr int kMostTestThreads = 2;
 
 TEST(Threads, TheMachineHasTheCoresTheTestsAskFor) {
   ASSERT_GE(available_cores(), kMostTestThreads)
-      << "this process may use " << available_cores() << " core(s); the suite's " << kMostTestThreads
-      << "-thread tests need " << kMostTestThreads << " (run it on a machine or cpuset with more)";
+      << "this process may use " << available_cores() << " core(s); the suite's "
+      << kMostTestThreads << "-thread tests need " << kMostTestThreads
+      << " (run it on a machine or cpuset with more)";
   const ThreadScope scope(kMostTestThreads);
   EXPECT_EQ(num_threads(), kMostTestThreads);
 }

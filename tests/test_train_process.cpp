@@ -131,8 +131,8 @@ TEST_F(TrainProcess, KillDuringACheckpointWriteLeavesThePreviousOne) {
   ASSERT_TRUE(WIFEXITED(whole) && WEXITSTATUS(whole) == 0) << text("whole.stderr");
   const int first = wait_for(start("crash", {"--stop-at-step", "10"}));
   ASSERT_TRUE(WIFEXITED(first) && WEXITSTATUS(first) == 0) << text("crash.stderr");
-  const int killed = wait_for(
-      start("crash", {"--resume", "--stop-at-step", "20"}, {"GATTN_FAULT_KILL_AT=checkpoint_halfway"}));
+  const int killed = wait_for(start("crash", {"--resume", "--stop-at-step", "20"},
+                                    {"GATTN_FAULT_KILL_AT=checkpoint_halfway"}));
   ASSERT_TRUE(WIFSIGNALED(killed) && WTERMSIG(killed) == SIGKILL);
   EXPECT_EQ(staging_folders("crash"), 1);
   EXPECT_EQ(latest_checkpoint((dir_ / "crash").string()),

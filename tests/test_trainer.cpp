@@ -108,7 +108,8 @@ TEST_F(Trainer, ResumeContinuesBitwise) {
   const RunConfig whole = run("whole");
   train(whole, {.resume = false}, {});
   const RunConfig parts = run("parts");
-  const TrainOutcome first = train(parts, {.resume = false, .stop_at_step = 3}, {});  // stops after step 3
+  const TrainOutcome first =
+      train(parts, {.resume = false, .stop_at_step = 3}, {});  // stops after step 3
   EXPECT_EQ(first.steps_done, 3);
   train(parts, {.resume = true}, {});
   const std::vector<json> a = metrics(whole.out), b = metrics(parts.out);

@@ -36,9 +36,10 @@ void add_train_command(CLI::App& app) {
         require_shard_tokenizer(TokenShard(run.val_data), tokenizer, run.tokenizer);
       token_bytes = token_byte_lengths(tokenizer);
     }
-    const TrainOutcome outcome =
-        train(run, {.resume = resume, .allow_config_change = allow_config_change, .stop_at_step = stop_at},
-              token_bytes);
+    const TrainOutcome outcome = train(
+        run,
+        {.resume = resume, .allow_config_change = allow_config_change, .stop_at_step = stop_at},
+        token_bytes);
     if (!outcome.stopped_by_signal && outcome.steps_done == run.steps)
       std::printf("%s\n", outcome.summary.dump(2).c_str());
   });

@@ -98,7 +98,8 @@ TokenShard::TokenShard(const std::string& path) : path_(path) {
     if (std::memcmp(bytes, kMagic, 8) != 0) fail(path, ": not a token shard (wrong magic bytes)");
     const uint32_t version = load<uint32_t>(bytes + 8);
     if (version == 1)
-      fail(path, ": token shard format version 1 has no checksum and no tokenizer fingerprint, "
+      fail(path,
+           ": token shard format version 1 has no checksum and no tokenizer fingerprint, "
            "which this build requires: re-make this shard (`gattn data`)");
     if (version != kVersion)
       fail(path, ": token shard format version ", version, ", this build reads ", kVersion);

@@ -1,7 +1,7 @@
 #include "model/intervention.h"
 
-#include <cmath>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <utility>
@@ -57,9 +57,8 @@ std::pair<std::string, int> target_and_position(const std::string& text, const s
   if (at == std::string::npos) return {text, kEveryPosition};
   const std::string where = text.substr(at + 1);
   if (where == "first") return {text.substr(0, at), 0};
-  return {text.substr(0, at),
-          index(where, window, spec, "position",
-                cat("`first` or a position of the window, 0..", window - 1))};
+  return {text.substr(0, at), index(where, window, spec, "position",
+                                    cat("`first` or a position of the window, 0..", window - 1))};
 }
 
 // One intervention per layer and target: a second would silently replace the first.

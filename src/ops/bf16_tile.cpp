@@ -62,7 +62,8 @@ struct ScalarLanes {
     for (int i = 0; i < kLanes; ++i) {
       const Floats& half = i < kLanes / 2 ? lo : hi;
       const int j = 2 * (i % (kLanes / 2));
-      w.v[i] = bf16_instruction_bits(half.v[j]) | uint32_t(bf16_instruction_bits(half.v[j + 1])) << 16;
+      w.v[i] = bf16_instruction_bits(half.v[j]) | uint32_t(bf16_instruction_bits(half.v[j + 1]))
+                                                      << 16;
     }
     return w;
   }
@@ -200,9 +201,7 @@ struct Avx512Lanes {
   static Floats dot(Floats acc, Words a, Words b) {
     return _mm512_dpbf16_ps(acc, __m512bh(a), __m512bh(b));
   }
-  static Floats scale(Floats acc, float alpha) {
-    return _mm512_mul_ps(acc, _mm512_set1_ps(alpha));
-  }
+  static Floats scale(Floats acc, float alpha) { return _mm512_mul_ps(acc, _mm512_set1_ps(alpha)); }
   static Floats scale_add(Floats acc, float alpha, const float* c, Mask m, float beta) {
     return _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, c), _mm512_set1_ps(beta), scale(acc, alpha));
   }

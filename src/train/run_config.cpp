@@ -1,7 +1,6 @@
 #include "train/run_config.h"
 
 #include <algorithm>
-
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -172,8 +171,8 @@ json run_config_to_json(const RunConfig& run) {
 }
 
 std::vector<std::string> run_config_changes(const json& recorded, const json& current) {
-  static const char* const kFree[] = {"/threads",          "/eval/every", "/checkpoint/every",
-                                      "/checkpoint/keep",  "/out",        "/init_from"};
+  static const char* const kFree[] = {"/threads",         "/eval/every", "/checkpoint/every",
+                                      "/checkpoint/keep", "/out",        "/init_from"};
   std::vector<std::string> changes;
   for (const json& op : json::diff(recorded, current)) {
     const std::string path = op["path"].get<std::string>();

@@ -7,8 +7,8 @@
 
 #include "io/checkpoint.h"
 #include "io/file.h"
-#include "io/staged_folder.h"
 #include "io/safetensors.h"
+#include "io/staged_folder.h"
 #include "util/checksum.h"
 #include "util/error.h"
 #include "util/json_parse.h"

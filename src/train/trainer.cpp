@@ -164,9 +164,10 @@ void TrainingRun::resume_from(const std::string& checkpoint, bool allow_config_c
   std::string list;
   for (const std::string& c : changes) list += "\n  " + c;
   if (!changes.empty() && !allow_config_change)
-    fail(checkpoint, "/state.json: the run config differs from the one this run was started with "
-         "in fields that change the training:", list,
-         "\n(pass --allow-config-change to resume with the new values)");
+    fail(checkpoint,
+         "/state.json: the run config differs from the one this run was started with "
+         "in fields that change the training:",
+         list, "\n(pass --allow-config-change to resume with the new values)");
   if (!changes.empty())
     std::fprintf(stderr, "resuming with a changed run config (--allow-config-change):%s\n",
                  list.c_str());
@@ -275,18 +276,18 @@ void TrainingRun::await_test_signal() {
 
 json TrainingRun::summary(double seconds) const {
   json s = final_eval_.is_null() ? json::object() : final_eval_;
-  s.update({{"steps", progress_.step},
-            {"tokens_seen", progress_.tokens_seen},
-            {"skipped_steps", progress_.skipped_steps},
-            {"parameters", weights_.layout().total()},
-            {"train_seconds", seconds > 0 ? json(seconds) : json(nullptr)},
-            {"tokens_per_s",
-             seconds > 0 ? json(double((progress_.step - first_step_) * rows_per_step_ *
-                                       run_.seq_len) /
-                                seconds)
-                         : json(nullptr)},
-            {"gate", gate_description(run_.model.gate)},
-            {"final_train_loss", last_loss_}});
+  s.update(
+      {{"steps", progress_.step},
+       {"tokens_seen", progress_.tokens_seen},
+       {"skipped_steps", progress_.skipped_steps},
+       {"parameters", weights_.layout().total()},
+       {"train_seconds", seconds > 0 ? json(seconds) : json(nullptr)},
+       {"tokens_per_s",
+        seconds > 0
+            ? json(double((progress_.step - first_step_) * rows_per_step_ * run_.seq_len) / seconds)
+            : json(nullptr)},
+       {"gate", gate_description(run_.model.gate)},
+       {"final_train_loss", last_loss_}});
   return s;
 }
 

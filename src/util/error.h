@@ -34,16 +34,16 @@ struct InternalError : std::logic_error {
 template <typename... Parts>
 [[noreturn]] void internal_failure(const char* file, int line, const char* condition,
                                    const Parts&... parts) {
-  throw InternalError(cat(file, ":", line, ": ", condition, " does not hold", sizeof...(parts) ? ": " : "",
-                          parts...));
+  throw InternalError(cat(file, ":", line, ": ", condition, " does not hold",
+                          sizeof...(parts) ? ": " : "", parts...));
 }
 
 }  // namespace gattn
 
 // Checks an engine invariant in every build (the checks are cheap and off the hot loops); the
 // message parts are streamed like fail()'s.
-#define GATTN_ASSERT(condition, ...)                                                  \
-  do {                                                                                \
-    if (!(condition))                                                                 \
+#define GATTN_ASSERT(condition, ...)                                                        \
+  do {                                                                                      \
+    if (!(condition))                                                                       \
       ::gattn::internal_failure(__FILE__, __LINE__, #condition __VA_OPT__(, ) __VA_ARGS__); \
   } while (0)

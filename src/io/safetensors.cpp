@@ -213,6 +213,7 @@ SafetensorsReader::SafetensorsReader(const std::string& path, Checksums checksum
              shape_string(t.shape), " needs ", expected);
       t.data = data + begin;
       ranges.emplace_back(begin, end);
+      by_name_.emplace(t.name, tensors_.size());  // unique: the header has no key twice
       tensors_.push_back(std::move(t));
     }
     check_tiling(std::move(ranges), data_bytes, path);
@@ -251,9 +252,8 @@ SafetensorsReader::~SafetensorsReader() {
 }
 
 const TensorView* SafetensorsReader::find(const std::string& name) const {
-  for (const TensorView& t : tensors_)
-    if (t.name == name) return &t;
-  return nullptr;
+  const auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : &tensors_[it->second];
 }
 
 const TensorView& SafetensorsReader::get(const std::string& name) const {

@@ -13,6 +13,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace gattn {
@@ -68,6 +69,7 @@ class SafetensorsReader {
   size_t size_ = 0;
   std::map<std::string, std::string> metadata_;
   std::vector<TensorView> tensors_;
+  std::unordered_map<std::string, size_t> by_name_;  // index into tensors_: O(1) find
 };
 
 struct TensorToWrite {

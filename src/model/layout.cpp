@@ -1,6 +1,7 @@
 #include "model/layout.h"
 
 #include "model/gate_site.h"
+#include "util/error.h"
 
 namespace gattn {
 
@@ -14,6 +15,8 @@ int64_t ParamLayout::add(std::string name, std::vector<int64_t> shape, Init init
   for (int64_t d : t.shape) t.numel *= d;
   total_ += t.numel;
   tensors_.push_back(std::move(t));
+  GATTN_ASSERT(by_name_.emplace(tensors_.back().name, tensors_.size() - 1).second,
+               "tensor name ", tensors_.back().name, " twice in the layout");
   return tensors_.back().offset;
 }
 
@@ -57,9 +60,8 @@ ParamLayout::ParamLayout(const Config& c) {
 }
 
 const TensorSpec* ParamLayout::find(const std::string& name) const {
-  for (const TensorSpec& t : tensors_)
-    if (t.name == name) return &t;
-  return nullptr;
+  const auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : &tensors_[it->second];
 }
 
 std::vector<std::pair<std::string, int64_t>> ParamLayout::component_counts() const {

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -48,6 +49,7 @@ class ParamLayout {
  private:
   int64_t add(std::string name, std::vector<int64_t> shape, Init init, std::string component);
   std::vector<TensorSpec> tensors_;
+  std::unordered_map<std::string, size_t> by_name_;  // index into tensors_: O(1) find
   int64_t total_ = 0;
 };
 

@@ -51,12 +51,12 @@ TEST(ParamLayout, FusedProjectionsAreContiguous) {
   const ParamLayout layout(c);
   const std::string p = "model.layers.1.";
   const int64_t q = layout.find(p + "self_attn.q_proj.weight")->offset;
-  EXPECT_EQ(q, layout.layers[1].attn_proj);
+  EXPECT_EQ(q, layout.layers[1].attention.proj);
   EXPECT_EQ(layout.find(p + "self_attn.k_proj.weight")->offset, q + 8 * 8);
   EXPECT_EQ(layout.find(p + "self_attn.v_proj.weight")->offset, q + 8 * 8 + 4 * 8);
   EXPECT_EQ(layout.find(p + "self_attn.key_gate.weight")->offset, q + 8 * 8 + 2 * 4 * 8);
-  EXPECT_EQ(layout.attn_proj_rows, 8 + 4 + 4 + 4);
-  EXPECT_EQ(layout.find(p + "mlp.up_proj.weight")->offset, layout.layers[1].mlp_gate_up + 6 * 8);
+  EXPECT_EQ(layer_configs(c)[1].attention.projection_rows(), 8 + 4 + 4 + 4);
+  EXPECT_EQ(layout.find(p + "mlp.up_proj.weight")->offset, layout.layers[1].mlp.gate_up + 6 * 8);
   EXPECT_EQ(layout.find("lm_head.weight")->numel, 80);
 }
 

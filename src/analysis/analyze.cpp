@@ -69,7 +69,7 @@ constexpr const char* kPositionGroups[2] = {"first", "rest"};
 class Analysis {
  public:
   Analysis(const Weights& w, const AnalysisOptions& o)
-      : c_(w.config()), o_(o), site_(w.layer(0).gate), sums_(c_.num_hidden_layers) {
+      : c_(w.config()), o_(o), site_(w.layer(0).attention.gate), sums_(c_.num_hidden_layers) {
     const auto range = histogram_range(site_.activation);
     hist_lo_ = range.first, hist_hi_ = range.second;
     for (LayerSums& s : sums_) {

@@ -2,13 +2,12 @@
 
 #include <algorithm>
 
-#include "ops/matmul.h"
 #include "util/error.h"
 
 namespace gattn {
 
 BatchedInferState::BatchedInferState(const Weights& weights, int slots, int context, int max_chunk)
-    : w_(weights), max_chunk_(max_chunk) {
+    : w_(weights), context_(context), max_chunk_(max_chunk) {
   const Config& c = w_.config();
   if (slots < 1) fail("inference: at least one sequence slot is needed, got ", slots);
   if (context < 1 || context > c.max_position_embeddings)
@@ -16,11 +15,27 @@ BatchedInferState::BatchedInferState(const Weights& weights, int slots, int cont
          " is outside [1, max_position_embeddings = ", c.max_position_embeddings, "]");
   if (max_chunk < 1) fail("inference chunk must hold at least one token, got ", max_chunk);
   lengths_.assign(slots, 0);
-  allocate_kv_cache(cache_, c, slots, context);
+  for (int i = 0; i < w_.blocks(); ++i) {
+    memory_.push_back(w_.block(i).make_decode_memory(slots, context));
+    memory_view_.push_back(memory_.back().get());
+  }
   const int rows = std::max(slots, max_chunk);
   positions_.resize(rows);
-  plan_pass_buffers(acts_, w_, rows, buffers_);
+  plan_inference_buffers(acts_, w_, rows, buffers_);
   acts_.allocate();
+}
+
+void BatchedInferState::reset(int slot) {
+  lengths_.at(slot) = 0;
+  for (auto& memory : memory_)
+    if (memory) memory->reset(slot);
+}
+
+int64_t BatchedInferState::decode_memory_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& memory : memory_)
+    if (memory) bytes += memory->bytes();
+  return bytes;
 }
 
 void BatchedInferState::check_room(int slot, int count) const {
@@ -29,26 +44,34 @@ void BatchedInferState::check_room(int slot, int count) const {
     fail("inference: ", lengths_[slot] + count, " positions exceed the context of ", context());
 }
 
+PassContext BatchedInferState::context(int batch, int seq_len, const int* slots) const {
+  return {.weights = w_,
+          .batch = batch,
+          .seq_len = seq_len,
+          .positions = positions_.data(),
+          .memory = memory_view_.data(),
+          .memory_sequences = slots,
+          .profile = profile_};
+}
+
+void BatchedInferState::lm_head(const float* hidden, int rows, float* logits) {
+  const Config& c = w_.config();
+  OpSections ops(profile_);
+  ops.next("lm head");
+  project(w_, w_.layout().lm_head, logits, hidden, rows, c.hidden_size, c.vocab_size);
+}
+
 void BatchedInferState::prefill(int slot, const int32_t* ids, int count, float* logits,
                                 bool every_row) {
   if (count < 1 || count > max_chunk_)
     fail("inference: ", count, " tokens in one chunk, expected 1 to ", max_chunk_);
   check_room(slot, count);
   for (int i = 0; i < count; ++i) positions_[i] = lengths_[slot] + i;
-  const PassContext pass{.weights = w_,
-                         .batch = 1,
-                         .seq_len = count,
-                         .positions = positions_.data(),
-                         .cache = &cache_,
-                         .cache_sequences = &slot};
-  forward_layers(pass, ids, buffers_);
+  forward_blocks(context(1, count, &slot), ids, buffers_);
   lengths_[slot] += count;
   if (!logits) return;
-  const Config& c = w_.config();
   const int rows = every_row ? count : 1;
-  project(w_, w_.layout().lm_head, logits,
-          buffers_.final_out + int64_t(count - rows) * c.hidden_size, rows, c.hidden_size,
-          c.vocab_size);
+  lm_head(buffers_.final_out + int64_t(count - rows) * w_.config().hidden_size, rows, logits);
 }
 
 void BatchedInferState::decode(std::span<const int> slots, std::span<const int32_t> ids,
@@ -63,19 +86,9 @@ void BatchedInferState::decode(std::span<const int> slots, std::span<const int32
       fail("inference: slot ", slots[i], " appears twice in one decode step");
     positions_[i] = lengths_[slots[i]];
   }
-  const PassContext pass{.weights = w_,
-                         .batch = n,
-                         .seq_len = 1,
-                         .positions = positions_.data(),
-                         .cache = &cache_,
-                         .cache_sequences = slots.data(),
-                         .profile = profile_};
-  forward_layers(pass, ids.data(), buffers_);
+  forward_blocks(context(n, 1, slots.data()), ids.data(), buffers_);
   for (int slot : slots) ++lengths_[slot];
-  const Config& c = w_.config();
-  OpSections ops(profile_);
-  ops.next("lm head");
-  project(w_, w_.layout().lm_head, logits, buffers_.final_out, n, c.hidden_size, c.vocab_size);
+  lm_head(buffers_.final_out, n, logits);
 }
 
 }  // namespace gattn

@@ -1,9 +1,12 @@
-// Several generating sequences at once (a server's requests): each slot holds one sequence's KV
-// cache and length. A prompt is prefilled into its slot in chunks; a decode step runs one new
-// token for each of several slots in one pass, so every weight matrix is one GEMM over all of
-// their rows, while attention reads each slot's own cache up to its own length.
+// Several generating sequences at once (a server's requests): each slot is one sequence of every
+// block's decode memory (attention's keys and values) and a length. A prompt is prefilled into
+// its slot in chunks; a decode step runs one new token for each of several slots in one pass, so
+// every weight matrix is one GEMM over all of their rows, while attention reads each slot's own
+// memory up to its own length. The pass plans one block's working set at a time (every block's
+// activations share memory): nothing of a block is kept once the next one runs.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -20,29 +23,38 @@ class BatchedInferState {
   BatchedInferState(const BatchedInferState&) = delete;  // holds pointers into its own arenas
   BatchedInferState& operator=(const BatchedInferState&) = delete;
 
-  int slots() const { return cache_.sequences; }
-  int context() const { return cache_.capacity; }
+  int slots() const { return int(lengths_.size()); }
+  int context() const { return context_; }
   int max_chunk() const { return max_chunk_; }
-  int length(int slot) const { return lengths_.at(slot); }  // positions in the slot's cache
-  void reset(int slot) { lengths_.at(slot) = 0; }
-  // Times each op of the following decode steps into `profile` (null: stop timing).
+  int length(int slot) const { return lengths_.at(slot); }  // positions in the slot's memory
+  void reset(int slot);
+  // Times each op of the following passes into `profile` (null: stop timing).
   void set_profile(OpProfile* profile) { profile_ = profile; }
 
-  // Runs `count` tokens of one slot at positions length(slot) .. and appends them to its cache;
+  // Runs `count` tokens of one slot at positions length(slot) .. and appends them to its memory;
   // writes the logits [vocab] of the last one when `logits` is not null, or of every one
   // [count, vocab] with every_row (scoring a prompt).
   void prefill(int slot, const int32_t* ids, int count, float* logits, bool every_row = false);
   // One decode step: token ids[i] for slot slots[i] (distinct) at position length(slots[i]);
   // writes logits [slots.size(), vocab].
   void decode(std::span<const int> slots, std::span<const int32_t> ids, float* logits);
+  // The final hidden states (after the last norm) of the last pass's rows.
+  const float* final_hidden() const { return buffers_.final_out; }
+
+  // The memory plan: the pass's working set, and the decode memory of every block.
+  const Arena& activations() const { return acts_; }
+  int64_t decode_memory_bytes() const;
 
  private:
   void check_room(int slot, int count) const;
+  PassContext context(int batch, int seq_len, const int* slots) const;
+  void lm_head(const float* hidden, int rows, float* logits);
 
   const Weights& w_;
-  int max_chunk_;
+  int context_, max_chunk_;
   std::vector<int> lengths_;
-  KvCache cache_;
+  std::vector<std::unique_ptr<DecodeMemory>> memory_;  // per block (null: keeps none)
+  std::vector<DecodeMemory*> memory_view_;             // what a pass reads
   Arena acts_;
   PassBuffers buffers_;
   std::vector<int32_t> positions_;

@@ -1,5 +1,6 @@
 #include "model/layout.h"
 
+#include "model/blocks/block_params.h"
 #include "model/gate_site.h"
 #include "util/error.h"
 
@@ -21,39 +22,23 @@ int64_t ParamLayout::add(std::string name, std::vector<int64_t> shape, Init init
 }
 
 ParamLayout::ParamLayout(const Config& c) {
-  const int64_t C = c.hidden_size, V = c.vocab_size, I = c.intermediate_size;
-  const int64_t q = c.q_dim(), kv = c.kv_dim(), d = c.head_dim, scores = gate_site(c).scores;
-  const GateConfig& g = c.gate;
-  attn_proj_rows = int(q + 2 * kv + (g.has_weight() ? scores : 0));
-
+  const int64_t C = c.hidden_size, V = c.vocab_size;
   embed = add("model.embed_tokens.weight", {V, C}, Init::normal, "embedding");
+  const std::vector<LayerConfig> configs = layer_configs(c);
   for (int l = 0; l < c.num_hidden_layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    const std::string gate = g.enabled() ? p + "self_attn." + gate_tensor_prefix(g.position) : "";
-    LayerOffsets o{};
-    o.input_norm = add(p + "input_layernorm.weight", {C}, Init::ones, "norms");
-    o.attn_proj = add(p + "self_attn.q_proj.weight", {q, C}, Init::normal, "attention q/k/v/o");
-    add(p + "self_attn.k_proj.weight", {kv, C}, Init::normal, "attention q/k/v/o");
-    add(p + "self_attn.v_proj.weight", {kv, C}, Init::normal, "attention q/k/v/o");
-    if (g.has_weight())
-      add(gate + ".weight", {scores, C}, g.identity_init ? Init::zeros : Init::normal, "gate");
-    if (g.has_logit()) o.gate_logit = add(gate + ".logit", {scores}, Init::zeros, "gate");
-    if (c.use_qk_norm) {
-      o.q_norm = add(p + "self_attn.q_norm.weight", {d}, Init::ones, "qk_norm");
-      o.k_norm = add(p + "self_attn.k_norm.weight", {d}, Init::ones, "qk_norm");
+    const std::string prefix = "model.layers." + std::to_string(l) + ".";
+    LayerParams p;
+    switch (configs[l].attention.kind) {
+      case AttentionKind::full:
+        p.attention = add_full_attention_params(*this, configs[l].attention, prefix);
+        break;
     }
-    if (g.kind == GateKind::head_rmsnorm && g.enabled())
-      o.sdpa_norm = add(p + "self_attn.sdpa_norm.weight", {q}, Init::ones, "gate");
-    o.o_proj = add(p + "self_attn.o_proj.weight", {C, q}, Init::normal, "attention q/k/v/o");
-    if (c.sandwich_norm)
-      o.attn_output_norm = add(p + "attn_output_norm.weight", {C}, Init::ones, "norms");
-    o.post_attn_norm = add(p + "post_attention_layernorm.weight", {C}, Init::ones, "norms");
-    o.mlp_gate_up = add(p + "mlp.gate_proj.weight", {I, C}, Init::normal, "mlp");
-    add(p + "mlp.up_proj.weight", {I, C}, Init::normal, "mlp");
-    o.mlp_down = add(p + "mlp.down_proj.weight", {C, I}, Init::normal, "mlp");
-    if (c.sandwich_norm)
-      o.mlp_output_norm = add(p + "mlp_output_norm.weight", {C}, Init::ones, "norms");
-    layers.push_back(o);
+    switch (configs[l].mlp.kind) {
+      case MlpKind::dense:
+        p.mlp = add_dense_mlp_params(*this, configs[l].mlp, prefix);
+        break;
+    }
+    layers.push_back(p);
   }
   final_norm = add("model.norm.weight", {C}, Init::ones, "norms");
   lm_head = c.tie_word_embeddings ? embed : add("lm_head.weight", {V, C}, Init::normal, "lm_head");

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "model/layer_config.h"
 
 namespace gattn {
 
@@ -24,12 +25,21 @@ struct TensorSpec {
 
 inline constexpr int64_t kAbsent = -1;
 
-struct LayerOffsets {
-  int64_t input_norm, attn_proj, o_proj, post_attn_norm, mlp_gate_up, mlp_down;
-  // q_proj, k_proj, v_proj and the gate weight are consecutive from attn_proj (one fused GEMM);
-  // so are mlp.gate_proj and mlp.up_proj from mlp_gate_up.
+// Where the parameters of each block of a layer sit (the blocks add them: model/blocks/).
+struct AttentionParams {
+  // q_proj, k_proj, v_proj and the gate weight are consecutive from proj (one fused GEMM).
+  int64_t input_norm = kAbsent, proj = kAbsent, o_proj = kAbsent;
   int64_t q_norm = kAbsent, k_norm = kAbsent, gate_logit = kAbsent, sdpa_norm = kAbsent;
-  int64_t attn_output_norm = kAbsent, mlp_output_norm = kAbsent;
+  int64_t output_norm = kAbsent;  // sandwich norm
+};
+struct MlpParams {
+  // mlp.gate_proj and mlp.up_proj are consecutive from gate_up.
+  int64_t input_norm = kAbsent, gate_up = kAbsent, down = kAbsent;
+  int64_t output_norm = kAbsent;  // sandwich norm
+};
+struct LayerParams {
+  AttentionParams attention;
+  MlpParams mlp;
 };
 
 class ParamLayout {
@@ -42,12 +52,13 @@ class ParamLayout {
   // Parameter count per component, in first-seen order.
   std::vector<std::pair<std::string, int64_t>> component_counts() const;
 
-  int attn_proj_rows = 0;                          // q + k + v + gate-weight rows
+  // Appends a tensor and returns its offset (the blocks' parameter functions call it).
+  int64_t add(std::string name, std::vector<int64_t> shape, Init init, std::string component);
+
   int64_t embed = 0, final_norm = 0, lm_head = 0;  // lm_head == embed when tied
-  std::vector<LayerOffsets> layers;
+  std::vector<LayerParams> layers;
 
  private:
-  int64_t add(std::string name, std::vector<int64_t> shape, Init init, std::string component);
   std::vector<TensorSpec> tensors_;
   std::unordered_map<std::string, size_t> by_name_;  // index into tensors_: O(1) find
   int64_t total_ = 0;

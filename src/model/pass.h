@@ -1,11 +1,15 @@
 // What one forward (and backward) pass over some token rows works with: the rows and their
-// positions, where attention finds its keys, and the buffers each layer keeps. Shared by the
-// training state (rectangular batches) and the inference state (chunks against a KV cache).
+// positions, the decode memory of a pass over new tokens of known sequences, and the buffers of
+// the residual stream and of each block. The drivers here walk the blocks of the model (two per
+// layer: model/block.h); the training state (rectangular batches) and the inference state
+// (chunks of new tokens against each block's decode memory) both run them.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "model/arena.h"
+#include "model/block.h"
 #include "model/intervention.h"
 #include "model/weights.h"
 #include "util/op_profile.h"
@@ -17,50 +21,22 @@ struct TensorRef {  // rows of a matrix with row stride ld (floats)
   int ld = 0;
 };
 
-// The activations a layer keeps from its forward pass, for the backward pass and analysis.
-struct LayerActivations {
-  float *ln1_rstd, *ln1_out, *proj;  // proj: [rows, projection_stride] = q | k | v | gate z
-  float *q_rot, *q_rstd = nullptr, *k_rot, *k_rstd = nullptr;
-  float *attn_out, *attn_lse;
-  float *gate_out = nullptr, *gate_rstd = nullptr;  // the gate site's output; head_rmsnorm's rstd
-  float *o_out, *attn_norm_rstd = nullptr, *attn_normed = nullptr;
-  float *resid_mid, *ln2_rstd, *ln2_out, *gate_up, *mlp_act, *down_out;
-  float *mlp_norm_rstd = nullptr, *mlp_normed = nullptr;
-  // Set by the forward pass: what attention read as q, k and v, and the gate's input.
-  TensorRef q, k, v, gate_in;
-};
-
-// Gradients of one layer at a time (the backward pass reuses them for every layer).
-struct BackwardScratch {
-  float *d_resid, *d_block, *d_block_normed, *d_proj, *d_gate_tokens = nullptr;
-  float *d_q, *d_k, *d_attn, *d_gate_out = nullptr;
-  float *d_ln, *d_gate_up, *d_mlp_act;
-};
-
-// Keys and values of every layer for the positions some sequences have seen, GQA-compact (K
-// heads): a chunk's forward pass appends its own and attends to all of them.
-struct KvCache {
-  int capacity = 0;                  // positions per sequence
-  int sequences = 1;                 // sequences held: sequence s owns rows s * capacity ..
-  std::vector<float*> keys, values;  // per layer [sequences * capacity, K * head_dim]
-  Arena storage;
-};
-// Plans (and allocates) a cache of `sequences` x `capacity` positions for every layer.
-void allocate_kv_cache(KvCache& cache, const Config& c, int sequences, int capacity);
-
 struct PassContext {
   const Weights& weights;
   int batch;                 // sequences
   int seq_len;               // rows per sequence: row r = b * seq_len + t
-  const int32_t* positions;  // [rows] each row's position (RoPE, and the cache slot)
-  KvCache* cache = nullptr;  // null: each sequence attends to its own rows from position 0
-  // With a cache: the cache sequence of each of the pass's sequences (null: sequence b uses b).
-  // Sequence b's rows sit at positions[b * seq_len] .. and attend to its cache up to them.
-  const int* cache_sequences = nullptr;
+  const int32_t* positions;  // [rows] each row's position (RoPE, and the decode memory's slot)
+  // A decode pass: each block's decode memory ([Weights::blocks()], null for blocks keeping
+  // none); sequence b's rows sit at positions[b * seq_len] .. and see its memory up to them.
+  // Null: each sequence is whole, from position 0.
+  DecodeMemory* const* memory = nullptr;
+  // The memory sequence of each of the pass's sequences (null: sequence b uses b).
+  const int* memory_sequences = nullptr;
   const Interventions* interventions = nullptr;  // forward passes of analysis only
   OpProfile* profile = nullptr;
 
   int rows() const { return batch * seq_len; }
+  int memory_sequence(int b) const { return memory_sequences ? memory_sequences[b] : b; }
 };
 
 // out[rows, out_dim] = in[rows, in_dim] W^T for the weight matrix at `offset`: from the bf16 copy
@@ -69,33 +45,35 @@ struct PassContext {
 void project(const Weights& w, int64_t offset, float* out, const float* in, int rows, int in_dim,
              int out_dim, int ld_out = 0);
 
-// Plans the buffers of layer l for `rows` tokens, and the backward pass's scratch.
-void plan_layer_activations(Arena& arena, const Weights& w, int l, int64_t rows,
-                            LayerActivations& a);
-void plan_backward_scratch(Arena& arena, const Weights& w, int64_t rows, BackwardScratch& s);
-
-// The residual stream of a pass and what every layer keeps.
+// The residual stream of a pass and what each block keeps.
 struct PassBuffers {
-  std::vector<float*>
-      resid;  // [L + 1] each [rows, hidden]: the embedding, then each layer's output
-  std::vector<LayerActivations> layers;
+  // Keeping every block's activations (training, analysis): blocks + 1 buffers, the embedding
+  // then each block's output. An inference pass: 2, used in turns.
+  std::vector<float*> resid;                                   // [rows, hidden] each
+  std::vector<std::unique_ptr<BlockActivations>> activations;  // per block
   float *final_rstd = nullptr, *final_out = nullptr;  // the final norm's rstd and output
+
+  float* block_input(int block) const { return resid[block % resid.size()]; }
+  float* block_output(int block) const { return resid[(block + 1) % resid.size()]; }
+  float* last() const { return block_input(int(activations.size())); }
 };
+// Every block's activations kept, for a backward pass or analysis.
 void plan_pass_buffers(Arena& arena, const Weights& w, int64_t rows, PassBuffers& b);
+// One block's working set at a time: every block's activations share memory (inference).
+void plan_inference_buffers(Arena& arena, const Weights& w, int64_t rows, PassBuffers& b);
 
-// Embedding, every layer and the final norm over pass.rows() tokens `ids`.
-void forward_layers(const PassContext& pass, const int32_t* ids, PassBuffers& b);
+struct BackwardBuffers {
+  float* d_hidden = nullptr;  // dL/d(final norm output), written by the lm head's backward
+  float* d_resid = nullptr;   // dL/d(residual stream), from the top block down
+  std::vector<std::unique_ptr<BlockScratch>> scratch;  // per block, sharing memory
+};
+void plan_backward_buffers(Arena& arena, const Weights& w, int64_t rows, BackwardBuffers& s);
 
-// resid_out = layer l applied to resid_in ([rows, hidden] each).
-void layer_forward(const PassContext& pass, int l, const float* resid_in, LayerActivations& a,
-                   float* resid_out);
-// On entry s.d_resid holds dL/d(layer output), on exit dL/d(layer input); parameter gradients
-// are added to g.
-void layer_backward(const PassContext& pass, int l, const float* resid_in,
-                    const LayerActivations& a, BackwardScratch& s, Gradients& g);
-
-// The gate's pre-activation scores of layer l after its forward pass, and their row stride
-// (0: one row shared by every token); null for the parameter-free ops.
-const float* gate_scores_z(const Weights& w, int l, const LayerActivations& a, int* ld_z);
+// Embedding, every block and the final norm over pass.rows() tokens `ids`.
+void forward_blocks(const PassContext& pass, const int32_t* ids, PassBuffers& b);
+// After forward_blocks over the same pass and s.d_hidden written: the final norm's, every
+// block's and the embedding's backward; parameter gradients are added to g.
+void backward_blocks(const PassContext& pass, const int32_t* ids, const PassBuffers& b,
+                     BackwardBuffers& s, Gradients& g);
 
 }  // namespace gattn

@@ -47,7 +47,7 @@ void TrainState::plan(int batch, int seq_len, bool backward) {
   // chunks make the head's GEMMs slow at a large vocabulary (151,936: 155 MB of logits).
   chunk_rows_ = int(std::min<int64_t>(N, std::max<int64_t>(256, (int64_t(1) << 22) / c.vocab_size)));
   scratch_.plan(&logits_chunk_, int64_t(chunk_rows_) * c.vocab_size, "logits chunk");
-  if (backward) plan_backward_scratch(scratch_, w_, N, s_);
+  if (backward) plan_backward_buffers(scratch_, w_, N, s_);
   scratch_.allocate();
 }
 
@@ -55,44 +55,32 @@ void TrainState::set_interventions(const Interventions* interventions) {
   if (interventions)
     for (int l = 0; l < w_.config().num_hidden_layers; ++l) {
       const GateOverride forced = interventions->gate_at(l);
-      if (forced.active()) forced_gate_score(forced, w_.layer(l).gate, l);
+      if (forced.active()) forced_gate_score(forced, w_.layer(l).attention.gate, l);
     }
   interventions_ = interventions;
 }
 
 TrainState::LayerView TrainState::layer_view(int l) const {
-  const LayerActivations& a = buffers_.layers.at(l);
-  LayerView v{.q = a.q.data,
-              .k = a.k.data,
-              .ld_q = a.q.ld,
-              .ld_k = a.k.ld,
-              .attn_lse = a.attn_lse,
-              .gate_in = a.gate_in.data,
-              .gate_out = a.gate_in.data ? a.gate_out : nullptr,
-              .ld_gate_in = a.gate_in.ld,
-              .ld_gate_out = w_.layer(l).gate.width(),
-              .gate_z = nullptr,
-              .ld_gate_z = 0,
-              .v = a.v.data,
-              .ld_v = a.v.ld,
-              .output = buffers_.resid[l + 1]};
-  v.gate_z = gate_scores_z(w_, l, a, &v.ld_gate_z);
-  if (interventions_ && interventions_->gate_at(l).active()) v.gate_z = nullptr;  // not applied
-  return v;
+  const auto* attention = dynamic_cast<const FullAttention*>(&w_.block(2 * l));
+  if (!attention) fail("analysis: layer ", l, "'s attention block is not full attention");
+  return {attention->view(w_, *buffers_.activations.at(2 * l), interventions_),
+          buffers_.block_output(2 * l + 1)};
 }
 
 float TrainState::max_abs_hidden() const {
   const Config& c = w_.config();
   float max = 0;
   const int64_t count = int64_t(batch_rows()) * c.hidden_size;
-  for (int l = 1; l <= c.num_hidden_layers; ++l)
-    for (int64_t i = 0; i < count; ++i) max = std::max(max, std::abs(buffers_.resid[l][i]));
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    const float* output = buffers_.block_output(2 * l + 1);
+    for (int64_t i = 0; i < count; ++i) max = std::max(max, std::abs(output[i]));
+  }
   return max;
 }
 
 LossSum TrainState::forward(const Batch& batch, float* logits, double* token_nats) {
   plan(batch.batch, batch.seq_len, false);
-  forward_layers(context(), batch.ids, buffers_);
+  forward_blocks(context(), batch.ids, buffers_);
   const Config& c = w_.config();
   const float* head = w_.at(w_.layout().lm_head);
   if (logits)
@@ -109,23 +97,16 @@ LossSum TrainState::forward_backward(const Batch& batch, float grad_scale) {
   Gradients& g = grads();
   plan(batch.batch, batch.seq_len, true);
   const PassContext pass = context();
-  forward_layers(pass, batch.ids, buffers_);
+  forward_blocks(pass, batch.ids, buffers_);
   const Config& c = w_.config();
   const ParamLayout& layout = w_.layout();
-  const int C = c.hidden_size, L = c.num_hidden_layers, N = batch_rows();
   OpSections ops(profile_);
   ops.next("lm head and cross-entropy (forward and backward)");
   const LossSum loss = lm_head_cross_entropy<float>(
-      s_.d_ln, g.at(layout.lm_head), logits_chunk_, buffers_.final_out, w_.at(layout.lm_head),
-      batch.targets, N, C, c.vocab_size, chunk_rows_, grad_scale);
-  ops.next("norms");
-  rmsnorm_backward(s_.d_resid, g.at(layout.final_norm), s_.d_ln, buffers_.resid[L],
-                   w_.at(layout.final_norm), buffers_.final_rstd, {N, 1, C, C, C, 0}, false);
+      s_.d_hidden, g.at(layout.lm_head), logits_chunk_, buffers_.final_out, w_.at(layout.lm_head),
+      batch.targets, batch_rows(), c.hidden_size, c.vocab_size, chunk_rows_, grad_scale);
   ops.next(nullptr);
-  for (int l = L - 1; l >= 0; --l)
-    layer_backward(pass, l, buffers_.resid[l], buffers_.layers[l], s_, g);
-  ops.next("embedding");
-  embedding_backward(g.at(layout.embed), s_.d_resid, batch.ids, N, C);
+  backward_blocks(pass, batch.ids, buffers_, s_, g);
   return loss;
 }
 

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "model/blocks/full_attention.h"
 #include "model/pass.h"
 #include "model/weights.h"
 #include "ops/cross_entropy.h"
@@ -44,18 +45,9 @@ class TrainState {
   float max_abs_hidden() const;
 
   // What the analysis reads of layer l after a forward pass; rows r = b * seq_len + t of the last
-  // batch. Pointers stay valid until the next pass.
-  struct LayerView {
-    const float *q, *k;  // as attention used them (after QK-norm, RoPE and any q/k gate)
-    int ld_q, ld_k;
-    const float* attn_lse;  // [rows, H] log-sum-exp of each query's scaled scores
-    // The gated tensor before and after the gate (null without a gate); heads of head_dim.
-    const float *gate_in, *gate_out;
-    int ld_gate_in, ld_gate_out;
-    const float* gate_z;  // pre-activation scores (null for the parameter-free kinds)
-    int ld_gate_z;        // 0: one shared row (input-independent)
-    const float* v;       // the values attention read (after any value gate) [rows, K heads]
-    int ld_v;
+  // batch. Pointers stay valid until the next pass. An Error for a layer whose attention block
+  // is not full attention.
+  struct LayerView : FullAttentionView {
     const float* output;  // the layer's output hidden state [rows, hidden]
   };
   LayerView layer_view(int l) const;
@@ -91,7 +83,7 @@ class TrainState {
   PassBuffers buffers_;
   float* logits_chunk_ = nullptr;
   int chunk_rows_ = 0;
-  BackwardScratch s_{};
+  BackwardBuffers s_;
 };
 
 int64_t count_targets(const Batch& batch);

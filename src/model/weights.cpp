@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "model/blocks/make_block.h"
 #include "model/init.h"
 #include "ops/matmul.h"
 #include "util/error.h"
@@ -23,17 +24,17 @@ Weights::Weights(const Config& config) : Weights(config, AlignedFloats()) {}
 Weights::Weights(const Config& config, AlignedFloats values)
     : config_(config),
       layout_(config),
+      layers_(layer_configs(config)),
       rope_(make_rope_table<float>(config.rotary_dim(), config.rope_theta,
                                    config.max_position_embeddings, config.rope_scaling)),
-      // 16 floats = 64 bytes: every projection row starts on a cache line, GEMM packing is faster
-      projection_stride_((layout_.attn_proj_rows + 15) / 16 * 16),
       values_(std::move(values)) {
   if (values_.empty()) values_.assign(layout_.total(), 0.0f);
   GATTN_ASSERT(int64_t(values_.size()) == layout_.total(), values_.size(),
                " values given for a layout of ", layout_.total());
-  const GateSite gate = gate_site(config);
-  for (int l = 0; l < config.num_hidden_layers; ++l)
-    layers_.push_back({.spec = config.layer(l), .gate = gate, .offsets = layout_.layers[l]});
+  for (int l = 0; l < config.num_hidden_layers; ++l) {
+    blocks_.push_back(make_attention_block(layers_[l].attention, layout_.layers[l].attention, l));
+    blocks_.push_back(make_mlp_block(layers_[l].mlp, layout_.layers[l].mlp));
+  }
 }
 
 void Weights::init(uint64_t seed) {
@@ -43,9 +44,9 @@ void Weights::init(uint64_t seed) {
 
 // A gate with scores 0.5 halves what reaches o_proj; twice the weights undo it exactly.
 void Weights::double_output_projections() {
-  for (const LayerPlan& layer : layers_) {
-    float* w = values_.data() + layer.offsets.o_proj;
-    const int64_t count = int64_t(config_.hidden_size) * config_.q_dim();
+  for (int l = 0; l < config_.num_hidden_layers; ++l) {
+    float* w = values_.data() + layout_.layers[l].attention.o_proj;
+    const int64_t count = int64_t(layers_[l].attention.hidden) * layers_[l].attention.q_dim();
     for (int64_t i = 0; i < count; ++i) w[i] *= 2;
   }
 }

@@ -1,27 +1,22 @@
-// A model's read-only side: config, parameter layout, the plan of each layer, the RoPE table and
+// A model's read-only side: config, parameter layout, each layer's config and blocks, the RoPE table and
 // one 64-byte aligned buffer holding every parameter in layout order. Passes never write it, so
 // several users (a trainer and its evaluation, server requests) can share one Weights; only the
 // optimizer (or a loader) changes the values, between passes.
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "model/block.h"
 #include "model/config.h"
-#include "model/gate_site.h"
+#include "model/layer_config.h"
 #include "model/layout.h"
 #include "ops/rope.h"
 #include "util/aligned.h"
 
 namespace gattn {
-
-// What every pass needs to know of layer l, decided once from the config.
-struct LayerPlan {
-  LayerSpec spec;
-  GateSite gate;
-  LayerOffsets offsets;  // of its parameters in the buffer
-};
 
 class Weights {
  public:
@@ -33,10 +28,11 @@ class Weights {
 
   const Config& config() const { return config_; }
   const ParamLayout& layout() const { return layout_; }
-  const LayerPlan& layer(int l) const { return layers_[l]; }
+  const LayerConfig& layer(int l) const { return layers_[l]; }
+  // The model's blocks in pass order: layer l's attention block is block 2l, its MLP block 2l + 1.
+  int blocks() const { return int(blocks_.size()); }
+  const Block& block(int i) const { return *blocks_[i]; }
   const RopeTable<float>& rope() const { return rope_; }
-  // Row stride of the fused q/k/v/gate projection output, padded to whole cache lines.
-  int projection_stride() const { return projection_stride_; }
 
   const float* data() const { return values_.data(); }
   float* data() { return values_.data(); }
@@ -65,9 +61,9 @@ class Weights {
 
   Config config_;
   ParamLayout layout_;
-  std::vector<LayerPlan> layers_;
+  std::vector<LayerConfig> layers_;
+  std::vector<std::unique_ptr<Block>> blocks_;
   RopeTable<float> rope_;
-  int projection_stride_;
   AlignedFloats values_;
   std::vector<uint16_t, AlignedAllocator<uint16_t>> bf16_;  // empty unless rounded for inference
 };

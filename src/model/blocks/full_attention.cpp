@@ -1,0 +1,336 @@
+// The full-attention block's parameters, memory plan and forward pass (docs/MODEL.md, Forward).
+// The gate is applied at the stage its site names: each stage passes its tensor through
+// gate_at(), which returns it unchanged everywhere but at the site.
+#include "model/blocks/full_attention.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "model/blocks/block_params.h"
+#include "ops/attention.h"
+#include "ops/elementwise.h"
+#include "ops/gate.h"
+#include "ops/mlp.h"
+#include "ops/rmsnorm.h"
+#include "util/error.h"
+
+namespace gattn {
+
+AttentionParams add_full_attention_params(ParamLayout& layout, const AttentionConfig& c,
+                                          const std::string& p) {
+  const int64_t C = c.hidden, q = c.q_dim(), kv = c.kv_dim(), d = c.head_dim;
+  const GateConfig& g = c.gate_config;
+  const std::string gate = g.enabled() ? p + "self_attn." + gate_tensor_prefix(g.position) : "";
+  const char* qkvo = "attention q/k/v/o";
+  AttentionParams o;
+  o.input_norm = layout.add(p + "input_layernorm.weight", {C}, Init::ones, "norms");
+  o.proj = layout.add(p + "self_attn.q_proj.weight", {q, C}, Init::normal, qkvo);
+  layout.add(p + "self_attn.k_proj.weight", {kv, C}, Init::normal, qkvo);
+  layout.add(p + "self_attn.v_proj.weight", {kv, C}, Init::normal, qkvo);
+  if (g.has_weight())
+    layout.add(gate + ".weight", {c.gate.scores, C}, g.identity_init ? Init::zeros : Init::normal,
+               "gate");
+  if (g.has_logit()) o.gate_logit = layout.add(gate + ".logit", {c.gate.scores}, Init::zeros, "gate");
+  if (c.qk_norm) {
+    o.q_norm = layout.add(p + "self_attn.q_norm.weight", {d}, Init::ones, "qk_norm");
+    o.k_norm = layout.add(p + "self_attn.k_norm.weight", {d}, Init::ones, "qk_norm");
+  }
+  if (g.kind == GateKind::head_rmsnorm && g.enabled())
+    o.sdpa_norm = layout.add(p + "self_attn.sdpa_norm.weight", {q}, Init::ones, "gate");
+  o.o_proj = layout.add(p + "self_attn.o_proj.weight", {C, q}, Init::normal, qkvo);
+  if (c.output.sandwich_norm)
+    o.output_norm = layout.add(p + "attn_output_norm.weight", {C}, Init::ones, "norms");
+  return o;
+}
+
+std::unique_ptr<BlockActivations> FullAttention::plan_activations(Arena& arena, int64_t N) const {
+  auto a = std::make_unique<FullAttentionActivations>();
+  const GateSite& gate = c_.gate;
+  const int64_t C = c_.hidden, qd = c_.q_dim(), kvd = c_.kv_dim(), H = c_.heads, K = c_.kv_heads;
+  auto keep = [&](float** slot, int64_t floats, const char* name, bool needed = true) {
+    if (needed) arena.plan(slot, floats, name);
+  };
+  keep(&a->norm_rstd, N, "ln1 rstd");
+  keep(&a->normed, N * C, "ln1 output");
+  keep(&a->proj, N * c_.projection_stride(), "q/k/v/gate projection");
+  keep(&a->q_rot, N * qd, "q normed and rotated");
+  keep(&a->q_rstd, N * H, "q_norm rstd", c_.qk_norm);
+  keep(&a->k_rot, N * kvd, "k normed and rotated");
+  keep(&a->k_rstd, N * K, "k_norm rstd", c_.qk_norm);
+  keep(&a->attn_out, N * qd, "attention output");
+  keep(&a->attn_lse, N * H, "attention log-sum-exp");
+  keep(&a->gate_out, N * gate.width(), "gate output", gate.stage != GateStage::none);
+  keep(&a->gate_rstd, N * gate.heads, "gate head rmsnorm rstd", gate.op == GateOp::head_rmsnorm);
+  keep(&a->o_out, N * C, "o_proj output");
+  plan_block_output(arena, c_.output, N, "attn_output_norm", a->output);
+  return a;
+}
+
+std::unique_ptr<BlockScratch> FullAttention::plan_scratch(Arena& arena, int64_t N) const {
+  auto s = std::make_unique<FullAttentionScratch>();
+  const GateSite& gate = c_.gate;
+  const int64_t C = c_.hidden, qd = c_.q_dim(), kvd = c_.kv_dim();
+  plan_block_output_scratch(arena, c_.output, N, s->output);
+  arena.plan(&s->d_proj, N * c_.projection_stride(), "d projection");
+  if (gate.source == GateScoreSource::logit)
+    arena.plan(&s->d_gate_tokens, N * gate.scores, "d gate scores per token");
+  arena.plan(&s->d_q, N * qd, "d q");
+  arena.plan(&s->d_k, N * kvd, "d k");
+  arena.plan(&s->d_attn, N * qd, "d attention output");
+  if (gate.stage != GateStage::none) arena.plan(&s->d_gate_out, N * gate.width(), "d gate output");
+  arena.plan(&s->d_normed, N * C, "d norm output");
+  return s;
+}
+
+std::unique_ptr<DecodeMemory> FullAttention::make_decode_memory(int sequences, int capacity) const {
+  auto m = std::make_unique<KeyValueRows>();
+  m->capacity = capacity;
+  m->sequences = sequences;
+  const int64_t floats = int64_t(sequences) * capacity * c_.kv_dim();
+  m->storage.plan(&m->keys, floats, "kv cache keys");
+  m->storage.plan(&m->values, floats, "kv cache values");
+  m->storage.allocate();
+  return m;
+}
+
+const float* FullAttention::gate_scores(const Weights& w, const FullAttentionActivations& a,
+                                        int* ld_z) const {
+  *ld_z = 0;
+  switch (c_.gate.source) {
+    case GateScoreSource::projection:
+      *ld_z = c_.projection_stride();
+      return a.proj + c_.q_dim() + 2 * c_.kv_dim();
+    case GateScoreSource::logit:
+      return w.at(p_.gate_logit);
+    case GateScoreSource::none:
+      break;
+  }
+  return nullptr;
+}
+
+FullAttentionView FullAttention::view(const Weights& w, const BlockActivations& activations,
+                                      const Interventions* interventions) const {
+  const auto& a = static_cast<const FullAttentionActivations&>(activations);
+  FullAttentionView v{.q = a.q.data,
+                      .k = a.k.data,
+                      .ld_q = a.q.ld,
+                      .ld_k = a.k.ld,
+                      .attn_lse = a.attn_lse,
+                      .gate_in = a.gate_in.data,
+                      .gate_out = a.gate_in.data ? a.gate_out : nullptr,
+                      .ld_gate_in = a.gate_in.ld,
+                      .ld_gate_out = c_.gate.width(),
+                      .gate_z = nullptr,
+                      .ld_gate_z = 0,
+                      .v = a.v.data,
+                      .ld_v = a.v.ld};
+  v.gate_z = gate_scores(w, a, &v.ld_gate_z);
+  if (interventions && interventions->gate_at(layer_).active()) v.gate_z = nullptr;  // not applied
+  return v;
+}
+
+namespace {
+
+// The gate's output with its scores replaced by one forced score (an intervention).
+void forced_gate(float* out, TensorRef x, int rows, const GateSite& site, float score) {
+  const int width = site.width();
+  const bool add = site.op == GateOp::scores && site.additive;
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r)
+    for (int j = 0; j < width; ++j) {
+      const float y = x.data[r * x.ld + j];
+      out[r * width + j] = add ? y + score : y * score;
+    }
+}
+
+// One forward pass of the block.
+class AttentionForward {
+ public:
+  AttentionForward(const PassContext& pass, const FullAttention& block,
+                   FullAttentionActivations& a, KeyValueRows* memory)
+      : pass_(pass),
+        w_(pass.weights),
+        c_(block.config()),
+        o_(block.params()),
+        site_(c_.gate),
+        a_(a),
+        memory_(memory),
+        l_(block.layer()),
+        N_(pass.rows()),
+        P_(c_.projection_stride()) {
+    z_ = block.gate_scores(w_, a, &ld_z_);
+  }
+  void run(const float* in, float* out);
+
+ private:
+  TensorRef gate_at(GateStage here, TensorRef x);
+  void zero_values(TensorRef v);
+  TensorRef head_path(bool is_query);
+  void attention_over_memory(TensorRef q, TensorRef k, TensorRef v);
+
+  const PassContext& pass_;
+  const Weights& w_;
+  const AttentionConfig& c_;
+  const AttentionParams& o_;
+  const GateSite& site_;
+  FullAttentionActivations& a_;
+  KeyValueRows* memory_;
+  const int l_, N_, P_;
+  const float* z_;
+  int ld_z_;
+};
+
+TensorRef AttentionForward::gate_at(GateStage here, TensorRef x) {
+  if (!site_.at(here)) return x;
+  a_.gate_in = x;
+  const GateOverride forced =
+      pass_.interventions ? pass_.interventions->gate_at(l_) : GateOverride{};
+  if (forced.everywhere()) {
+    forced_gate(a_.gate_out, x, N_, site_, forced_gate_score(forced, site_, l_));
+    return {a_.gate_out, site_.width()};
+  }
+  switch (site_.op) {
+    case GateOp::scores:
+      gate_forward(a_.gate_out, x.data, z_, site_.shape(N_, x.ld, ld_z_));
+      break;
+    case GateOp::silu:
+      GATTN_ASSERT(x.ld == site_.width(), "gate: silu needs a packed input");
+      silu_forward(a_.gate_out, x.data, int64_t(N_) * site_.width());
+      break;
+    case GateOp::head_rmsnorm:
+      rmsnorm_forward(a_.gate_out, a_.gate_rstd, x.data, w_.at(o_.sdpa_norm),
+                      {N_, site_.heads, site_.head_dim, x.ld, site_.width(), site_.head_dim},
+                      c_.output.eps);
+      break;
+  }
+  if (forced.active()) {  // at one position only
+    const float score = forced_gate_score(forced, site_, l_);
+    for (int64_t r = 0; r < N_; ++r)
+      if (pass_.positions[r] == forced.position)
+        forced_gate(a_.gate_out + r * site_.width(), {x.data + r * x.ld, x.ld}, 1, site_, score);
+  }
+  return {a_.gate_out, site_.width()};
+}
+
+// An intervention: the value vectors attention reads, zeroed at every position or one.
+void AttentionForward::zero_values(TensorRef v) {
+  const ValueOverride zero =
+      pass_.interventions ? pass_.interventions->value_at(l_) : ValueOverride{};
+  if (!zero.active()) return;
+  for (int64_t r = 0; r < N_; ++r)
+    if (zero.position == kEveryPosition || pass_.positions[r] == zero.position)
+      std::fill_n(v.data + r * v.ld, c_.kv_dim(), 0.0f);
+}
+
+// q or k as attention reads it: projection -> [gate] -> [QK-norm] -> RoPE -> [gate].
+TensorRef AttentionForward::head_path(bool is_query) {
+  const int heads = is_query ? c_.heads : c_.kv_heads;
+  const int d = c_.head_dim, dim = heads * d;
+  const int64_t norm = is_query ? o_.q_norm : o_.k_norm;
+  float* rot = is_query ? a_.q_rot : a_.k_rot;
+  float* rstd = is_query ? a_.q_rstd : a_.k_rstd;
+  TensorRef x{a_.proj + (is_query ? 0 : c_.q_dim()), P_};
+  x = gate_at(is_query ? GateStage::query_projection : GateStage::key_projection, x);
+  RopeShape rs{N_, pass_.positions, heads, d, x.ld, dim};
+  if (norm != kAbsent) {
+    rmsnorm_forward(rot, rstd, x.data, w_.at(norm), {N_, heads, d, x.ld, dim, 0}, c_.output.eps);
+    rs.ld_in = dim;
+    rope_forward(rot, rot, w_.rope(), rs);
+  } else {
+    rope_forward(rot, x.data, w_.rope(), rs);
+  }
+  return gate_at(is_query ? GateStage::query_rotated : GateStage::key_rotated, {rot, dim});
+}
+
+// Each sequence of the pass appends its keys and values to its memory sequence at its rows'
+// positions, then attends to every remembered position up to them.
+void AttentionForward::attention_over_memory(TensorRef q, TensorRef k, TensorRef v) {
+  const int H = c_.heads, kvd = c_.kv_dim(), T = pass_.seq_len;
+  KeyValueRows& memory = *memory_;
+  for (int b = 0; b < pass_.batch; ++b) {
+    const int s = pass_.memory_sequence(b);
+    if (s < 0 || s >= memory.sequences) fail("kv cache: sequence ", s, " is not in the cache");
+    const int64_t row0 = int64_t(b) * T, base = int64_t(s) * memory.capacity;
+    const int pos0 = pass_.positions[row0];
+    if (pos0 < 0 || pos0 + T > memory.capacity)
+      fail("kv cache: positions ", pos0, "..", pos0 + T - 1, " exceed its capacity ",
+           memory.capacity);
+    for (int t = 0; t < T; ++t) {
+      const int64_t row = row0 + t, slot = base + pass_.positions[row];
+      std::memcpy(memory.keys + slot * kvd, k.data + row * k.ld, sizeof(float) * kvd);
+      std::memcpy(memory.values + slot * kvd, v.data + row * v.ld, sizeof(float) * kvd);
+    }
+    const AttentionShape shape{.batch = 1,
+                               .q_len = T,
+                               .kv_len = pos0 + T,
+                               .q_offset = pos0,
+                               .kv_stride = memory.capacity,
+                               .q_heads = H,
+                               .kv_heads = c_.kv_heads,
+                               .head_dim = c_.head_dim,
+                               .ld_q = q.ld,
+                               .ld_k = kvd,
+                               .ld_v = kvd,
+                               .ld_out = c_.q_dim()};
+    attention_forward(a_.attn_out + row0 * shape.ld_out, a_.attn_lse + row0 * H,
+                      q.data + row0 * q.ld, memory.keys + base * kvd, memory.values + base * kvd,
+                      shape);
+  }
+}
+
+void AttentionForward::run(const float* in, float* out) {
+  const int N = N_, C = c_.hidden, qd = c_.q_dim(), kvd = c_.kv_dim();
+  OpSections ops(pass_.profile);
+  ops.next("norms");
+  rmsnorm_forward(a_.normed, a_.norm_rstd, in, w_.at(o_.input_norm), {N, 1, C, C, C, 0},
+                  c_.output.eps);
+  ops.next("q/k/v/gate projection");
+  project(w_, o_.proj, a_.proj, a_.normed, N, C, c_.projection_rows(), P_);
+  ops.next("q/k norm and rope (and a q/k gate)");
+  a_.q = head_path(true);
+  a_.k = head_path(false);
+  ops.next("gate");
+  a_.v = gate_at(GateStage::value_projection, {a_.proj + qd + kvd, P_});
+  zero_values(a_.v);
+  ops.next("attention (and a G1 gate it applies)");
+  bool gated_here = false;  // the G1 gate applied by attention itself
+  if (memory_) {
+    attention_over_memory(a_.q, a_.k, a_.v);
+  } else {
+    const AttentionShape shape = self_attention_shape(
+        pass_.batch, pass_.seq_len, c_.heads, c_.kv_heads, c_.head_dim, a_.q.ld, a_.k.ld, a_.v.ld,
+        qd);
+    // A pass with interventions may force the gate's scores: it gates on its own (gate_at).
+    gated_here = site_.in_attention() && !pass_.interventions;
+    const OutputGate<float> gate{.gate = site_.head_gate(),
+                                 .z = z_,
+                                 .ld_z = ld_z_,
+                                 .gated = a_.gate_out,
+                                 .ld_gated = site_.width(),
+                                 .d_z = nullptr,
+                                 .ld_dz = 0};
+    attention_forward(a_.attn_out, a_.attn_lse, a_.q.data, a_.k.data, a_.v.data, shape,
+                      gated_here ? &gate : nullptr);
+    if (gated_here) a_.gate_in = {a_.attn_out, qd};
+  }
+  ops.next("gate");
+  const TensorRef o_in = gated_here ? TensorRef{a_.gate_out, site_.width()}
+                                    : gate_at(GateStage::attention_output, {a_.attn_out, qd});
+  ops.next("o_proj");
+  project(w_, o_.o_proj, a_.o_out, o_in.data, N, qd, C);
+  ops.next("gate");
+  const TensorRef raw = gate_at(GateStage::output_projection, {a_.o_out, C});
+  ops.next("residual (and sandwich norm, clip)");
+  block_output_forward(c_.output, w_, o_.output_norm, N, out, in, raw.data, a_.output);
+}
+
+}  // namespace
+
+void FullAttention::forward(const PassContext& pass, BlockActivations& a, DecodeMemory* memory,
+                            const float* in, float* out) const {
+  AttentionForward(pass, *this, static_cast<FullAttentionActivations&>(a),
+                   static_cast<KeyValueRows*>(memory))
+      .run(in, out);
+}
+
+}  // namespace gattn

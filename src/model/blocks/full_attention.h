@@ -1,0 +1,85 @@
+// The full (softmax) attention block with its gate: out = in + o_proj(attention(q, k, v)), the
+// gate applied at the stage its site names (model/gate_site.h). Its decode memory is every
+// sequence's keys and values (GQA-compact: K heads).
+#pragma once
+#include "model/block.h"
+#include "model/blocks/block_output.h"
+#include "model/layer_config.h"
+#include "model/layout.h"
+#include "model/pass.h"
+
+namespace gattn {
+
+struct FullAttentionActivations : BlockActivations {
+  float *norm_rstd = nullptr, *normed = nullptr;  // input_layernorm
+  float* proj = nullptr;  // [rows, projection_stride] = q | k | v | gate z
+  float *q_rot = nullptr, *q_rstd = nullptr, *k_rot = nullptr, *k_rstd = nullptr;
+  float *attn_out = nullptr, *attn_lse = nullptr;
+  float *gate_out = nullptr, *gate_rstd = nullptr;  // the gate site's output; head_rmsnorm's rstd
+  float* o_out = nullptr;
+  BlockOutputActivations output;
+  // Set by the forward pass: what attention read as q, k and v, and the gate's input.
+  TensorRef q, k, v, gate_in;
+};
+
+struct FullAttentionScratch : BlockScratch {
+  float *d_proj = nullptr, *d_gate_tokens = nullptr;
+  float *d_q = nullptr, *d_k = nullptr, *d_attn = nullptr, *d_gate_out = nullptr;
+  float* d_normed = nullptr;  // of input_layernorm's output; before that, of the gated o_proj
+  BlockOutputScratch output;
+};
+
+// Keys and values of `sequences` sequences of up to `capacity` positions: sequence s owns rows
+// s * capacity .. of each, [rows, K * head_dim].
+struct KeyValueRows : DecodeMemory {
+  int capacity = 0, sequences = 0;
+  float *keys = nullptr, *values = nullptr;
+  Arena storage;
+  void reset(int) override {}  // rows past a sequence's length are never read
+  int64_t bytes() const override { return storage.bytes(); }
+};
+
+// What analysis reads of the block after a forward pass (rows of the pass).
+struct FullAttentionView {
+  const float *q, *k;  // as attention used them (after QK-norm, RoPE and any q/k gate)
+  int ld_q, ld_k;
+  const float* attn_lse;  // [rows, H] log-sum-exp of each query's scaled scores
+  // The gated tensor before and after the gate (null without a gate); heads of head_dim.
+  const float *gate_in, *gate_out;
+  int ld_gate_in, ld_gate_out;
+  const float* gate_z;  // pre-activation scores (null for the parameter-free kinds)
+  int ld_gate_z;        // 0: one shared row (input-independent)
+  const float* v;       // the values attention read (after any value gate) [rows, K heads]
+  int ld_v;
+};
+
+class FullAttention final : public Block {
+ public:
+  FullAttention(const AttentionConfig& c, const AttentionParams& p, int layer)
+      : c_(c), p_(p), layer_(layer) {}
+
+  std::unique_ptr<BlockActivations> plan_activations(Arena& arena, int64_t rows) const override;
+  std::unique_ptr<BlockScratch> plan_scratch(Arena& arena, int64_t rows) const override;
+  std::unique_ptr<DecodeMemory> make_decode_memory(int sequences, int capacity) const override;
+  void forward(const PassContext& pass, BlockActivations& a, DecodeMemory* memory, const float* in,
+               float* out) const override;
+  void backward(const PassContext& pass, const BlockActivations& a, BlockScratch& s, Gradients& g,
+                const float* in, float* d) const override;
+
+  const AttentionConfig& config() const { return c_; }
+  const AttentionParams& params() const { return p_; }
+  int layer() const { return layer_; }
+  // After a forward pass with these interventions (null: none).
+  FullAttentionView view(const Weights& w, const BlockActivations& a,
+                         const Interventions* interventions) const;
+  // The gate's pre-activation scores after a forward pass and their row stride (0: one row
+  // shared by every token); null for the parameter-free ops.
+  const float* gate_scores(const Weights& w, const FullAttentionActivations& a, int* ld_z) const;
+
+ private:
+  AttentionConfig c_;
+  AttentionParams p_;
+  int layer_;
+};
+
+}  // namespace gattn

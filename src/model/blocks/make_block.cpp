@@ -1,0 +1,25 @@
+#include "model/blocks/make_block.h"
+
+#include "model/blocks/dense_mlp.h"
+#include "model/blocks/full_attention.h"
+
+namespace gattn {
+
+std::unique_ptr<Block> make_attention_block(const AttentionConfig& c, const AttentionParams& p,
+                                            int layer) {
+  switch (c.kind) {
+    case AttentionKind::full:
+      return std::make_unique<FullAttention>(c, p, layer);
+  }
+  return nullptr;
+}
+
+std::unique_ptr<Block> make_mlp_block(const MlpConfig& c, const MlpParams& p) {
+  switch (c.kind) {
+    case MlpKind::dense:
+      return std::make_unique<DenseMlp>(c, p);
+  }
+  return nullptr;
+}
+
+}  // namespace gattn

@@ -1,0 +1,31 @@
+#include "model/layer_config.h"
+
+namespace gattn {
+
+std::vector<LayerConfig> layer_configs(const Config& c) {
+  const BlockOutputConfig output{.hidden = c.hidden_size,
+                                 .eps = float(c.rms_norm_eps),
+                                 .sandwich_norm = c.sandwich_norm,
+                                 .clip = float(c.block_output_clip)};
+  const GateSite gate = gate_site(c);
+  std::vector<LayerConfig> layers;
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    const LayerSpec spec = c.layer(l);
+    layers.push_back({.attention = {.kind = spec.attention,
+                                    .hidden = c.hidden_size,
+                                    .heads = c.num_attention_heads,
+                                    .kv_heads = c.num_key_value_heads,
+                                    .head_dim = c.head_dim,
+                                    .qk_norm = c.use_qk_norm,
+                                    .gate_config = c.gate,
+                                    .gate = gate,
+                                    .output = output},
+                      .mlp = {.kind = spec.mlp,
+                              .hidden = c.hidden_size,
+                              .intermediate = c.intermediate_size,
+                              .output = output}});
+  }
+  return layers;
+}
+
+}  // namespace gattn

@@ -1,0 +1,52 @@
+// Each layer's own shape, decided once from the model's config (gemma.cpp's layer_configs): the
+// kind and geometry of its attention block and of its MLP block, its gate site and its
+// projection stride. Blocks, the parameter layout and the memory plans read these, never the
+// model-wide fields, so layers of one model may differ.
+#pragma once
+#include <vector>
+
+#include "model/config.h"
+#include "model/gate_site.h"
+
+namespace gattn {
+
+// What both blocks of a layer do with their raw output before it joins the residual stream.
+struct BlockOutputConfig {
+  int hidden = 0;
+  float eps = 0;
+  bool sandwich_norm = false;  // an RMSNorm of the block's output (its own weight)
+  float clip = 0;              // clamp of the block's output to [-clip, clip] (0: none)
+};
+
+struct AttentionConfig {
+  AttentionKind kind = AttentionKind::full;
+  int hidden = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  bool qk_norm = true;
+  GateConfig gate_config;  // as configured (parameter names and initialisation)
+  GateSite gate;           // where it sits and what it computes
+  BlockOutputConfig output;
+
+  int q_dim() const { return heads * head_dim; }
+  int kv_dim() const { return kv_heads * head_dim; }
+  // Rows of the fused q | k | v | gate-weight projection, and its output's row stride, padded
+  // to whole cache lines (16 floats = 64 bytes: GEMM packing is faster).
+  int projection_rows() const {
+    return q_dim() + 2 * kv_dim() + (gate_config.has_weight() ? gate.scores : 0);
+  }
+  int projection_stride() const { return (projection_rows() + 15) / 16 * 16; }
+};
+
+struct MlpConfig {
+  MlpKind kind = MlpKind::dense;
+  int hidden = 0, intermediate = 0;
+  BlockOutputConfig output;
+};
+
+struct LayerConfig {
+  AttentionConfig attention;
+  MlpConfig mlp;
+};
+
+std::vector<LayerConfig> layer_configs(const Config& c);
+
+}  // namespace gattn

@@ -1,0 +1,93 @@
+// The pass drivers: the memory plans of a pass, and embedding -> every block -> final norm
+// forward and back.
+#include "model/pass.h"
+
+#include "ops/embedding.h"
+#include "ops/matmul.h"
+#include "ops/rmsnorm.h"
+#include "ops/small_batch_linear.h"
+
+namespace gattn {
+
+void project(const Weights& w, int64_t offset, float* out, const float* in, int rows, int in_dim,
+             int out_dim, int ld_out) {
+  if (const uint16_t* bf16 = w.bf16_data(); bf16 && rows <= kSmallBatchRows)
+    small_batch_linear(out, in, bf16 + offset, rows, in_dim, out_dim, false, ld_out);
+  else
+    linear_forward(out, in, w.at(offset), rows, in_dim, out_dim, false, ld_out);
+}
+
+namespace {
+void plan_final_norm(Arena& arena, const Weights& w, int64_t N, PassBuffers& b) {
+  arena.plan(&b.final_rstd, N, "final norm rstd");
+  arena.plan(&b.final_out, N * w.config().hidden_size, "final norm output");
+}
+}  // namespace
+
+void plan_pass_buffers(Arena& arena, const Weights& w, int64_t N, PassBuffers& b) {
+  b.resid.assign(w.blocks() + 1, nullptr);
+  for (float*& resid : b.resid) arena.plan(&resid, N * w.config().hidden_size, "residual");
+  b.activations.clear();
+  for (int i = 0; i < w.blocks(); ++i) b.activations.push_back(w.block(i).plan_activations(arena, N));
+  plan_final_norm(arena, w, N, b);
+}
+
+void plan_inference_buffers(Arena& arena, const Weights& w, int64_t N, PassBuffers& b) {
+  b.resid.assign(2, nullptr);
+  for (float*& resid : b.resid) arena.plan(&resid, N * w.config().hidden_size, "residual");
+  b.activations.clear();
+  arena.begin_shared();
+  for (int i = 0; i < w.blocks(); ++i) {
+    arena.next_sharer();
+    b.activations.push_back(w.block(i).plan_activations(arena, N));
+  }
+  arena.end_shared();
+  plan_final_norm(arena, w, N, b);
+}
+
+void plan_backward_buffers(Arena& arena, const Weights& w, int64_t N, BackwardBuffers& s) {
+  const int64_t C = w.config().hidden_size;
+  arena.plan(&s.d_hidden, N * C, "d final norm output");
+  arena.plan(&s.d_resid, N * C, "d residual");
+  s.scratch.clear();
+  arena.begin_shared();
+  for (int i = 0; i < w.blocks(); ++i) {
+    arena.next_sharer();
+    s.scratch.push_back(w.block(i).plan_scratch(arena, N));
+  }
+  arena.end_shared();
+}
+
+void forward_blocks(const PassContext& pass, const int32_t* ids, PassBuffers& b) {
+  const Weights& w = pass.weights;
+  const Config& c = w.config();
+  const int C = c.hidden_size;
+  OpSections ops(pass.profile);
+  ops.next("embedding");
+  embedding_forward(b.block_input(0), ids, w.at(w.layout().embed), pass.rows(), C, c.vocab_size);
+  ops.next(nullptr);
+  for (int i = 0; i < w.blocks(); ++i)
+    w.block(i).forward(pass, *b.activations[i], pass.memory ? pass.memory[i] : nullptr,
+                       b.block_input(i), b.block_output(i));
+  ops.next("norms");
+  rmsnorm_forward(b.final_out, b.final_rstd, b.last(), w.at(w.layout().final_norm),
+                  {pass.rows(), 1, C, C, C, 0}, float(c.rms_norm_eps));
+}
+
+void backward_blocks(const PassContext& pass, const int32_t* ids, const PassBuffers& b,
+                     BackwardBuffers& s, Gradients& g) {
+  const Weights& w = pass.weights;
+  const ParamLayout& layout = w.layout();
+  const int C = w.config().hidden_size, N = pass.rows();
+  OpSections ops(pass.profile);
+  ops.next("norms");
+  rmsnorm_backward(s.d_resid, g.at(layout.final_norm), s.d_hidden, b.last(),
+                   w.at(layout.final_norm), b.final_rstd, {N, 1, C, C, C, 0}, false);
+  ops.next(nullptr);
+  for (int i = w.blocks() - 1; i >= 0; --i)
+    w.block(i).backward(pass, *b.activations[i], *s.scratch[i], g, b.block_input(i), s.d_resid);
+  ops.next("embedding");
+  embedding_backward(g.at(layout.embed), s.d_resid, ids, N, C);
+}
+
+}  // namespace gattn

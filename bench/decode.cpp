@@ -259,6 +259,11 @@ int main(int argc, char** argv) {
     std::printf("prefill %.1f tok/s, %.1f GFLOP/s (weights' FLOPs) = %.1f%% of sgemm\n",
                 prompt / median(prefill_s), prefill_flops / median(prefill_s) * 1e-9,
                 100 * prefill_flops / median(prefill_s) / peak);
+    std::printf(
+        "inference memory plan: working set %.1f MiB (a chunk of %d tokens), decode memory %.1f "
+        "MiB\n",
+        state.batched().activations().bytes() / 1048576.0, prompt,
+        state.batched().decode_memory_bytes() / 1048576.0);
     if (profile) print_profile(decode_profile, double(rounds) * generate);
   } catch (const gattn::Error& e) {
     std::fprintf(stderr, "gattn_bench_decode: error: %s\n", e.what());

@@ -16,6 +16,7 @@
 #include "cli/format.h"
 #include "cli/validators.h"
 #include "io/checkpoint.h"
+#include "model/batched_infer_state.h"
 #include "model/flops.h"
 #include "model/train_state.h"
 #include "model/weights.h"
@@ -222,16 +223,25 @@ void print_profile(const BenchOptions& o, const BenchResult& r) {
   }
 }
 
-// Every buffer of the plan with its size, as llm.c prints its activation count.
-void print_memory_plan(const TrainState& state, int64_t tokens) {
-  const std::pair<const Arena*, const char*> arenas[] = {
-      {&state.activations(), "activations kept for backward"}, {&state.scratch(), "scratch"}};
-  for (const auto& [arena, title] : arenas) {
-    std::printf("%s: %.1f MiB\n", title, arena->bytes() / 1048576.0);
-    for (const Arena::Entry& e : arena->entries())
-      std::printf("  %-36s %12s floats  %8.1f KiB per token\n", e.name.c_str(),
-                  with_commas(e.floats).c_str(), e.floats * 4.0 / 1024 / tokens);
-  }
+void print_arena(const Arena& arena, const char* title, int64_t tokens) {
+  std::printf("%s: %.1f MiB\n", title, arena.bytes() / 1048576.0);
+  for (const Arena::Entry& e : arena.entries())
+    std::printf("  %-36s %12s floats  %8.1f KiB per token%s\n", e.name.c_str(),
+                with_commas(e.floats).c_str(), e.floats * 4.0 / 1024 / tokens,
+                e.shared ? "  (shared)" : "");
+}
+
+// Every buffer of the plan with its size, as llm.c prints its activation count; and the plan of
+// inference over one prefill chunk of seq tokens (one block's working set at a time).
+void print_memory_plan(const TrainState& state, int64_t tokens, int seq) {
+  print_arena(state.activations(), "activations kept for backward", tokens);
+  print_arena(state.scratch(), "scratch", tokens);
+  const BatchedInferState inference(state.weights(), 1, seq, seq);
+  char title[160];
+  std::snprintf(title, sizeof title, "inference, a prefill chunk of %d tokens (working set)", seq);
+  print_arena(inference.activations(), title, seq);
+  std::printf("inference decode memory (keys and values of %d positions): %.1f MiB\n", seq,
+              inference.decode_memory_bytes() / 1048576.0);
 }
 
 void print_bench(const BenchOptions& o, const Config& config, const TrainState& state,
@@ -261,7 +271,7 @@ void print_bench(const BenchOptions& o, const Config& config, const TrainState& 
   std::printf("activations kept for backward: %.1f KiB per token; scratch: %.1f KiB per token\n",
               state.activations().bytes() / 1024.0 / tokens,
               state.scratch().bytes() / 1024.0 / tokens);
-  if (o.memory_plan) print_memory_plan(state, tokens);
+  if (o.memory_plan) print_memory_plan(state, tokens, o.seq);
   if (o.profile) print_profile(o, r);
   std::printf(
       "anonymous RSS growth over the first step: %.1f MiB = %.2fx parameters, gradients, "

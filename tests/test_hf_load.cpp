@@ -25,6 +25,7 @@
 #include "model/train_state.h"
 #include "model/weights.h"
 #include "util/error.h"
+#include "util/log.h"
 
 namespace gattn {
 namespace {
@@ -126,9 +127,8 @@ TEST_P(HfGolden, FinetuneStepMatchesTransformers) {
   targets.push_back(-1);
   TrainState state(*weights);
   const int count = int(ref.ids.size()) - 1;
-  const LossSum loss =
-      state.forward_backward(Batch{ref.ids.data(), targets.data(), 1, int(ref.ids.size())},
-                             1.0f / float(count));
+  const LossSum loss = state.forward_backward(
+      Batch{ref.ids.data(), targets.data(), 1, int(ref.ids.size())}, 1.0f / float(count));
   const double ours_loss = loss.nats / double(count);
   const double ref_loss =
       SafetensorsReader(folder + "/finetune/reference.safetensors").read_floats("loss")[0];
@@ -166,9 +166,9 @@ TEST_P(HfGolden, FinetuneStepMatchesTransformers) {
 }
 
 // Decoding with the KV cache against transformers' greedy continuation (generate.safetensors):
-// teacher-forced with transformers' tokens, every step's logits within 1e-5 relative L2; and gattn's
-// own greedy choice equals transformers' token at every step until transformers' top two logits
-// are within 1e-4 (a near-tie may break either way; from there the sequences may part).
+// teacher-forced with transformers' tokens, every step's logits within 1e-5 relative L2; and
+// gattn's own greedy choice equals transformers' token at every step until transformers' top two
+// logits are within 1e-4 (a near-tie may break either way; from there the sequences may part).
 TEST_P(HfGolden, DecodeMatchesTransformersGreedy) {
   const std::string folder = kHfDir + "/" + GetParam();
   const std::unique_ptr<Weights> weights = load_any_model(folder);
@@ -202,10 +202,11 @@ TEST_P(HfGolden, DecodeMatchesTransformersGreedy) {
     const int32_t next = int32_t(tokens[step]);  // teacher-forced
     state.forward_last(&next, 1, logits.data());
   }
-  std::printf("  %-26s decode logits rel. L2 vs transformers: worst %.2e over %zu steps; greedy "
-              "tokens equal for %zu steps%s\n",
-              GetParam().c_str(), worst, tokens.size(), greedy_checked,
-              tie_seen ? " (then a near-tie)" : " (all)");
+  std::printf(
+      "  %-26s decode logits rel. L2 vs transformers: worst %.2e over %zu steps; greedy "
+      "tokens equal for %zu steps%s\n",
+      GetParam().c_str(), worst, tokens.size(), greedy_checked,
+      tie_seen ? " (then a near-tie)" : " (all)");
 }
 
 TEST(HfLoad, FixturesCoverEveryLayout) {
@@ -268,6 +269,24 @@ TEST(HfLoad, RecordsTheTokenizerJsonWhenPresent) {
   const std::string recorded = read_hf_model_info(dir.string()).tokenizer_json;
   fs::remove_all(dir);
   EXPECT_EQ(recorded, (dir / "tokenizer.json").string());
+}
+
+// What the loader reads but does not use is told to the sink the caller gives, not to stderr.
+TEST(HfLoad, NotesGoToTheCallersLogSink) {
+  const fs::path dir = fs::temp_directory_path() / ("gattn_hf_note_" + std::to_string(::getpid()));
+  fs::copy(kHfDir + "/qwen3_f32", dir, fs::copy_options::recursive);
+  json config = json::parse(std::ifstream(dir / "config.json"));
+  config["some_future_field"] = 1;
+  std::ofstream(dir / "config.json") << config.dump(2);
+  RecordingLog log;
+  ::testing::internal::CaptureStderr();
+  const std::unique_ptr<Weights> weights = load_any_model(dir.string(), log);
+  const std::string stderr_text = ::testing::internal::GetCapturedStderr();
+  fs::remove_all(dir);
+  EXPECT_EQ(stderr_text, "");
+  EXPECT_NE(log.text().find("ignoring fields gattn does not use: some_future_field"),
+            std::string::npos)
+      << log.text();
 }
 
 }  // namespace

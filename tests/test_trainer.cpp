@@ -14,6 +14,7 @@
 #include "train/train_checkpoint.h"
 #include "train/trainer.h"
 #include "util/error.h"
+#include "util/log.h"
 #include "util/threads.h"
 
 namespace gattn {
@@ -83,6 +84,24 @@ class Trainer : public ::testing::Test {
   fs::path dir_;
   const ThreadScope threads_{2};
 };
+
+// Library code reports through the sink it is given, never on stderr.
+TEST_F(Trainer, ReportsThroughItsLogSinkAndNeverOnStderr) {
+  RunConfig r = run("logged");
+  r.steps = 4;
+  r.schedule.total_steps = 4;
+  r.checkpoint_every = 2;
+  RecordingLog log;
+  ::testing::internal::CaptureStderr();
+  train(r, {.resume = false, .stop_at_step = 2}, {}, log);
+  train(r, {.resume = true}, {}, log);
+  const std::string stderr_text = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(stderr_text, "");
+  EXPECT_NE(log.text().find("step 1/4 | loss "), std::string::npos) << log.text();
+  EXPECT_NE(log.text().find("resumed from "), std::string::npos) << log.text();
+  EXPECT_NE(log.text().find("(step 2)"), std::string::npos) << log.text();
+  EXPECT_NE(log.text().find(" | val loss "), std::string::npos) << log.text();
+}
 
 TEST_F(Trainer, OverfitsOneBatch) {
   RunConfig r = run("overfit");
@@ -270,7 +289,8 @@ TEST(RunConfigFile, RejectsBadFields) {
   EXPECT_NE(error_of({{"out", nullptr}}).find("'out' is required"), std::string::npos);
   EXPECT_NE(error_of({{"batch_size", 0}}).find("'batch_size': expected a positive integer"),
             std::string::npos);
-  EXPECT_NE(error_of({{"precision", "fp16"}}).find("'precision': expected one of bf16 | bf16_emulated | fp32"),
+  EXPECT_NE(error_of({{"precision", "fp16"}})
+                .find("'precision': expected one of bf16 | bf16_emulated | fp32"),
             std::string::npos);
   error_of({{"precision", "bf16"}});
   EXPECT_EQ(load_run_config((dir / "run.json").string()).precision, GemmPrecision::bf16);

@@ -41,12 +41,13 @@ void add_analyze_command(CLI::App& app) {
   cmd->add_option("--out", out, "write the full results as JSON here");
   cmd->add_option("--html", html, "write an HTML report with plots here");
   add_threads_option(cmd, threads, "threads (default: all cores)");
-  cmd->add_option("--intervene", intervene,
-                  "[layer:L:]gate[@POS]=constant:X|open|closed or [layer:L:]value[@POS]=zero, POS a "
-                  "position or first (repeatable); the loss is reported "
-                  "next to the unmodified one");
+  cmd->add_option(
+      "--intervene", intervene,
+      "[layer:L:]gate[@POS]=constant:X|open|closed or [layer:L:]value[@POS]=zero, POS a "
+      "position or first (repeatable); the loss is reported "
+      "next to the unmodified one");
   cmd->callback([] {
-    if (threads > 0) set_num_threads(threads);
+    use_threads(threads);
     o.bos = !no_bos;
     for (const std::string& m : maps) {
       const size_t colon = m.find(':');

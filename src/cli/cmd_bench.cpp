@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/inputs.h"
 #include "cli/validators.h"
 #include "io/checkpoint.h"
 #include "model/batched_infer_state.h"
@@ -205,8 +206,9 @@ void print_profile(const BenchOptions& o, const BenchResult& r) {
       "the floor\n",
       f.ms, static_cast<long long>(f.calls()), f.shapes(), f.gflop, f.weight_ms, f.tile_ms,
       median(r.train_ms) / f.ms);
-  std::printf("  %-52s %8s %10s %9s\n", "shape (m x n x k, op(a) op(b), += c, tile, rounded, strides)",
-              "calls", "ms", "GFLOP/s");
+  std::printf("  %-52s %8s %10s %9s\n",
+              "shape (m x n x k, op(a) op(b), += c, tile, rounded, strides)", "calls", "ms",
+              "GFLOP/s");
   for (const GemmShapeTime& t : f.per_shape) {
     const GemmShape& s = t.shape;
     const bool packed =
@@ -304,7 +306,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--no-peak", o.no_peak, "skip the sgemm peak measurement");
   cmd->add_flag("--memory-plan", o.memory_plan, "list every buffer of the step's memory plan");
   cmd->callback([] {
-    if (o.threads > 0) set_num_threads(o.threads);
+    use_threads(o.threads);
     const Config config = load_config(o.config_path, o.gate);
     const GemmPrecisionScope precision(o.precision);
     const double peak = o.no_peak ? 0 : gemm_peak_gflops(o.precision);

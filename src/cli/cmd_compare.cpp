@@ -12,6 +12,7 @@
 #include "analysis/paired.h"
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/inputs.h"
 #include "cli/validators.h"
 #include "io/checkpoint.h"
 #include "io/file.h"
@@ -137,7 +138,7 @@ void add_compare_command(CLI::App& app) {
     if (baseline_dirs.size() != candidate_dirs.size())
       fail("--baseline has ", baseline_dirs.size(), " runs and --candidate ", candidate_dirs.size(),
            ": pass one run per seed for each, in the same seed order");
-    if (threads > 0) set_num_threads(threads);
+    use_threads(threads);
     std::vector<RunResult> base, cand;
     const bool maps = !html.empty() || !out.empty();
     for (const std::string& dir : baseline_dirs) base.push_back(score(dir, windows, maps));

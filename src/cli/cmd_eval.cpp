@@ -29,16 +29,17 @@ void add_eval_command(CLI::App& app) {
       ->check(CLI::IsMember({"bos", "plain"}));
   cmd->add_option("--batch", batch, "windows per forward pass")->check(positive_integer());
   add_threads_option(cmd, threads, "threads (default: all cores)");
-  cmd->add_option("--intervene", intervene,
-                  "[layer:L:]gate[@POS]=constant:X|open|closed or [layer:L:]value[@POS]=zero, POS a "
-                  "position or first (repeatable); the loss is reported "
-                  "next to the unmodified one");
+  cmd->add_option(
+      "--intervene", intervene,
+      "[layer:L:]gate[@POS]=constant:X|open|closed or [layer:L:]value[@POS]=zero, POS a "
+      "position or first (repeatable); the loss is reported "
+      "next to the unmodified one");
   cmd->add_option(
       "--rope-scaling", rope_scaling,
       "an HF rope_scaling object replacing the checkpoint's, e.g. "
       "'{\"rope_type\": \"yarn\", \"factor\": 4, \"original_max_position_embeddings\": 256}'");
   cmd->callback([] {
-    if (threads > 0) set_num_threads(threads);
+    use_threads(threads);
     std::string folder;
     const auto weights = with_context(load_checkpoint_model(checkpoint, folder), seq, rope_scaling);
     TrainState state(*weights);

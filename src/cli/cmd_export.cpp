@@ -5,6 +5,7 @@
 #include <map>
 
 #include "cli/commands.h"
+#include "cli/stderr_log.h"
 #include "cli/validators.h"
 #include "io/hf_export.h"
 #include "io/hf_weights.h"
@@ -36,7 +37,7 @@ void add_export_command(CLI::App& app) {
     const ExistingFolder existing = force ? ExistingFolder::replace : ExistingFolder::refuse;
     check_output_folder(out, existing, "--out");
     check_output_apart_from_source(checkpoint, out);
-    const std::unique_ptr<Weights> weights = load_any_model(checkpoint);
+    const std::unique_ptr<Weights> weights = load_any_model(checkpoint, stderr_log());
     std::string tok = tokenizer;
     if (tok.empty() && std::filesystem::is_regular_file(checkpoint + "/tokenizer.json"))
       tok = checkpoint + "/tokenizer.json";

@@ -49,7 +49,7 @@ void add_generate_command(CLI::App& app) {
   add_weights_dtype_option(cmd, f.weights_dtype);
   add_threads_option(cmd, f.threads, "threads (default: all cores)");
   cmd->callback([] {
-    if (f.threads > 0) set_num_threads(f.threads);
+    use_threads(f.threads);
     if (f.prompt.empty() == f.prompt_file.empty())
       fail("give the prompt with --prompt or --prompt-file");
     std::string folder;

@@ -33,7 +33,7 @@ void add_passkey_command(CLI::App& app) {
   cmd->add_option("--out", out, "write the results as JSON here");
   add_threads_option(cmd, threads, "threads (default: all cores)");
   cmd->callback([] {
-    if (threads > 0) set_num_threads(threads);
+    use_threads(threads);
     const Tokenizer tokenizer = Tokenizer::load(tokenizer_path);
     std::string folder;
     const int longest = *std::max_element(lengths.begin(), lengths.end());

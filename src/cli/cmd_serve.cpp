@@ -90,7 +90,7 @@ void add_serve_command(CLI::App& app) {
   cmd->callback([] {
     const sigset_t blocked = stop_signals();
     pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
-    if (f.threads > 0) set_num_threads(f.threads);
+    use_threads(f.threads);
     std::string folder;
     const auto weights = load_inference_model(f.checkpoint, f.weights_dtype, folder);
     const Tokenizer tokenizer = load_model_tokenizer(f.tokenizer, folder);

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/inputs.h"
 #include "cli/validators.h"
 #include "io/documents.h"
 #include "io/file.h"
@@ -45,7 +46,7 @@ void add_train(CLI::App& parent) {
   cmd->add_option("--out", out, "tokenizer.json to write")->required();
   add_threads_option(cmd, threads, "threads for counting (default: all cores)");
   cmd->callback([] {
-    if (threads > 0) set_num_threads(threads);
+    use_threads(threads);
     TrainOptions options;
     options.on_progress = [](const TrainProgress& p) {
       using Stage = TrainProgress::Stage;
@@ -128,7 +129,7 @@ void add_bench(CLI::App& parent) {
   cmd->add_option("--repeat", repeat, "timed runs")->check(positive_integer());
   add_threads_option(cmd, threads, "threads for batch mode (default: all cores)");
   cmd->callback([] {
-    if (threads > 0) set_num_threads(threads);
+    use_threads(threads);
     const Tokenizer tokenizer = Tokenizer::load(tokenizer_path);
     std::vector<std::string> documents;
     int64_t bytes = 0;

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/stderr_log.h"
 #include "train/prepare_data.h"
 #include "train/run_config.h"
 #include "train/trainer.h"
@@ -39,7 +40,7 @@ void add_train_command(CLI::App& app) {
     const TrainOutcome outcome = train(
         run,
         {.resume = resume, .allow_config_change = allow_config_change, .stop_at_step = stop_at},
-        token_bytes);
+        token_bytes, stderr_log());
     if (!outcome.stopped_by_signal && outcome.steps_done == run.steps)
       std::printf("%s\n", outcome.summary.dump(2).c_str());
   });

@@ -8,12 +8,14 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "cli/stderr_log.h"
 #include "io/checkpoint.h"
 #include "io/hf_weights.h"
 #include "train/prepare_data.h"
 #include "train/train_checkpoint.h"
 #include "util/error.h"
 #include "util/json_parse.h"
+#include "util/threads.h"
 
 namespace gattn {
 
@@ -31,10 +33,18 @@ bool is_shard(const std::string& path) {
 }
 }  // namespace
 
+void use_threads(int threads) {
+  if (threads <= 0) return;
+  const int used = set_num_threads(threads);
+  if (used < threads)
+    stderr_log().info("gattn: ", threads, " threads requested, using ", used,
+                      " (the cores this process may use)");
+}
+
 std::unique_ptr<Weights> load_checkpoint_model(const std::string& path, std::string& folder) {
   folder = fs::exists(fs::path(path) / "checkpoints") ? latest_checkpoint(path) : path;
   if (folder.empty()) fail(path, ": the run has no checkpoint");
-  return load_any_model(folder);
+  return load_any_model(folder, stderr_log());
 }
 
 CLI::Option* add_weights_dtype_option(CLI::App* cmd, std::string& dtype) {

@@ -12,6 +12,10 @@
 
 namespace gattn {
 
+// --threads (when > 0): the thread count of the process, clamped to the cores it may use (and
+// said so on stderr).
+void use_threads(int threads);
+
 // `path` is a checkpoint folder, a run folder (its newest checkpoint) or a Hugging Face model
 // folder (docs/INTEROP.md). Sets `folder` to the one read.
 std::unique_ptr<Weights> load_checkpoint_model(const std::string& path, std::string& folder);

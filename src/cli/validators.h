@@ -11,7 +11,7 @@ CLI::Validator non_negative_integer();  // for counts where 0 means "all" or "no
 CLI::Validator integer_in_range(int64_t lowest, int64_t highest);  // both included
 CLI::Validator positive_number();  // a finite real > 0
 
-// --threads N: a positive integer; commands call set_num_threads (util/threads.h) when given.
+// --threads N: a positive integer; commands call use_threads (cli/inputs.h) when given.
 CLI::Option* add_threads_option(CLI::App* cmd, int& threads, const char* description);
 
 }  // namespace gattn

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "io/file.h"
@@ -188,13 +187,12 @@ HfLayout layout_of(const std::string& model_type, const std::string& source) {
   fail(source, ": model_type '", model_type, "' is not supported; supported: ", kSupported);
 }
 
-void note_unread(const JsonFields& f) {
+void note_unread(const JsonFields& f, std::vector<std::string>& notes) {
   const std::vector<std::string> unread = f.unread();
   if (unread.empty()) return;
   std::string names;
   for (const std::string& n : unread) names += (names.empty() ? "" : ", ") + n;
-  std::cerr << "gattn: note: " << f.where() << ": ignoring fields gattn does not use: " << names
-            << "\n";
+  notes.push_back(f.where() + ": ignoring fields gattn does not use: " + names);
 }
 }  // namespace
 
@@ -273,7 +271,7 @@ HfModelInfo hf_model_info_from_json(const json& outer, const std::string& source
     fail(where, ": field 'num_hidden_layers': expected an integer in [1, 2^30], found ",
          g.contains("num_hidden_layers") ? json_summary(g["num_hidden_layers"]) : "nothing");
   check_layers(f, info.layout, g["num_hidden_layers"].get<int>(), where);
-  note_unread(f);
+  note_unread(f, info.notes);
   info.config = config_from_json(g, where);
   return info;
 }

@@ -24,6 +24,7 @@ struct HfModelInfo {
   // "model.language_model." (Qwen3.5's multimodal checkpoints); the gattn name is "model." + rest.
   std::string tensor_prefix = "model.";
   bool zero_centred_norms = false;  // RMSNorm weights stored as w, applied as (1 + w)
+  std::vector<std::string> notes;   // what the reader ignored (fields gattn does not use)
 };
 
 // How a gated layout's q_proj interleaves query and gate rows: `groups` blocks, each of q_rows

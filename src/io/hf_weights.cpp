@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -62,7 +61,7 @@ Job split_job(const HfModelInfo& info, const ParamLayout& layout, const std::str
 
 // What to do with one checkpoint tensor; false: skipped (vision tower, multi-token prediction).
 bool route(const std::string& name, const HfModelInfo& info, const ParamLayout& layout,
-           const std::string& file, Job& job, int& skipped) {
+           const std::string& file, Job& job, int& skipped, std::vector<std::string>& notes) {
   std::string ours;
   if (name.starts_with(info.tensor_prefix))
     ours = "model." + name.substr(info.tensor_prefix.size());
@@ -78,9 +77,9 @@ bool route(const std::string& name, const HfModelInfo& info, const ParamLayout& 
   if (ours.ends_with(".bias"))
     fail(file, ": tensor '", name, "' is a bias: gattn has no projection biases");
   if (ours == "lm_head.weight" && info.config.tie_word_embeddings) {
-    std::cerr << "gattn: note: " << file
-              << ": lm_head.weight ignored, the config ties it to the embeddings (as transformers "
-                 "does)\n";
+    notes.push_back(file +
+                    ": lm_head.weight ignored, the config ties it to the embeddings (as "
+                    "transformers does)");
     return false;
   }
   const bool gated = info.layout != HfLayout::qwen3 && info.config.gate.has_weight();
@@ -202,10 +201,11 @@ struct HfWeightPlan {
   HfShards shards;
   std::vector<std::unique_ptr<SafetensorsReader>> readers;
   std::vector<Job> jobs;
+  std::vector<std::string> notes;  // tensors read but not used
 };
 
 HfWeightPlan plan_hf_weights(const HfModelInfo& info, const ParamLayout& layout) {
-  HfWeightPlan plan{.shards = hf_shards(info.folder), .readers = {}, .jobs = {}};
+  HfWeightPlan plan{.shards = hf_shards(info.folder), .readers = {}, .jobs = {}, .notes = {}};
   const HfShards& shards = plan.shards;
   for (const std::string& file : shards.files)
     plan.readers.push_back(std::make_unique<SafetensorsReader>(file));
@@ -218,7 +218,7 @@ HfWeightPlan plan_hf_weights(const HfModelInfo& info, const ParamLayout& layout)
   for (const auto& [name, file] : names) {
     const std::string where = shards.index.empty() ? shards.files[file] : shards.index;
     Job job;
-    if (!route(name, info, layout, where, job, skipped)) continue;
+    if (!route(name, info, layout, where, job, skipped, plan.notes)) continue;
     job.file = file;
     const TensorView* t = plan.readers[file]->find(name);
     if (!t)
@@ -238,8 +238,8 @@ HfWeightPlan plan_hf_weights(const HfModelInfo& info, const ParamLayout& layout)
                : info.tensor_prefix + spec.name.substr(6),
            "' is missing (", hf_layout_name(info.layout), " with this config.json needs it)");
   if (skipped)
-    std::cerr << "gattn: note: " << info.folder << ": skipped " << skipped
-              << " tensors of the vision tower and multi-token prediction (mtp.*)\n";
+    plan.notes.push_back(info.folder + ": skipped " + std::to_string(skipped) +
+                         " tensors of the vision tower and multi-token prediction (mtp.*)");
   return plan;
 }
 
@@ -257,18 +257,23 @@ size_t tensor_count(const std::string& folder) {
 }
 }  // namespace
 
-void load_hf_weights(const HfModelInfo& info, const ParamLayout& layout, float* dest) {
-  convert_hf_weights(plan_hf_weights(info, layout), dest);
+void load_hf_weights(const HfModelInfo& info, const ParamLayout& layout, float* dest,
+                     LogSink& log) {
+  const HfWeightPlan plan = plan_hf_weights(info, layout);
+  for (const std::string& note : plan.notes) log.note(note);
+  convert_hf_weights(plan, dest);
 }
 
-std::unique_ptr<Weights> load_any_model(const std::string& folder) {
+std::unique_ptr<Weights> load_any_model(const std::string& folder, LogSink& log) {
   if (!is_hf_model_folder(folder)) return load_model(folder);
   const HfModelInfo info = read_hf_model_info(folder);
+  for (const std::string& note : info.notes) log.note(note);
   check_layers_fit(info.config.num_hidden_layers, tensor_count(folder), folder + "/config.json");
   const ParamLayout layout(info.config);
   // Every tensor's shape is checked against the headers first: the allocation below is bounded by
   // what the files hold, whatever config.json claims.
   const HfWeightPlan plan = plan_hf_weights(info, layout);
+  for (const std::string& note : plan.notes) log.note(note);
   std::unique_ptr<Weights> weights;
   try {
     weights = std::make_unique<Weights>(info.config);

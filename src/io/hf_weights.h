@@ -15,6 +15,7 @@
 #include "io/hf_config.h"
 #include "model/layout.h"
 #include "model/weights.h"
+#include "util/log.h"
 
 namespace gattn {
 
@@ -33,9 +34,12 @@ std::vector<std::pair<std::string, std::string>> hf_weight_map(const nlohmann::j
                                                                const std::string& origin);
 
 // dest holds layout.total() floats; every tensor of the layout is written.
-void load_hf_weights(const HfModelInfo& info, const ParamLayout& layout, float* dest);
+// What the loader read but did not use goes to `log` as notes (info.notes are the caller's).
+void load_hf_weights(const HfModelInfo& info, const ParamLayout& layout, float* dest,
+                     LogSink& log = discard_log());
 
-// A gattn checkpoint (docs/MODEL.md) or a Hugging Face folder (is_hf_model_folder).
-std::unique_ptr<Weights> load_any_model(const std::string& folder);
+// A gattn checkpoint (docs/MODEL.md) or a Hugging Face folder (is_hf_model_folder); notes (fields
+// and tensors read but not used) go to `log`.
+std::unique_ptr<Weights> load_any_model(const std::string& folder, LogSink& log = discard_log());
 
 }  // namespace gattn

@@ -26,10 +26,9 @@ void Arena::close_sharer() {
   std::vector<Entry> list(entries_.begin() + int64_t(sharer_entries_), entries_.end());
   entries_.resize(sharer_entries_);
   const auto same = [&](const std::vector<Entry>& other) {
-    return std::equal(list.begin(), list.end(), other.begin(), other.end(),
-                      [](const Entry& a, const Entry& b) {
-                        return a.name == b.name && a.floats == b.floats;
-                      });
+    return std::equal(
+        list.begin(), list.end(), other.begin(), other.end(),
+        [](const Entry& a, const Entry& b) { return a.name == b.name && a.floats == b.floats; });
   };
   if (std::none_of(sharer_lists_.begin(), sharer_lists_.end(), same))
     sharer_lists_.push_back(std::move(list));

@@ -73,8 +73,8 @@ struct GateSite {
     return at(GateStage::attention_output) && op == GateOp::scores && !head_shared;
   }
   HeadGate head_gate() const {
-    return {.head_dim = head_dim, .headwise = headwise, .additive = additive,
-            .activation = activation};
+    return {
+        .head_dim = head_dim, .headwise = headwise, .additive = additive, .activation = activation};
   }
 };
 

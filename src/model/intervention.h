@@ -34,8 +34,8 @@ struct ValueOverride {
 };
 
 struct Interventions {
-  std::vector<GateOverride> gate;    // per layer; empty: none
-  std::vector<ValueOverride> value;  // per layer; empty: none
+  std::vector<GateOverride> gate;                  // per layer; empty: none
+  std::vector<ValueOverride> value;                // per layer; empty: none
   std::vector<std::string> gate_spec, value_spec;  // per layer: the spec that set it, or ""
   std::vector<std::string> specs;                  // as given, for reports
 

@@ -16,8 +16,8 @@ int64_t ParamLayout::add(std::string name, std::vector<int64_t> shape, Init init
   for (int64_t d : t.shape) t.numel *= d;
   total_ += t.numel;
   tensors_.push_back(std::move(t));
-  GATTN_ASSERT(by_name_.emplace(tensors_.back().name, tensors_.size() - 1).second,
-               "tensor name ", tensors_.back().name, " twice in the layout");
+  GATTN_ASSERT(by_name_.emplace(tensors_.back().name, tensors_.size() - 1).second, "tensor name ",
+               tensors_.back().name, " twice in the layout");
   return tensors_.back().offset;
 }
 

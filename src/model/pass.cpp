@@ -28,7 +28,8 @@ void plan_pass_buffers(Arena& arena, const Weights& w, int64_t N, PassBuffers& b
   b.resid.assign(w.blocks() + 1, nullptr);
   for (float*& resid : b.resid) arena.plan(&resid, N * w.config().hidden_size, "residual");
   b.activations.clear();
-  for (int i = 0; i < w.blocks(); ++i) b.activations.push_back(w.block(i).plan_activations(arena, N));
+  for (int i = 0; i < w.blocks(); ++i)
+    b.activations.push_back(w.block(i).plan_activations(arena, N));
   plan_final_norm(arena, w, N, b);
 }
 

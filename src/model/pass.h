@@ -51,7 +51,7 @@ struct PassBuffers {
   // then each block's output. An inference pass: 2, used in turns.
   std::vector<float*> resid;                                   // [rows, hidden] each
   std::vector<std::unique_ptr<BlockActivations>> activations;  // per block
-  float *final_rstd = nullptr, *final_out = nullptr;  // the final norm's rstd and output
+  float *final_rstd = nullptr, *final_out = nullptr;           // the final norm's rstd and output
 
   float* block_input(int block) const { return resid[block % resid.size()]; }
   float* block_output(int block) const { return resid[(block + 1) % resid.size()]; }

@@ -45,7 +45,8 @@ void TrainState::plan(int batch, int seq_len, bool backward) {
 
   // Logits of 2^22 values a chunk (1,024 rows at vocab 4,096), but at least 256 rows: thinner
   // chunks make the head's GEMMs slow at a large vocabulary (151,936: 155 MB of logits).
-  chunk_rows_ = int(std::min<int64_t>(N, std::max<int64_t>(256, (int64_t(1) << 22) / c.vocab_size)));
+  chunk_rows_ =
+      int(std::min<int64_t>(N, std::max<int64_t>(256, (int64_t(1) << 22) / c.vocab_size)));
   scratch_.plan(&logits_chunk_, int64_t(chunk_rows_) * c.vocab_size, "logits chunk");
   if (backward) plan_backward_buffers(scratch_, w_, N, s_);
   scratch_.allocate();

@@ -1,7 +1,7 @@
-// A model's read-only side: config, parameter layout, each layer's config and blocks, the RoPE table and
-// one 64-byte aligned buffer holding every parameter in layout order. Passes never write it, so
-// several users (a trainer and its evaluation, server requests) can share one Weights; only the
-// optimizer (or a loader) changes the values, between passes.
+// A model's read-only side: config, parameter layout, each layer's config and blocks, the RoPE
+// table and one 64-byte aligned buffer holding every parameter in layout order. Passes never write
+// it, so several users (a trainer and its evaluation, server requests) can share one Weights; only
+// the optimizer (or a loader) changes the values, between passes.
 #pragma once
 #include <algorithm>
 #include <cstdint>

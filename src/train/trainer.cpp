@@ -1,7 +1,5 @@
 #include "train/trainer.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -95,8 +93,9 @@ void truncate_metrics(const fs::path& path, int64_t step) {
 // One run from its first (or resumed) step to its last, in named steps.
 class TrainingRun {
  public:
-  TrainingRun(const RunConfig& run, const std::vector<uint32_t>& token_bytes)
+  TrainingRun(const RunConfig& run, const std::vector<uint32_t>& token_bytes, LogSink& log)
       : run_(run),
+        log_(log),
         token_bytes_(token_bytes),
         train_shard_(run.train_data),
         weights_(run.model),
@@ -107,7 +106,7 @@ class TrainingRun {
         rows_per_step_(int64_t(run.batch_size) * run.grad_accum),
         ids_(rows_per_step_ * run.seq_len),
         targets_(ids_.size()),
-        live_(::isatty(STDERR_FILENO)) {
+        live_(log.live()) {
     if (!run.val_data.empty()) val_shard_ = std::make_unique<TokenShard>(run.val_data);
     for (const TokenShard* shard :
          {&train_shard_, static_cast<const TokenShard*>(val_shard_.get())})
@@ -137,6 +136,7 @@ class TrainingRun {
   json summary(double seconds) const;
 
   const RunConfig& run_;
+  LogSink& log_;
   const std::vector<uint32_t>& token_bytes_;
   const TokenShard train_shard_;
   std::unique_ptr<TokenShard> val_shard_;
@@ -148,7 +148,7 @@ class TrainingRun {
   DataLoader loader_;
   const int64_t rows_per_step_;
   std::vector<int32_t> ids_, targets_;
-  const bool live_;
+  const bool live_;  // progress lines redrawn in place: one every step
   std::optional<MetricsWriter> metrics_;
   StopSignals signals_;
   Clock::time_point start_;
@@ -169,14 +169,12 @@ void TrainingRun::resume_from(const std::string& checkpoint, bool allow_config_c
          "in fields that change the training:",
          list, "\n(pass --allow-config-change to resume with the new values)");
   if (!changes.empty())
-    std::fprintf(stderr, "resuming with a changed run config (--allow-config-change):%s\n",
-                 list.c_str());
+    log_.info("resuming with a changed run config (--allow-config-change):", list);
   const int64_t tokens = progress_.step * run_.tokens_per_step();
   if (changes.empty() && progress_.tokens_seen != tokens)
     fail(checkpoint, "/state.json: field 'tokens_seen' is ", progress_.tokens_seen, " but ",
          progress_.step, " steps of ", run_.tokens_per_step(), " tokens make ", tokens);
-  std::fprintf(stderr, "resumed from %s (step %lld)\n", checkpoint.c_str(),
-               (long long)progress_.step);
+  log_.info("resumed from ", checkpoint, " (step ", progress_.step, ")");
 }
 
 void TrainingRun::start_or_resume(const TrainSession& session) {
@@ -193,10 +191,10 @@ void TrainingRun::start_or_resume(const TrainSession& session) {
     const std::string source = fs::exists(fs::path(run_.init_from) / "checkpoints")
                                    ? latest_checkpoint(run_.init_from)
                                    : run_.init_from;
-    const std::vector<std::string> fresh = weights_.init_from(*load_any_model(source));
-    std::fprintf(stderr, "weights from %s; %zu tensor(s) it lacks start fresh%s%s\n",
-                 run_.init_from.c_str(), fresh.size(), fresh.empty() ? "" : ", e.g. ",
-                 fresh.empty() ? "" : fresh[0].c_str());
+    const std::vector<std::string> fresh = weights_.init_from(*load_any_model(source, log_));
+    log_.info("weights from ", run_.init_from, "; ", fresh.size(),
+              " tensor(s) it lacks start fresh", fresh.empty() ? "" : ", e.g. ",
+              fresh.empty() ? "" : fresh[0]);
   }
   const fs::path metrics_path = fs::path(run_.out) / "metrics.jsonl";
   if (session.resume)
@@ -255,12 +253,13 @@ void TrainingRun::report(const json& record) {
                 duration_text(eta).c_str(),
                 record.contains("skipped") ? " | skipped (non-finite)" : "");
   if (record.contains("val_loss")) {
-    std::fprintf(stderr, "%s%s | val loss %.4f\n", live_ ? "\r\033[K" : "", line,
-                 record["val_loss"].get<double>());
+    char val[64];
+    std::snprintf(val, sizeof val, " | val loss %.4f", record["val_loss"].get<double>());
+    log_.info(line, val);
   } else if (live_) {
-    std::fprintf(stderr, "\r\033[K%s", line);
+    log_.write(LogLevel::progress, line);
   } else if (step % 50 == 0 || step == first_step_ + 1) {
-    std::fprintf(stderr, "%s\n", line);
+    log_.info(line);
   }
 }
 
@@ -269,7 +268,7 @@ void TrainingRun::report(const json& record) {
 void TrainingRun::await_test_signal() {
   static const char* at = std::getenv("GATTN_TEST_AWAIT_SIGNAL_AT_STEP");
   if (!at || progress_.step != std::atoll(at)) return;
-  std::fprintf(stderr, "waiting for a signal at step %lld\n", (long long)progress_.step);
+  log_.info("waiting for a signal at step ", progress_.step);
   for (int i = 0; i < 60000 && !signals_.received(); ++i) ::usleep(1000);
   if (!signals_.received()) fail("GATTN_TEST_AWAIT_SIGNAL_AT_STEP: no signal within 60 s");
 }
@@ -307,8 +306,7 @@ TrainOutcome TrainingRun::complete_run() {
   const fs::path summary_path = fs::path(run_.out) / "summary.json";
   TrainOutcome outcome;
   outcome.steps_done = progress_.step;
-  std::fprintf(stderr, "the run is already complete (step %lld of %lld)\n",
-               (long long)progress_.step, (long long)run_.steps);
+  log_.info("the run is already complete (step ", progress_.step, " of ", run_.steps, ")");
   if (fs::exists(summary_path)) {
     outcome.summary = parse_json_file(summary_path.string());
     return outcome;
@@ -331,10 +329,8 @@ TrainOutcome TrainingRun::run(const TrainSession& session) {
     if (signals_.received() || (stop_at_step > 0 && progress_.step >= stop_at_step)) {
       checkpoint();
       if (signals_.received())
-        std::fprintf(
-            stderr,
-            "%sstopped by signal %d at step %lld; checkpoint written, continue with --resume\n",
-            live_ ? "\n" : "", signals_.received(), (long long)progress_.step);
+        log_.info("stopped by signal ", signals_.received(), " at step ", progress_.step,
+                  "; checkpoint written, continue with --resume");
       outcome.stopped_by_signal = signals_.received() != 0;
       outcome.steps_done = progress_.step;
       return outcome;
@@ -355,10 +351,13 @@ TrainOutcome TrainingRun::run(const TrainSession& session) {
 }  // namespace
 
 TrainOutcome train(const RunConfig& run, const TrainSession& session,
-                   const std::vector<uint32_t>& token_bytes) {
+                   const std::vector<uint32_t>& token_bytes, LogSink& log) {
+  if (run.threads > available_cores())
+    log.info("gattn: ", run.threads, " threads requested, using ", available_cores(),
+             " (the cores this process may use)");
   const ThreadScope threads(run.threads);
   const GemmPrecisionScope precision(run.precision);
-  return TrainingRun(run, token_bytes).run(session);
+  return TrainingRun(run, token_bytes, log).run(session);
 }
 
 }  // namespace gattn

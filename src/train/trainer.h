@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "train/run_config.h"
+#include "util/log.h"
 
 namespace gattn {
 
@@ -27,8 +28,9 @@ struct TrainSession {
 
 // Trains from scratch or resumes. token_bytes[id] (UTF-8 bytes of each token, from the tokenizer)
 // enables bits per byte; empty disables it. Resuming a complete run writes nothing: its summary
-// is read back (or, if the run was stopped before writing it, computed once).
+// is read back (or, if the run was stopped before writing it, computed once). Progress lines and
+// messages go to `log`.
 TrainOutcome train(const RunConfig& run, const TrainSession& session,
-                   const std::vector<uint32_t>& token_bytes);
+                   const std::vector<uint32_t>& token_bytes, LogSink& log = discard_log());
 
 }  // namespace gattn

@@ -4,7 +4,7 @@
 #include <omp.h>
 #include <sched.h>
 
-#include <cstdio>
+#include <algorithm>
 
 #include "util/error.h"
 
@@ -18,18 +18,14 @@ int available_cores() {
   return omp_get_num_procs();
 }
 
-void set_num_threads(int threads) {
+int set_num_threads(int threads) {
   if (threads < 1) fail("thread count must be a positive integer, got ", threads);
   // More threads than cores only slows the GEMMs down, and under a memory limit OpenBLAS's
   // per-thread buffers fail to map and it retries forever: clamp, and say so.
-  const int cores = available_cores();
-  if (threads > cores) {
-    std::fprintf(stderr, "gattn: %d threads requested, using %d (the cores this process may use)\n",
-                 threads, cores);
-    threads = cores;
-  }
+  threads = std::min(threads, available_cores());
   omp_set_num_threads(threads);
   openblas_set_num_threads(threads);
+  return threads;
 }
 
 int num_threads() { return omp_get_max_threads(); }

@@ -4,8 +4,8 @@
 
 namespace gattn {
 
-// Fails for threads < 1; more threads than available_cores() are clamped with a message.
-void set_num_threads(int threads);
+// Fails for threads < 1; more threads than available_cores() are clamped. Returns the count set.
+int set_num_threads(int threads);
 int available_cores();  // the CPUs this process may run on
 int num_threads();
 std::string blas_core_name();

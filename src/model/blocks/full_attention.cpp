@@ -30,7 +30,8 @@ AttentionParams add_full_attention_params(ParamLayout& layout, const AttentionCo
   if (g.has_weight())
     layout.add(gate + ".weight", {c.gate.scores, C}, g.identity_init ? Init::zeros : Init::normal,
                "gate");
-  if (g.has_logit()) o.gate_logit = layout.add(gate + ".logit", {c.gate.scores}, Init::zeros, "gate");
+  if (g.has_logit())
+    o.gate_logit = layout.add(gate + ".logit", {c.gate.scores}, Init::zeros, "gate");
   if (c.qk_norm) {
     o.q_norm = layout.add(p + "self_attn.q_norm.weight", {d}, Init::ones, "qk_norm");
     o.k_norm = layout.add(p + "self_attn.k_norm.weight", {d}, Init::ones, "qk_norm");
@@ -146,8 +147,8 @@ void forced_gate(float* out, TensorRef x, int rows, const GateSite& site, float 
 // One forward pass of the block.
 class AttentionForward {
  public:
-  AttentionForward(const PassContext& pass, const FullAttention& block,
-                   FullAttentionActivations& a, KeyValueRows* memory)
+  AttentionForward(const PassContext& pass, const FullAttention& block, FullAttentionActivations& a,
+                   KeyValueRows* memory)
       : pass_(pass),
         w_(pass.weights),
         c_(block.config()),
@@ -297,9 +298,9 @@ void AttentionForward::run(const float* in, float* out) {
   if (memory_) {
     attention_over_memory(a_.q, a_.k, a_.v);
   } else {
-    const AttentionShape shape = self_attention_shape(
-        pass_.batch, pass_.seq_len, c_.heads, c_.kv_heads, c_.head_dim, a_.q.ld, a_.k.ld, a_.v.ld,
-        qd);
+    const AttentionShape shape =
+        self_attention_shape(pass_.batch, pass_.seq_len, c_.heads, c_.kv_heads, c_.head_dim,
+                             a_.q.ld, a_.k.ld, a_.v.ld, qd);
     // A pass with interventions may force the gate's scores: it gates on its own (gate_at).
     gated_here = site_.in_attention() && !pass_.interventions;
     const OutputGate<float> gate{.gate = site_.head_gate(),

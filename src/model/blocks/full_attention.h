@@ -12,7 +12,7 @@ namespace gattn {
 
 struct FullAttentionActivations : BlockActivations {
   float *norm_rstd = nullptr, *normed = nullptr;  // input_layernorm
-  float* proj = nullptr;  // [rows, projection_stride] = q | k | v | gate z
+  float* proj = nullptr;                          // [rows, projection_stride] = q | k | v | gate z
   float *q_rot = nullptr, *q_rstd = nullptr, *k_rot = nullptr, *k_rstd = nullptr;
   float *attn_out = nullptr, *attn_lse = nullptr;
   float *gate_out = nullptr, *gate_rstd = nullptr;  // the gate site's output; head_rmsnorm's rstd

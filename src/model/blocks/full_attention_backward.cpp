@@ -5,8 +5,8 @@
 #include "ops/attention.h"
 #include "ops/elementwise.h"
 #include "ops/gate.h"
-#include "ops/mlp.h"
 #include "ops/matmul.h"
+#include "ops/mlp.h"
 #include "ops/rmsnorm.h"
 
 namespace gattn {
@@ -131,8 +131,8 @@ void AttentionBackward::run(const float* in, float* d) {
   const TensorRef d_v_target{s_.d_proj + qd + kvd, P_};
   const TensorRef d_v = grad_into(GateStage::value_projection, d_v_target);
   const AttentionShape shape =
-      self_attention_shape(pass_.batch, pass_.seq_len, c_.heads, c_.kv_heads, c_.head_dim,
-                           a_.q.ld, a_.k.ld, a_.v.ld, qd);
+      self_attention_shape(pass_.batch, pass_.seq_len, c_.heads, c_.kv_heads, c_.head_dim, a_.q.ld,
+                           a_.k.ld, a_.v.ld, qd);
   const OutputGate<float> gate{.gate = site_.head_gate(),
                                .z = z_,
                                .ld_z = ld_z_,

@@ -59,6 +59,17 @@ JSON
       env "${new_env[@]}" OMP_NUM_THREADS=2 "$new/gattn_infer_bits" "$checkpoint" $dtype "$work/new.logits"
       compare "$work/old.logits" "$work/new.logits" "inference $dtype weights $gate"
     done
+    # The analysis (what it reads of every layer), plain and with interventions where the model
+    # takes them; its JSON compared whole.
+    for intervene in "" "--intervene value@first=zero" "--intervene layer:1:gate@first=open"; do
+      for b in old new; do
+        bin=$old/gattn; [ $b = new ] && bin="env ${new_env[*]} $new/gattn"
+        $bin analyze --checkpoint "$checkpoint" --data "$work/data/val.bin" --sequences 4 --seq 64 \
+          --map 1:2 --threads 2 $intervene --out "$work/$b.json" >/dev/null 2>"$work/$b.err" ||
+          echo "refused" >"$work/$b.json"
+      done
+      compare "$work/old.json" "$work/new.json" "analyze $intervene $gate"
+    done
   done
 done
 echo "byte-identical: $same, differing: $differ"

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "analysis/analyze.h"
+#include "analysis/layer_views.h"
 #include "io/token_shard.h"
 #include "model/train_state.h"
 #include "train/loader.h"
@@ -71,10 +72,12 @@ TEST_F(Analysis, FirstTokenAttentionIsTheSoftmaxOfTheScores) {
   options_.sequences = 2;  // one batch: the views below hold exactly these sequences
   const json r = analyze(weights, shard, options_);
   TrainState state(weights);
+  LayerViewRecorder views(2, nullptr);
+  state.set_hooks(&views);
   forward_first_batch(state);
   const int T = options_.seq_len, d = 8;
   for (int l = 0; l < 2; ++l) {
-    const TrainState::LayerView v = state.layer_view(l);
+    const LayerView& v = views.layer(l);
     for (int h = 0; h < 4; ++h) {
       double expected = 0;
       for (int b = 0; b < 2; ++b)
@@ -140,10 +143,12 @@ TEST_F(Analysis, MassiveActivationIsTheLargestHiddenState) {
   options_.sequences = 2;
   const json r = analyze(weights, TokenShard(path_), options_);
   TrainState state(weights);
+  LayerViewRecorder views(2, nullptr);
+  state.set_hooks(&views);
   forward_first_batch(state);
   double mean = 0;
   for (int l = 0; l < 2; ++l) {
-    const TrainState::LayerView v = state.layer_view(l);
+    const LayerView& v = views.layer(l);
     float max = 0;
     for (int64_t i = 0; i < int64_t(2) * options_.seq_len * 32; ++i)
       max = std::max(max, std::abs(v.output[i]));

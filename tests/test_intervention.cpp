@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <random>
 
 #include "model/intervention.h"
@@ -34,7 +35,9 @@ std::vector<int32_t> some_ids(int n = 30) {
 std::vector<float> logits_of(const Weights& w, const Interventions* interventions = nullptr,
                              std::vector<int32_t> ids = some_ids()) {
   TrainState state(w);
-  state.set_interventions(interventions);
+  std::optional<InterventionHooks> hooks;
+  if (interventions) hooks.emplace(*interventions, w);
+  state.set_hooks(hooks ? &*hooks : nullptr);
   std::vector<float> logits(ids.size() * 100);
   state.forward({ids.data(), nullptr, 1, int(ids.size())}, logits.data());
   return logits;
@@ -198,14 +201,14 @@ TEST(Intervention, AGateOpenAtTheFirstTokenActsThereOnly) {
 TEST(Intervention, RefusesWhatTheModelCannotDo) {
   Weights plain(config(GatePosition::none));
   const Interventions open = parse({"gate=open"}), closed = parse({"layer:2:gate=closed"});
-  TrainState state(plain);
-  EXPECT_THROW(state.set_interventions(&open), Error);  // no gate
+  EXPECT_THROW(InterventionHooks(open, plain), Error);  // no gate
   Config additive = config(GatePosition::sdpa);
   additive.gate.additive = true;
   Weights w(additive);
   TrainState additive_state(w);
-  EXPECT_THROW(additive_state.set_interventions(&closed), Error);
-  additive_state.set_interventions(&open);
+  EXPECT_THROW(InterventionHooks(closed, w), Error);
+  InterventionHooks hooks(open, w);
+  additive_state.set_hooks(&hooks);
   std::vector<int32_t> ids(4, 1), targets(4, 2);
   EXPECT_THROW(additive_state.forward_backward({ids.data(), targets.data(), 1, 4}, 1.0f),
                InternalError);

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
+#include "analysis/layer_views.h"
 #include "model/gate_site.h"
 #include "ops/gate.h"
 #include "train/loader.h"
@@ -12,7 +14,6 @@ namespace gattn {
 
 namespace {
 using json = nlohmann::json;
-using LayerView = TrainState::LayerView;
 
 constexpr int kHistogramBins = 20;
 
@@ -85,16 +86,16 @@ class Analysis {
     }
   }
 
-  void add_batch(const TrainState& state, int rows, int64_t first_sequence) {
+  void add_batch(const LayerViewRecorder& views, int rows, int64_t first_sequence) {
     for (int l = 0; l < c_.num_hidden_layers; ++l) {
-      const LayerView v = state.layer_view(l);
+      const LayerView& v = views.layer(l);
       add_first_token_attention(v, rows, sums_[l]);
       add_max_activation(v, rows, first_sequence, sums_[l]);
       add_values(v, int64_t(rows) * o_.seq_len, sums_[l]);
       if (v.gate_in) add_gate(v, int64_t(rows) * o_.seq_len, sums_[l]);
     }
   }
-  json attention_map(const TrainState& state, int layer, int head) const;
+  json attention_map(const LayerViewRecorder& views, int layer, int head) const;
   json result(double loss, int64_t sequences) const;
 
  private:
@@ -206,8 +207,8 @@ json by_position(const std::vector<double> (&sums)[2], const int64_t (&tokens)[2
 }
 
 // The first sequence's attention probabilities of one head, up to map_size positions.
-json Analysis::attention_map(const TrainState& state, int layer, int head) const {
-  const LayerView v = state.layer_view(layer);
+json Analysis::attention_map(const LayerViewRecorder& views, int layer, int head) const {
+  const LayerView& v = views.layer(layer);
   const int size = std::min(o_.seq_len, o_.map_size);
   json rows = json::array();
   for (int t = 0; t < size; ++t) {
@@ -345,7 +346,12 @@ json analyze(const Weights& weights, const TokenShard& shard, const AnalysisOpti
   DataLoader loader(shard, {o.batch, T, o.bos ? WindowKind::bos : WindowKind::plain, 0, false});
   const int64_t sequences = std::min<int64_t>(o.sequences, loader.windows_per_epoch());
   TrainState state(weights);
-  if (o.interventions.any()) state.set_interventions(&o.interventions);
+  LayerViewRecorder views(weights.config().num_hidden_layers, &o.interventions);
+  std::optional<InterventionHooks> interventions;
+  if (o.interventions.any()) interventions.emplace(o.interventions, weights);
+  HookChain hooks(interventions ? std::vector<PassHooks*>{&*interventions, &views}
+                                : std::vector<PassHooks*>{&views});
+  state.set_hooks(&hooks);
   Analysis analysis(weights, o);
   json maps = json::array();
   std::vector<int32_t> ids(int64_t(o.batch) * T), targets(ids.size());
@@ -357,10 +363,10 @@ json analyze(const Weights& weights, const TokenShard& shard, const AnalysisOpti
     const LossSum loss = state.forward({ids.data(), targets.data(), rows, T});
     nats += loss.nats;
     tokens += loss.tokens;
-    analysis.add_batch(state, rows, first);
+    analysis.add_batch(views, rows, first);
     if (first == 0)
       for (const auto& [layer, head] : o.maps)
-        maps.push_back(analysis.attention_map(state, layer, head));
+        maps.push_back(analysis.attention_map(views, layer, head));
   }
   json result = analysis.result(nats / double(tokens), sequences);
   result["attention_maps"] = maps;

@@ -1,5 +1,6 @@
 // gattn eval: loss, perplexity and bits per byte of a checkpoint on a shard or on text.
 #include <cstdio>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
@@ -49,9 +50,11 @@ void add_eval_command(CLI::App& app) {
     for (const std::string& spec : intervene)
       add_intervention(interventions, spec, weights->config().num_hidden_layers, seq);
     double unmodified = 0;
+    std::optional<InterventionHooks> hooks;
     if (interventions.any()) {
+      hooks.emplace(interventions, *weights);  // an Error when a layer cannot take them
       unmodified = evaluate(state, tokens.shard(), seq, kind, windows, batch, nullptr).loss;
-      state.set_interventions(&interventions);
+      state.set_hooks(&*hooks);
     }
     const EvalResult r =
         evaluate(state, tokens.shard(), seq, kind, windows, batch, tokens.token_bytes());

@@ -1,5 +1,6 @@
 #include "model/intervention.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -7,6 +8,7 @@
 #include <utility>
 
 #include "model/gate_site.h"
+#include "model/weights.h"
 #include "util/error.h"
 
 namespace gattn {
@@ -84,6 +86,55 @@ float forced_gate_score(const GateOverride& forced, const GateSite& site, int la
     return 0.0f;
   }
   return float(forced.score);
+}
+
+InterventionHooks::InterventionHooks(const Interventions& interventions, const Weights& w)
+    : interventions_(interventions), scores_(w.config().num_hidden_layers, 0.0f) {
+  for (int l = 0; l < w.config().num_hidden_layers; ++l) {
+    const GateOverride forced = interventions.gate_at(l);
+    if (forced.active()) scores_[l] = forced_gate_score(forced, w.layer(l).attention.gate, l);
+  }
+}
+
+void InterventionHooks::on_tensor(const HookEvent& event) {
+  if (event.site == HookSite::gate_output) force_gate(event);
+  if (event.site == HookSite::attention_v) zero_values(event);
+}
+
+namespace {
+// The gate's output with its scores replaced by one forced score.
+void forced_gate(const HookTensor& out, const HookTensor& x, int64_t first, int64_t rows,
+                 const GateSite& site, float score) {
+  const int width = site.width();
+  const bool add = site.op == GateOp::scores && site.additive;
+#pragma omp parallel for schedule(static)
+  for (int64_t r = first; r < first + rows; ++r)
+    for (int j = 0; j < width; ++j) {
+      const float y = x.data[r * x.ld + j];
+      out.data[r * out.ld + j] = add ? y + score : y * score;
+    }
+}
+}  // namespace
+
+void InterventionHooks::force_gate(const HookEvent& e) const {
+  const GateOverride forced = interventions_.gate_at(e.layer);
+  if (!forced.active()) return;
+  const float score = scores_[e.layer];
+  if (forced.everywhere()) {
+    forced_gate(e.tensor, e.gate_input, 0, e.tensor.rows, *e.gate, score);
+    return;
+  }
+  for (int64_t r = 0; r < e.tensor.rows; ++r)
+    if (e.positions[r] == forced.position)
+      forced_gate(e.tensor, e.gate_input, r, 1, *e.gate, score);
+}
+
+void InterventionHooks::zero_values(const HookEvent& e) const {
+  const ValueOverride zero = interventions_.value_at(e.layer);
+  if (!zero.active()) return;
+  for (int64_t r = 0; r < e.tensor.rows; ++r)
+    if (zero.position == kEveryPosition || e.positions[r] == zero.position)
+      std::fill_n(e.tensor.data + r * e.tensor.ld, e.tensor.cols, 0.0f);
 }
 
 void add_intervention(Interventions& into, const std::string& spec, int layers, int window) {

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "model/hooks.h"
+
 namespace gattn {
 
 constexpr int kEveryPosition = -1;
@@ -58,5 +60,25 @@ struct GateSite;
 // The score a forced gate applies at `site`: an Error when the layer's gate cannot do it (no
 // gate, a parameter-free gate given a score, "closed" on an additive gate).
 float forced_gate_score(const GateOverride& forced, const GateSite& site, int layer);
+
+class Weights;
+// Interventions as the hooks of a forward pass: a forced gate's output rewritten from the gate's
+// input with the forced score (at every position or one), value vectors zeroed before attention
+// reads them. Constructing it checks every layer can take its intervention (an Error otherwise).
+// Keeps a reference to `interventions`.
+class InterventionHooks final : public PassHooks {
+ public:
+  InterventionHooks(const Interventions& interventions, const Weights& w);
+  void on_tensor(const HookEvent& event) override;
+  bool changes_tensors() const override { return true; }
+  const Interventions& interventions() const { return interventions_; }
+
+ private:
+  void force_gate(const HookEvent& event) const;
+  void zero_values(const HookEvent& event) const;
+
+  const Interventions& interventions_;
+  std::vector<float> scores_;  // per layer: the forced gate's score
+};
 
 }  // namespace gattn

@@ -67,9 +67,19 @@ void forward_blocks(const PassContext& pass, const int32_t* ids, PassBuffers& b)
   ops.next("embedding");
   embedding_forward(b.block_input(0), ids, w.at(w.layout().embed), pass.rows(), C, c.vocab_size);
   ops.next(nullptr);
-  for (int i = 0; i < w.blocks(); ++i)
+  for (int i = 0; i < w.blocks(); ++i) {
     w.block(i).forward(pass, *b.activations[i], pass.memory ? pass.memory[i] : nullptr,
                        b.block_input(i), b.block_output(i));
+    if (pass.hooks && i % 2 == 1)
+      pass.hooks->on_tensor({.layer = i / 2,
+                             .site = HookSite::layer_output,
+                             .tensor = {b.block_output(i), pass.rows(), C, C},
+                             .positions = pass.positions,
+                             .seq_len = pass.seq_len,
+                             .gate = nullptr,
+                             .gate_input = {},
+                             .gate_scores = {}});
+  }
   ops.next("norms");
   rmsnorm_forward(b.final_out, b.final_rstd, b.last(), w.at(w.layout().final_norm),
                   {pass.rows(), 1, C, C, C, 0}, float(c.rms_norm_eps));

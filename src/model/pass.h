@@ -10,7 +10,7 @@
 
 #include "model/arena.h"
 #include "model/block.h"
-#include "model/intervention.h"
+#include "model/hooks.h"
 #include "model/weights.h"
 #include "util/op_profile.h"
 
@@ -32,7 +32,7 @@ struct PassContext {
   DecodeMemory* const* memory = nullptr;
   // The memory sequence of each of the pass's sequences (null: sequence b uses b).
   const int* memory_sequences = nullptr;
-  const Interventions* interventions = nullptr;  // forward passes of analysis only
+  PassHooks* hooks = nullptr;  // what the blocks show of their tensors (analysis, interventions)
   OpProfile* profile = nullptr;
 
   int rows() const { return batch * seq_len; }

@@ -52,22 +52,6 @@ void TrainState::plan(int batch, int seq_len, bool backward) {
   scratch_.allocate();
 }
 
-void TrainState::set_interventions(const Interventions* interventions) {
-  if (interventions)
-    for (int l = 0; l < w_.config().num_hidden_layers; ++l) {
-      const GateOverride forced = interventions->gate_at(l);
-      if (forced.active()) forced_gate_score(forced, w_.layer(l).attention.gate, l);
-    }
-  interventions_ = interventions;
-}
-
-TrainState::LayerView TrainState::layer_view(int l) const {
-  const auto* attention = dynamic_cast<const FullAttention*>(&w_.block(2 * l));
-  if (!attention) fail("analysis: layer ", l, "'s attention block is not full attention");
-  return {attention->view(w_, *buffers_.activations.at(2 * l), interventions_),
-          buffers_.block_output(2 * l + 1)};
-}
-
 float TrainState::max_abs_hidden() const {
   const Config& c = w_.config();
   float max = 0;
@@ -94,7 +78,8 @@ LossSum TrainState::forward(const Batch& batch, float* logits, double* token_nat
 
 LossSum TrainState::forward_backward(const Batch& batch, float grad_scale) {
   GATTN_ASSERT(batch.targets, "forward_backward needs targets");
-  GATTN_ASSERT(!interventions_, "interventions are for forward passes only");
+  GATTN_ASSERT(!hooks_ || !hooks_->changes_tensors(),
+               "hooks that change tensors are for forward passes only");
   Gradients& g = grads();
   plan(batch.batch, batch.seq_len, true);
   const PassContext pass = context();

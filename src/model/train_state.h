@@ -1,12 +1,11 @@
 // What one user of a model needs to run rectangular batches of whole sequences through it:
 // activations, the backward pass's scratch and the gradients, planned for a batch shape. Training
-// runs forward_backward(); evaluation and analysis run forward() and read layer_view().
+// runs forward_backward(); evaluation and analysis run forward() with hooks (model/hooks.h).
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <vector>
 
-#include "model/blocks/full_attention.h"
 #include "model/pass.h"
 #include "model/weights.h"
 #include "ops/cross_entropy.h"
@@ -36,21 +35,14 @@ class TrainState {
   LossSum forward_backward(const Batch& batch, float grad_scale);
   Gradients& grads();  // allocated (zero) on first use
   void zero_grads() { grads().zero(); }
-  // Forward passes with these changes (null: none); an Error if the model cannot take them.
-  // forward_backward() refuses to run with interventions.
-  void set_interventions(const Interventions* interventions);
+  // The hooks of the following passes (null: none): what analysis reads, interventions.
+  // forward_backward() refuses hooks that change tensors.
+  void set_hooks(PassHooks* hooks) { hooks_ = hooks; }
   // Attach a profile to receive the wall time of each op (null: none).
   void set_profile(OpProfile* profile) { profile_ = profile; }
   // max |hidden state| over every layer's output in the last forward pass (massive activations).
   float max_abs_hidden() const;
 
-  // What the analysis reads of layer l after a forward pass; rows r = b * seq_len + t of the last
-  // batch. Pointers stay valid until the next pass. An Error for a layer whose attention block
-  // is not full attention.
-  struct LayerView : FullAttentionView {
-    const float* output;  // the layer's output hidden state [rows, hidden]
-  };
-  LayerView layer_view(int l) const;
   int batch_rows() const { return batch_ * seq_len_; }
   int batch_seq_len() const { return seq_len_; }
 
@@ -66,14 +58,14 @@ class TrainState {
             .batch = batch_,
             .seq_len = seq_len_,
             .positions = positions_.data(),
-            .interventions = interventions_,
+            .hooks = hooks_,
             .profile = profile_};
   }
 
   const Weights& w_;
   std::unique_ptr<Gradients> grads_;
   OpProfile* profile_ = nullptr;
-  const Interventions* interventions_ = nullptr;
+  PassHooks* hooks_ = nullptr;
 
   int batch_ = 0, seq_len_ = 0;
   int64_t capacity_rows_ = 0;

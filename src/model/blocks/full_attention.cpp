@@ -109,40 +109,7 @@ const float* FullAttention::gate_scores(const Weights& w, const FullAttentionAct
   return nullptr;
 }
 
-FullAttentionView FullAttention::view(const Weights& w, const BlockActivations& activations,
-                                      const Interventions* interventions) const {
-  const auto& a = static_cast<const FullAttentionActivations&>(activations);
-  FullAttentionView v{.q = a.q.data,
-                      .k = a.k.data,
-                      .ld_q = a.q.ld,
-                      .ld_k = a.k.ld,
-                      .attn_lse = a.attn_lse,
-                      .gate_in = a.gate_in.data,
-                      .gate_out = a.gate_in.data ? a.gate_out : nullptr,
-                      .ld_gate_in = a.gate_in.ld,
-                      .ld_gate_out = c_.gate.width(),
-                      .gate_z = nullptr,
-                      .ld_gate_z = 0,
-                      .v = a.v.data,
-                      .ld_v = a.v.ld};
-  v.gate_z = gate_scores(w, a, &v.ld_gate_z);
-  if (interventions && interventions->gate_at(layer_).active()) v.gate_z = nullptr;  // not applied
-  return v;
-}
-
 namespace {
-
-// The gate's output with its scores replaced by one forced score (an intervention).
-void forced_gate(float* out, TensorRef x, int rows, const GateSite& site, float score) {
-  const int width = site.width();
-  const bool add = site.op == GateOp::scores && site.additive;
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < rows; ++r)
-    for (int j = 0; j < width; ++j) {
-      const float y = x.data[r * x.ld + j];
-      out[r * width + j] = add ? y + score : y * score;
-    }
-}
 
 // One forward pass of the block.
 class AttentionForward {
@@ -165,7 +132,9 @@ class AttentionForward {
 
  private:
   TensorRef gate_at(GateStage here, TensorRef x);
-  void zero_values(TensorRef v);
+  // Shows a tensor to the pass's hooks (which may change it).
+  void show(HookSite site, TensorRef x, int cols) const;
+  void show_gate(TensorRef in, TensorRef out) const;
   TensorRef head_path(bool is_query);
   void attention_over_memory(TensorRef q, TensorRef k, TensorRef v);
 
@@ -181,15 +150,33 @@ class AttentionForward {
   int ld_z_;
 };
 
+void AttentionForward::show(HookSite site, TensorRef x, int cols) const {
+  if (!pass_.hooks) return;
+  pass_.hooks->on_tensor({.layer = l_,
+                          .site = site,
+                          .tensor = {x.data, N_, cols, x.ld},
+                          .positions = pass_.positions,
+                          .seq_len = pass_.seq_len,
+                          .gate = nullptr,
+                          .gate_input = {},
+                          .gate_scores = {}});
+}
+
+void AttentionForward::show_gate(TensorRef in, TensorRef out) const {
+  if (!pass_.hooks) return;
+  pass_.hooks->on_tensor({.layer = l_,
+                          .site = HookSite::gate_output,
+                          .tensor = {out.data, N_, site_.width(), out.ld},
+                          .positions = pass_.positions,
+                          .seq_len = pass_.seq_len,
+                          .gate = &site_,
+                          .gate_input = {in.data, N_, site_.width(), in.ld},
+                          .gate_scores = {const_cast<float*>(z_), N_, site_.scores, ld_z_}});
+}
+
 TensorRef AttentionForward::gate_at(GateStage here, TensorRef x) {
   if (!site_.at(here)) return x;
   a_.gate_in = x;
-  const GateOverride forced =
-      pass_.interventions ? pass_.interventions->gate_at(l_) : GateOverride{};
-  if (forced.everywhere()) {
-    forced_gate(a_.gate_out, x, N_, site_, forced_gate_score(forced, site_, l_));
-    return {a_.gate_out, site_.width()};
-  }
   switch (site_.op) {
     case GateOp::scores:
       gate_forward(a_.gate_out, x.data, z_, site_.shape(N_, x.ld, ld_z_));
@@ -204,23 +191,9 @@ TensorRef AttentionForward::gate_at(GateStage here, TensorRef x) {
                       c_.output.eps);
       break;
   }
-  if (forced.active()) {  // at one position only
-    const float score = forced_gate_score(forced, site_, l_);
-    for (int64_t r = 0; r < N_; ++r)
-      if (pass_.positions[r] == forced.position)
-        forced_gate(a_.gate_out + r * site_.width(), {x.data + r * x.ld, x.ld}, 1, site_, score);
-  }
-  return {a_.gate_out, site_.width()};
-}
-
-// An intervention: the value vectors attention reads, zeroed at every position or one.
-void AttentionForward::zero_values(TensorRef v) {
-  const ValueOverride zero =
-      pass_.interventions ? pass_.interventions->value_at(l_) : ValueOverride{};
-  if (!zero.active()) return;
-  for (int64_t r = 0; r < N_; ++r)
-    if (zero.position == kEveryPosition || pass_.positions[r] == zero.position)
-      std::fill_n(v.data + r * v.ld, c_.kv_dim(), 0.0f);
+  const TensorRef out{a_.gate_out, site_.width()};
+  show_gate(x, out);
+  return out;
 }
 
 // q or k as attention reads it: projection -> [gate] -> [QK-norm] -> RoPE -> [gate].
@@ -290,9 +263,11 @@ void AttentionForward::run(const float* in, float* out) {
   ops.next("q/k norm and rope (and a q/k gate)");
   a_.q = head_path(true);
   a_.k = head_path(false);
+  show(HookSite::attention_q, a_.q, qd);
+  show(HookSite::attention_k, a_.k, kvd);
   ops.next("gate");
   a_.v = gate_at(GateStage::value_projection, {a_.proj + qd + kvd, P_});
-  zero_values(a_.v);
+  show(HookSite::attention_v, a_.v, kvd);
   ops.next("attention (and a G1 gate it applies)");
   bool gated_here = false;  // the G1 gate applied by attention itself
   if (memory_) {
@@ -301,8 +276,8 @@ void AttentionForward::run(const float* in, float* out) {
     const AttentionShape shape =
         self_attention_shape(pass_.batch, pass_.seq_len, c_.heads, c_.kv_heads, c_.head_dim,
                              a_.q.ld, a_.k.ld, a_.v.ld, qd);
-    // A pass with interventions may force the gate's scores: it gates on its own (gate_at).
-    gated_here = site_.in_attention() && !pass_.interventions;
+    // Hooks that change the gate's output see it from gate_at (the gate as an op of its own).
+    gated_here = site_.in_attention() && !(pass_.hooks && pass_.hooks->changes_tensors());
     const OutputGate<float> gate{.gate = site_.head_gate(),
                                  .z = z_,
                                  .ld_z = ld_z_,
@@ -312,8 +287,12 @@ void AttentionForward::run(const float* in, float* out) {
                                  .ld_dz = 0};
     attention_forward(a_.attn_out, a_.attn_lse, a_.q.data, a_.k.data, a_.v.data, shape,
                       gated_here ? &gate : nullptr);
-    if (gated_here) a_.gate_in = {a_.attn_out, qd};
+    if (gated_here) {
+      a_.gate_in = {a_.attn_out, qd};
+      show_gate(a_.gate_in, {a_.gate_out, site_.width()});
+    }
   }
+  show(HookSite::attention_lse, {a_.attn_lse, c_.heads}, c_.heads);
   ops.next("gate");
   const TensorRef o_in = gated_here ? TensorRef{a_.gate_out, site_.width()}
                                     : gate_at(GateStage::attention_output, {a_.attn_out, qd});

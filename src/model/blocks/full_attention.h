@@ -39,20 +39,6 @@ struct KeyValueRows : DecodeMemory {
   int64_t bytes() const override { return storage.bytes(); }
 };
 
-// What analysis reads of the block after a forward pass (rows of the pass).
-struct FullAttentionView {
-  const float *q, *k;  // as attention used them (after QK-norm, RoPE and any q/k gate)
-  int ld_q, ld_k;
-  const float* attn_lse;  // [rows, H] log-sum-exp of each query's scaled scores
-  // The gated tensor before and after the gate (null without a gate); heads of head_dim.
-  const float *gate_in, *gate_out;
-  int ld_gate_in, ld_gate_out;
-  const float* gate_z;  // pre-activation scores (null for the parameter-free kinds)
-  int ld_gate_z;        // 0: one shared row (input-independent)
-  const float* v;       // the values attention read (after any value gate) [rows, K heads]
-  int ld_v;
-};
-
 class FullAttention final : public Block {
  public:
   FullAttention(const AttentionConfig& c, const AttentionParams& p, int layer)
@@ -69,9 +55,6 @@ class FullAttention final : public Block {
   const AttentionConfig& config() const { return c_; }
   const AttentionParams& params() const { return p_; }
   int layer() const { return layer_; }
-  // After a forward pass with these interventions (null: none).
-  FullAttentionView view(const Weights& w, const BlockActivations& a,
-                         const Interventions* interventions) const;
   // The gate's pre-activation scores after a forward pass and their row stride (0: one row
   // shared by every token); null for the parameter-free ops.
   const float* gate_scores(const Weights& w, const FullAttentionActivations& a, int* ld_z) const;

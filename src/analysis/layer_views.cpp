@@ -1,0 +1,34 @@
+#include "analysis/layer_views.h"
+
+namespace gattn {
+
+void LayerViewRecorder::on_tensor(const HookEvent& e) {
+  LayerView& v = views_.at(e.layer);
+  const HookTensor& t = e.tensor;
+  switch (e.site) {
+    case HookSite::attention_q:
+      v.q = t.data, v.ld_q = t.ld;
+      break;
+    case HookSite::attention_k:
+      v.k = t.data, v.ld_k = t.ld;
+      break;
+    case HookSite::attention_v:
+      v.v = t.data, v.ld_v = t.ld;
+      break;
+    case HookSite::attention_lse:
+      v.attn_lse = t.data;
+      break;
+    case HookSite::gate_output: {
+      const bool forced = interventions_ && interventions_->gate_at(e.layer).active();
+      v.gate_in = e.gate_input.data, v.ld_gate_in = e.gate_input.ld;
+      v.gate_out = t.data, v.ld_gate_out = t.ld;
+      v.gate_z = forced ? nullptr : e.gate_scores.data, v.ld_gate_z = e.gate_scores.ld;
+      break;
+    }
+    case HookSite::layer_output:
+      v.output = t.data;
+      break;
+  }
+}
+
+}  // namespace gattn

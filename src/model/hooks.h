@@ -1,0 +1,68 @@
+// Hooks: what a pass shows of its tensors to code outside the model (llama.cpp's cb_eval).
+// Blocks call on_tensor() at named sites as they compute; analysis records what it reads there,
+// and interventions change a tensor in place before the model reads it on. The blocks contain
+// only the model.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace gattn {
+
+struct GateSite;
+
+enum class HookSite {
+  attention_q,    // q as attention reads it (after QK-norm, RoPE and any q/k gate) [rows, H heads]
+  attention_k,    // k likewise [rows, K heads]
+  attention_v,    // v as attention reads it (after any value gate) [rows, K heads]; writable
+  attention_lse,  // after attention: each query's log-sum-exp of its scaled scores [rows, H]
+  gate_output,    // the gate's output [rows, width]; writable (read on by the model afterwards)
+  layer_output,   // the layer's output hidden state [rows, hidden]
+};
+
+struct HookTensor {
+  float* data = nullptr;
+  int64_t rows = 0;
+  int cols = 0;
+  int64_t ld = 0;  // row stride in floats (0: one row shared by every token)
+};
+
+struct HookEvent {
+  int layer;
+  HookSite site;
+  HookTensor tensor;
+  const int32_t* positions;  // [rows] each row's sequence position
+  int seq_len;               // rows per sequence of the pass
+  // gate_output only: the gate's site, its input and its pre-activation scores (data null for
+  // the parameter-free ops).
+  const GateSite* gate = nullptr;
+  HookTensor gate_input, gate_scores;
+};
+
+class PassHooks {
+ public:
+  virtual ~PassHooks() = default;
+  virtual void on_tensor(const HookEvent& event) = 0;
+  // Whether on_tensor may change what it sees: a G1 gate is then applied as an op of its own
+  // (not inside attention), so that the model reads on the changed gate output. Backward passes
+  // refuse such hooks.
+  virtual bool changes_tensors() const { return false; }
+};
+
+// Several hooks in order (interventions first, then what records the changed tensors).
+class HookChain final : public PassHooks {
+ public:
+  explicit HookChain(std::vector<PassHooks*> hooks) : hooks_(std::move(hooks)) {}
+  void on_tensor(const HookEvent& event) override {
+    for (PassHooks* h : hooks_) h->on_tensor(event);
+  }
+  bool changes_tensors() const override {
+    for (const PassHooks* h : hooks_)
+      if (h->changes_tensors()) return true;
+    return false;
+  }
+
+ private:
+  std::vector<PassHooks*> hooks_;
+};
+
+}  // namespace gattn

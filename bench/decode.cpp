@@ -101,7 +101,7 @@ double sgemm_rate(int m, int n, int k) {
   double best = 0;
   for (int round = 0; round < 5; ++round) {
     const auto start = Clock::now();
-    gattn::linear_forward(c.data(), a.data(), b.data(), m, k, n);
+    gattn::linear_forward(gattn::ExecContext{}, c.data(), a.data(), b.data(), m, k, n);
     best = std::max(best, 2.0 * m * n * k / seconds_since(start));
   }
   return best;
@@ -130,14 +130,14 @@ double batched_decode_seconds(gattn::BatchedInferState& state, int vocab, int sl
     for (int i = 0; i < prompt; ++i) ids[i] = (i * 7919 + s * 104729) % vocab;
     state.prefill(s, ids.data(), prompt, logits.data() + int64_t(s) * vocab);
   }
-  state.set_profile(profile);
+  state.set_exec({.profile = profile});
   const auto start = Clock::now();
   for (int t = 0; t < generate; ++t) {
     for (int s = 0; s < slots; ++s) next[s] = argmax(logits.data() + int64_t(s) * vocab, vocab);
     state.decode(active, next, logits.data());
   }
   const double seconds = seconds_since(start);
-  state.set_profile(nullptr);
+  state.set_exec({});
   return seconds;
 }
 
@@ -230,14 +230,14 @@ int main(int argc, char** argv) {
       auto start = Clock::now();
       state.forward_last(ids.data(), prompt, logits.data());
       prefill_s.push_back(seconds_since(start));
-      if (profile) state.set_profile(&decode_profile);
+      if (profile) state.set_exec({.profile = &decode_profile});
       start = Clock::now();
       for (int t = 0; t < generate; ++t) {
         const int32_t next = argmax(logits);
         state.forward_last(&next, 1, logits.data());
       }
       decode_s.push_back(seconds_since(start));
-      state.set_profile(nullptr);
+      state.set_exec({});
       std::printf("round %d: prefill %.3f s (%.1f tok/s), decode %.3f s (%.2f tok/s)\n", round,
                   prefill_s.back(), prompt / prefill_s.back(), decode_s.back(),
                   generate / decode_s.back());

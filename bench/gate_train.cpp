@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
     if (precision == gattn::gemm_precision_names().end() ||
         precision->second == gattn::GemmPrecision::bf16_emulated)
       gattn::fail("PRECISION must be fp32 or bf16, got ", argv[6]);
-    const gattn::GemmPrecisionScope scope(precision->second);
+    gattn::check_gemm_precision(precision->second);
     if (threads > 0) gattn::set_num_threads(threads);
     std::vector<Contender> models;
     for (int i = 7; i < argc; ++i) {
@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
       m.weights = std::make_unique<gattn::Weights>(gattn::load_config(argv[1], m.gate));
       m.weights->init(1);
       m.state = std::make_unique<gattn::TrainState>(*m.weights);
+      m.state->set_exec({.precision = precision->second});
       m.optimizer =
           std::make_unique<gattn::AdamW>(m.weights->layout(), gattn::AdamWOptions{});
       models.push_back(std::move(m));

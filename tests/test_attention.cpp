@@ -57,7 +57,7 @@ TEST_P(AttentionForward, MatchesTheFormula) {
   const auto k = random_vector(size_t(2) * seq * s.ld_k, rng, 2.0);
   const auto v = random_vector(size_t(2) * seq * s.ld_v, rng);
   std::vector<double> out(size_t(2) * seq * s.ld_out), lse(size_t(2) * seq * 4);
-  attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s);
+  attention_forward(ExecContext{}, out.data(), lse.data(), q.data(), k.data(), v.data(), s);
   const auto expected = naive_attention(q, k, v, s);
   double worst = 0;
   for (size_t i = 0; i < out.size(); ++i) worst = std::max(worst, std::abs(out[i] - expected[i]));
@@ -94,7 +94,7 @@ TEST(AttentionForward, QueriesAfterAnOffsetSeeThePrecedingKeys) {
                   v_cache.begin() + size_t(b * capacity) * full.ld_v);
     }
     std::vector<double> out(size_t(2) * n * full.ld_out), lse(size_t(2) * n * 4);
-    attention_forward(out.data(), lse.data(), q_chunk.data(), k_cache.data(), v_cache.data(),
+    attention_forward(ExecContext{}, out.data(), lse.data(), q_chunk.data(), k_cache.data(), v_cache.data(),
                       chunk);
     double worst = 0;
     for (int b = 0; b < 2; ++b)
@@ -121,7 +121,7 @@ TEST(AttentionForward, FewQueriesInFloatMatchTheFormula) {
     chunk.q_len = n, chunk.q_offset = seq - n;
     const std::vector<float> qf(q.end() - ptrdiff_t(n) * full.ld_q, q.end());
     std::vector<float> out(size_t(n) * full.ld_out), lse(size_t(n) * heads);
-    attention_forward(out.data(), lse.data(), qf.data(), kf.data(), vf.data(), chunk);
+    attention_forward(ExecContext{}, out.data(), lse.data(), qf.data(), kf.data(), vf.data(), chunk);
     double err = 0, norm = 0;
     for (size_t i = 0; i < out.size(); ++i) {
       const double e = expected[size_t(seq - n) * full.ld_out + i];
@@ -152,13 +152,13 @@ TEST(AttentionBackward, MatchesFiniteDifferencesAcrossTiles) {
   const auto probe = random_vector(size_t(seq) * s.ld_out, rng);
   std::vector<double> out(probe.size()), lse(size_t(seq) * 4);
   auto loss = [&] {
-    attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s);
+    attention_forward(ExecContext{}, out.data(), lse.data(), q.data(), k.data(), v.data(), s);
     return dot(out, probe);
   };
   loss();
   // Padding columns of the strided inputs get no gradient; seed them so a stray write shows.
   std::vector<double> dq(q.size(), 7.0), dk(k.size(), 7.0), dv(v.size(), 7.0);
-  attention_backward(dq.data(), dk.data(), dv.data(), probe.data(), out.data(), lse.data(),
+  attention_backward(ExecContext{}, dq.data(), dk.data(), dv.data(), probe.data(), out.data(), lse.data(),
                      q.data(), k.data(), v.data(), s);
   auto clear_padding = [&](std::vector<double>& g, int ld, int used) {
     for (int r = 0; r < seq; ++r)
@@ -209,10 +209,10 @@ TEST(AttentionOutputGate, GivesTheBitsOfTheSeparateGateOp) {
             // separately: attention, then the gate op
             std::vector<float> out1(out_size), lse1(lse_size), gated1(out_size), d_out1(out_size);
             std::vector<float> dz1(size_t(rows) * ld_dz), dq1(q.size()), dk1(k.size()), dv1(v.size());
-            attention_forward(out1.data(), lse1.data(), q.data(), k.data(), v.data(), s);
+            attention_forward(ExecContext{}, out1.data(), lse1.data(), q.data(), k.data(), v.data(), s);
             gate_forward(gated1.data(), out1.data(), z.data(), gs);
             gate_backward(d_out1.data(), dz1.data(), d_gated.data(), out1.data(), z.data(), gs);
-            attention_backward(dq1.data(), dk1.data(), dv1.data(), d_out1.data(), out1.data(),
+            attention_backward(ExecContext{}, dq1.data(), dk1.data(), dv1.data(), d_out1.data(), out1.data(),
                                lse1.data(), q.data(), k.data(), v.data(), s);
             // fused
             std::vector<float> out2(out_size), lse2(lse_size), gated2(out_size);
@@ -222,8 +222,8 @@ TEST(AttentionOutputGate, GivesTheBitsOfTheSeparateGateOp) {
                                          .z = z.data(), .ld_z = ld_z,
                                          .gated = gated2.data(), .ld_gated = s.ld_out,
                                          .d_z = dz2.data(), .ld_dz = ld_dz};
-            attention_forward(out2.data(), lse2.data(), q.data(), k.data(), v.data(), s, &gate);
-            attention_backward(dq2.data(), dk2.data(), dv2.data(), d_gated.data(), out2.data(),
+            attention_forward(ExecContext{}, out2.data(), lse2.data(), q.data(), k.data(), v.data(), s, &gate);
+            attention_backward(ExecContext{}, dq2.data(), dk2.data(), dv2.data(), d_gated.data(), out2.data(),
                                lse2.data(), q.data(), k.data(), v.data(), s, &gate);
             const std::string what = "seq " + std::to_string(seq) + (headwise ? " headwise" : "") +
                                      (additive ? " additive" : "") + " activation " +

@@ -46,12 +46,10 @@ TEST(Bf16, EmulatedGemmMultipliesTheRoundedInputs) {
   std::vector<float> a(size_t(k) * lda), b(size_t(k) * n), c(size_t(m) * n, 1.0f);
   for (float& x : a) x = normal(rng);
   for (float& x : b) x = normal(rng);
-  {
-    const GemmPrecisionScope emulated(GemmPrecision::bf16_emulated);
-    matmul<float>(c.data(), a.data(), b.data(), m, n, k, true, false, 0.5f, 2.0f, lda);
-  }
+  matmul<float>({.precision = GemmPrecision::bf16_emulated}, c.data(), a.data(), b.data(), m, n, k,
+                true, false, 0.5f, 2.0f, lda);
   std::vector<float> fp32(size_t(m) * n, 1.0f);
-  matmul<float>(fp32.data(), a.data(), b.data(), m, n, k, true, false, 0.5f, 2.0f, lda);
+  matmul<float>({}, fp32.data(), a.data(), b.data(), m, n, k, true, false, 0.5f, 2.0f, lda);
   double differs = 0;
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n; ++j) {
@@ -115,9 +113,8 @@ TEST(Bf16, NativeGemmEqualsTheEmulation) {
     for (float& x : b) x = normal(rng);
     for (float& x : c0) x = normal(rng);
     auto run = [&](GemmPrecision p) {
-      const GemmPrecisionScope scope(p);
       std::vector<float> c = c0;
-      matmul<float>(c.data(), a.data(), b.data(), t.m, t.n, t.k, t.trans_a, t.trans_b, t.alpha,
+      matmul<float>({.precision = p}, c.data(), a.data(), b.data(), t.m, t.n, t.k, t.trans_a, t.trans_b, t.alpha,
                     t.beta, lda, ldb, ldc);
       return c;
     };
@@ -153,14 +150,14 @@ TEST(Bf16, SharedOperandsGiveTheSameBitsAsPlainGemms) {
   std::vector<GemmPrecision> precisions = {GemmPrecision::fp32, GemmPrecision::bf16_emulated};
   if (native_bf16_gemm_available()) precisions.push_back(GemmPrecision::bf16);
   for (const GemmPrecision p : precisions) {
-    const GemmPrecisionScope scope(p);
+    const ExecContext x{.precision = p};
     SharedOperand<float> a_shared, b_shared;
-    a_shared.prepare(a.data(), k, m);  // a^T b^T
-    b_shared.prepare(b.data(), n, k);
+    a_shared.prepare(x, a.data(), k, m);  // a^T b^T
+    b_shared.prepare(x, b.data(), n, k);
     EXPECT_EQ(a_shared.rounded() != nullptr, p == GemmPrecision::bf16) << gemm_precision_name(p);
     std::vector<float> plain = c0, shared = c0;
-    matmul<float>(plain.data(), a.data(), b.data(), m, n, k, true, true, 0.5f, 1.0f);
-    matmul<float>(shared.data(), a_shared, b_shared, m, n, k, true, true, 0.5f, 1.0f);
+    matmul<float>(x, plain.data(), a.data(), b.data(), m, n, k, true, true, 0.5f, 1.0f);
+    matmul<float>(x, shared.data(), a_shared, b_shared, m, n, k, true, true, 0.5f, 1.0f);
     for (size_t i = 0; i < plain.size(); ++i)
       ASSERT_EQ(bits(plain[i]), bits(shared[i])) << gemm_precision_name(p) << " at " << i;
   }
@@ -185,9 +182,8 @@ struct TileCase {
     return c;
   }
   std::vector<float> emulated() const {
-    const GemmPrecisionScope scope(GemmPrecision::bf16_emulated);
     std::vector<float> c = c0;
-    tile_matmul<float>(c.data(), a.data(), b.data(), m, n, k, ta, tb, 0.25f, beta, lda, ldb, ldc);
+    tile_matmul<float>({.precision = GemmPrecision::bf16_emulated}, c.data(), a.data(), b.data(), m, n, k, ta, tb, 0.25f, beta, lda, ldb, ldc);
     return c;
   }
 };
@@ -288,8 +284,8 @@ TEST(Bf16, NativeTrainingStepTracksTheEmulation) {
   Weights w(c);
   w.init(5);
   auto step = [&](GemmPrecision p, double& loss) {
-    const GemmPrecisionScope scope(p);
     TrainState m(w);
+    m.set_exec({.precision = p});
     m.zero_grads();
     loss = m.forward_backward({ids.data(), targets.data(), batch, seq}, 1.0f).nats;
     return m.grads().values();
@@ -318,13 +314,22 @@ TEST(Bf16, NativeTrainingStepTracksTheEmulation) {
 }
 
 TEST(Bf16, NativeModeNeedsTheInstructions) {
+  Weights w(Config{.vocab_size = 8,
+                   .hidden_size = 8,
+                   .num_hidden_layers = 1,
+                   .num_attention_heads = 1,
+                   .num_key_value_heads = 1,
+                   .head_dim = 8,
+                   .intermediate_size = 8});
+  TrainState state(w);
   if (native_bf16_gemm_available()) {
-    const GemmPrecisionScope scope(GemmPrecision::bf16);
-    EXPECT_EQ(gemm_precision(), GemmPrecision::bf16);
+    state.set_exec({.precision = GemmPrecision::bf16});
+    EXPECT_EQ(state.exec().precision, GemmPrecision::bf16);
   } else {
-    EXPECT_THROW(set_gemm_precision(GemmPrecision::bf16), Error);
+    EXPECT_THROW(state.set_exec({.precision = GemmPrecision::bf16}), Error);
+    EXPECT_EQ(state.exec().precision, GemmPrecision::fp32);
   }
-  EXPECT_EQ(gemm_precision(), GemmPrecision::fp32);
+  EXPECT_NO_THROW(check_gemm_precision(GemmPrecision::bf16_emulated));
 }
 
 }  // namespace

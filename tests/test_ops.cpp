@@ -31,10 +31,10 @@ TEST(Linear, BackwardMatchesFiniteDifferences) {
   const auto probe = random_vector(rows * out, rng);
   std::vector<double> y(rows * out), dx(rows * in), dw(out * in, 0.0);
   auto loss = [&] {
-    linear_forward(y.data(), x.data(), w.data(), rows, in, out);
+    linear_forward(ExecContext{}, y.data(), x.data(), w.data(), rows, in, out);
     return dot(y, probe);
   };
-  linear_backward(dx.data(), dw.data(), probe.data(), x.data(), w.data(), rows, in, out);
+  linear_backward(ExecContext{}, dx.data(), dw.data(), probe.data(), x.data(), w.data(), rows, in, out);
   EXPECT_LT(gradient_error(x, dx, loss), kGradTolerance);
   EXPECT_LT(gradient_error(w, dw, loss), kGradTolerance);
 }
@@ -200,13 +200,13 @@ TEST(CrossEntropy, FusedLmHeadMatchesFiniteDifferencesAcrossChunks) {
   std::vector<double> scratch(chunk * vocab), dx(x.size()), dw(w.size(), 0.0);
   const double scale = 0.37;
   auto loss = [&] {
-    return scale * lm_head_cross_entropy<double>(nullptr, nullptr, scratch.data(), x.data(),
+    return scale * lm_head_cross_entropy<double>(ExecContext{}, nullptr, nullptr, scratch.data(), x.data(),
                                                  w.data(), targets.data(), rows, dim, vocab, chunk,
                                                  0.0)
                        .nats;
   };
   const LossSum sum =
-      lm_head_cross_entropy<double>(dx.data(), dw.data(), scratch.data(), x.data(), w.data(),
+      lm_head_cross_entropy<double>(ExecContext{}, dx.data(), dw.data(), scratch.data(), x.data(), w.data(),
                                     targets.data(), rows, dim, vocab, chunk, scale);
   EXPECT_EQ(sum.tokens, 5);
   // The loss itself, from the definition.
@@ -224,7 +224,7 @@ TEST(CrossEntropy, FusedLmHeadMatchesFiniteDifferencesAcrossChunks) {
   EXPECT_LT(gradient_error(x, dx, loss), kGradTolerance);
   EXPECT_LT(gradient_error(w, dw, loss), kGradTolerance);
   const std::vector<int32_t> bad(rows, vocab);
-  EXPECT_THROW(lm_head_cross_entropy<double>(nullptr, nullptr, scratch.data(), x.data(), w.data(),
+  EXPECT_THROW(lm_head_cross_entropy<double>(ExecContext{}, nullptr, nullptr, scratch.data(), x.data(), w.data(),
                                              bad.data(), rows, dim, vocab, chunk, 0.0),
                Error);
 }

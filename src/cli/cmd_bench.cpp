@@ -116,17 +116,22 @@ BenchResult run_bench(const BenchOptions& o, Weights& weights, TrainState& state
   };
   for (int i = 0; i < o.warmup; ++i) train_step();
   r.rss_growth_bytes = anonymous_rss_bytes() - rss_before;
-  if (o.profile) state.set_profile(&r.ops);
+  const ExecContext plain = state.exec();
+  ExecContext timed_ops = plain;
+  if (o.profile) timed_ops.profile = &r.ops;
+  state.set_exec(timed_ops);
   r.train_ms = time_ms(o.steps, train_step);
-  state.set_profile(nullptr);
+  state.set_exec(plain);
   if (o.profile) {  // one more step, recording its GEMMs, then each shape timed alone
     const StepResult timed = r.last;
     GemmLog log;
-    set_gemm_log(&log);
+    ExecContext logged = plain;
+    logged.gemm_log = &log;
+    state.set_exec(logged);
     train_step();
-    set_gemm_log(nullptr);
+    state.set_exec(plain);
     r.last = timed;  // the reported loss stays the one after the timed steps
-    r.gemm_floor = measure_gemm_floor(log.calls());
+    r.gemm_floor = measure_gemm_floor(plain, log.calls());
   }
   if (!o.skip_forward) {
     state.forward(batch);
@@ -308,12 +313,13 @@ void add_bench_command(CLI::App& app) {
   cmd->callback([] {
     use_threads(o.threads);
     const Config config = load_config(o.config_path, o.gate);
-    const GemmPrecisionScope precision(o.precision);
+    check_gemm_precision(o.precision);
     const double peak = o.no_peak ? 0 : gemm_peak_gflops(o.precision);
     const int64_t rss_before = anonymous_rss_bytes();
     Weights weights(config);
     weights.init(o.seed);
     TrainState state(weights);
+    state.set_exec({.precision = o.precision});
     const BenchResult r = run_bench(o, weights, state, rss_before);
     const nlohmann::json j = bench_json(o, weights, state, r, peak);
     if (o.json_output)

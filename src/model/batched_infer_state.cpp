@@ -25,6 +25,11 @@ BatchedInferState::BatchedInferState(const Weights& weights, int slots, int cont
   acts_.allocate();
 }
 
+void BatchedInferState::set_exec(const ExecContext& exec) {
+  check_gemm_precision(exec.precision);
+  exec_ = exec;
+}
+
 void BatchedInferState::reset(int slot) {
   lengths_.at(slot) = 0;
   for (auto& memory : memory_)
@@ -46,19 +51,19 @@ void BatchedInferState::check_room(int slot, int count) const {
 
 PassContext BatchedInferState::context(int batch, int seq_len, const int* slots) const {
   return {.weights = w_,
+          .exec = exec_,
           .batch = batch,
           .seq_len = seq_len,
           .positions = positions_.data(),
           .memory = memory_view_.data(),
-          .memory_sequences = slots,
-          .profile = profile_};
+          .memory_sequences = slots};
 }
 
 void BatchedInferState::lm_head(const float* hidden, int rows, float* logits) {
   const Config& c = w_.config();
-  OpSections ops(profile_);
+  OpSections ops(exec_.profile);
   ops.next("lm head");
-  project(w_, w_.layout().lm_head, logits, hidden, rows, c.hidden_size, c.vocab_size);
+  project(exec_, w_, w_.layout().lm_head, logits, hidden, rows, c.hidden_size, c.vocab_size);
 }
 
 void BatchedInferState::prefill(int slot, const int32_t* ids, int count, float* logits,

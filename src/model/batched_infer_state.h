@@ -28,8 +28,8 @@ class BatchedInferState {
   int max_chunk() const { return max_chunk_; }
   int length(int slot) const { return lengths_.at(slot); }  // positions in the slot's memory
   void reset(int slot);
-  // Times each op of the following passes into `profile` (null: stop timing).
-  void set_profile(OpProfile* profile) { profile_ = profile; }
+  // How the following passes compute and where they report (precision, profile, GEMM log).
+  void set_exec(const ExecContext& exec);
 
   // Runs `count` tokens of one slot at positions length(slot) .. and appends them to its memory;
   // writes the logits [vocab] of the last one when `logits` is not null, or of every one
@@ -58,7 +58,7 @@ class BatchedInferState {
   Arena acts_;
   PassBuffers buffers_;
   std::vector<int32_t> positions_;
-  OpProfile* profile_ = nullptr;
+  ExecContext exec_;
 };
 
 }  // namespace gattn

@@ -17,8 +17,8 @@ class InferState {
   int length() const { return state_.length(0); }  // positions in the decode memory
   int context() const { return state_.context(); }
   void reset() { state_.reset(0); }
-  // Times each op of the following passes into `profile` (null: stop timing).
-  void set_profile(OpProfile* profile) { state_.set_profile(profile); }
+  // How the following passes compute and where they report (precision, profile, GEMM log).
+  void set_exec(const ExecContext& exec) { state_.set_exec(exec); }
 
   // Runs `count` tokens at positions length() .. length() + count - 1, appending them to the
   // decode memory; writes their logits [count, vocab] when asked.

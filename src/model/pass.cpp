@@ -9,12 +9,12 @@
 
 namespace gattn {
 
-void project(const Weights& w, int64_t offset, float* out, const float* in, int rows, int in_dim,
+void project(const ExecContext& exec, const Weights& w, int64_t offset, float* out, const float* in, int rows, int in_dim,
              int out_dim, int ld_out) {
   if (const uint16_t* bf16 = w.bf16_data(); bf16 && rows <= kSmallBatchRows)
     small_batch_linear(out, in, bf16 + offset, rows, in_dim, out_dim, false, ld_out);
   else
-    linear_forward(out, in, w.at(offset), rows, in_dim, out_dim, false, ld_out);
+    linear_forward(exec, out, in, w.at(offset), rows, in_dim, out_dim, false, ld_out);
 }
 
 namespace {
@@ -63,7 +63,7 @@ void forward_blocks(const PassContext& pass, const int32_t* ids, PassBuffers& b)
   const Weights& w = pass.weights;
   const Config& c = w.config();
   const int C = c.hidden_size;
-  OpSections ops(pass.profile);
+  OpSections ops(pass.exec.profile);
   ops.next("embedding");
   embedding_forward(b.block_input(0), ids, w.at(w.layout().embed), pass.rows(), C, c.vocab_size);
   ops.next(nullptr);
@@ -90,7 +90,7 @@ void backward_blocks(const PassContext& pass, const int32_t* ids, const PassBuff
   const Weights& w = pass.weights;
   const ParamLayout& layout = w.layout();
   const int C = w.config().hidden_size, N = pass.rows();
-  OpSections ops(pass.profile);
+  OpSections ops(pass.exec.profile);
   ops.next("norms");
   rmsnorm_backward(s.d_resid, g.at(layout.final_norm), s.d_hidden, b.last(),
                    w.at(layout.final_norm), b.final_rstd, {N, 1, C, C, C, 0}, false);

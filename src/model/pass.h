@@ -12,6 +12,7 @@
 #include "model/block.h"
 #include "model/hooks.h"
 #include "model/weights.h"
+#include "ops/exec_context.h"
 #include "util/op_profile.h"
 
 namespace gattn {
@@ -23,6 +24,7 @@ struct TensorRef {  // rows of a matrix with row stride ld (floats)
 
 struct PassContext {
   const Weights& weights;
+  const ExecContext& exec;  // precision, profile, GEMM log
   int batch;                 // sequences
   int seq_len;               // rows per sequence: row r = b * seq_len + t
   const int32_t* positions;  // [rows] each row's position (RoPE, and the decode memory's slot)
@@ -33,7 +35,6 @@ struct PassContext {
   // The memory sequence of each of the pass's sequences (null: sequence b uses b).
   const int* memory_sequences = nullptr;
   PassHooks* hooks = nullptr;  // what the blocks show of their tensors (analysis, interventions)
-  OpProfile* profile = nullptr;
 
   int rows() const { return batch * seq_len; }
   int memory_sequence(int b) const { return memory_sequences ? memory_sequences[b] : b; }
@@ -42,7 +43,7 @@ struct PassContext {
 // out[rows, out_dim] = in[rows, in_dim] W^T for the weight matrix at `offset`: from the bf16 copy
 // for a decode step when the weights keep one (Weights::round_to_bf16_for_inference), else
 // linear_forward on the fp32 values. ld_out: out's row stride (0: out_dim).
-void project(const Weights& w, int64_t offset, float* out, const float* in, int rows, int in_dim,
+void project(const ExecContext& exec, const Weights& w, int64_t offset, float* out, const float* in, int rows, int in_dim,
              int out_dim, int ld_out = 0);
 
 // The residual stream of a pass and what each block keeps.

@@ -10,6 +10,11 @@
 
 namespace gattn {
 
+void TrainState::set_exec(const ExecContext& exec) {
+  check_gemm_precision(exec.precision);
+  exec_ = exec;
+}
+
 int64_t count_targets(const Batch& batch) {
   int64_t n = 0;
   for (int64_t i = 0; i < int64_t(batch.batch) * batch.seq_len; ++i) n += batch.targets[i] >= 0;
@@ -69,9 +74,9 @@ LossSum TrainState::forward(const Batch& batch, float* logits, double* token_nat
   const Config& c = w_.config();
   const float* head = w_.at(w_.layout().lm_head);
   if (logits)
-    linear_forward(logits, buffers_.final_out, head, batch_rows(), c.hidden_size, c.vocab_size);
+    linear_forward(exec_, logits, buffers_.final_out, head, batch_rows(), c.hidden_size, c.vocab_size);
   if (!batch.targets) return {};
-  return lm_head_cross_entropy<float>(nullptr, nullptr, logits_chunk_, buffers_.final_out, head,
+  return lm_head_cross_entropy<float>(exec_, nullptr, nullptr, logits_chunk_, buffers_.final_out, head,
                                       batch.targets, batch_rows(), c.hidden_size, c.vocab_size,
                                       chunk_rows_, 0.0f, token_nats);
 }
@@ -86,9 +91,9 @@ LossSum TrainState::forward_backward(const Batch& batch, float grad_scale) {
   forward_blocks(pass, batch.ids, buffers_);
   const Config& c = w_.config();
   const ParamLayout& layout = w_.layout();
-  OpSections ops(profile_);
+  OpSections ops(exec_.profile);
   ops.next("lm head and cross-entropy (forward and backward)");
-  const LossSum loss = lm_head_cross_entropy<float>(
+  const LossSum loss = lm_head_cross_entropy<float>(exec_, 
       s_.d_hidden, g.at(layout.lm_head), logits_chunk_, buffers_.final_out, w_.at(layout.lm_head),
       batch.targets, batch_rows(), c.hidden_size, c.vocab_size, chunk_rows_, grad_scale);
   ops.next(nullptr);

@@ -38,8 +38,10 @@ class TrainState {
   // The hooks of the following passes (null: none): what analysis reads, interventions.
   // forward_backward() refuses hooks that change tensors.
   void set_hooks(PassHooks* hooks) { hooks_ = hooks; }
-  // Attach a profile to receive the wall time of each op (null: none).
-  void set_profile(OpProfile* profile) { profile_ = profile; }
+  // How the following passes compute and where they report (precision, profile, GEMM log);
+  // an Error for a precision this CPU cannot run.
+  void set_exec(const ExecContext& exec);
+  const ExecContext& exec() const { return exec_; }
   // max |hidden state| over every layer's output in the last forward pass (massive activations).
   float max_abs_hidden() const;
 
@@ -55,16 +57,16 @@ class TrainState {
   void plan(int batch, int seq_len, bool backward);
   PassContext context() const {
     return {.weights = w_,
+            .exec = exec_,
             .batch = batch_,
             .seq_len = seq_len_,
             .positions = positions_.data(),
-            .hooks = hooks_,
-            .profile = profile_};
+            .hooks = hooks_};
   }
 
   const Weights& w_;
   std::unique_ptr<Gradients> grads_;
-  OpProfile* profile_ = nullptr;
+  ExecContext exec_;
   PassHooks* hooks_ = nullptr;
 
   int batch_ = 0, seq_len_ = 0;

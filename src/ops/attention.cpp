@@ -127,7 +127,7 @@ AttentionShape self_attention_shape(int batch, int seq_len, int q_heads, int kv_
 }
 
 template <typename T>
-void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s,
+void attention_forward(const ExecContext& exec, T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s,
                        const OutputGate<T>* gate) {
   if (s.q_len <= kFewQueryRows) {
     attention_forward_few_queries(out, lse, q, k, v, s);
@@ -177,7 +177,7 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const
         const int k0 = kt * kAttentionTile, nk = std::min(kAttentionTile, s.kv_len - k0);
         const T* k_t_tile = keys_t + kv_head * keys_size + int64_t(k0) * d;
         const T* v_tile = values + kv_head * values_size + int64_t(k0) * d;
-        tile_matmul<T>(scores, q_tile, k_t_tile, nq, nk, d, false, false, scale, 0, d,
+        tile_matmul<T>(exec, scores, q_tile, k_t_tile, nq, nk, d, false, false, scale, 0, d,
                        kAttentionTile, kAttentionTile);
         for (int i = 0; i < nq; ++i) {
           T* row = scores + i * kAttentionTile;
@@ -193,7 +193,7 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const
         }
         row_sums_in_order(scores, kAttentionTile, visible, nq, tile_sum);
         for (int i = 0; i < nq; ++i) row_sum[i] = row_sum[i] * rescale[i] + tile_sum[i];
-        tile_matmul<T>(acc, scores, v_tile, nq, d, nk, false, false, 1, 1, kAttentionTile, d, d);
+        tile_matmul<T>(exec, acc, scores, v_tile, nq, d, nk, false, false, 1, 1, kAttentionTile, d, d);
       }
       for (int i = 0; i < nq; ++i) {
         const int64_t r = q_row0 + q0 + i;
@@ -237,7 +237,7 @@ struct BackwardHead {
 }  // namespace
 
 template <typename T>
-void attention_backward(T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, const T* lse,
+void attention_backward(const ExecContext& exec, T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, const T* lse,
                         const T* q, const T* k, const T* v, const AttentionShape& s,
                         const OutputGate<T>* gate) {
   const int d = s.head_dim, group = s.q_heads / s.kv_heads;
@@ -289,7 +289,7 @@ void attention_backward(T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, co
           const int key_tiles = tile_count(keys_seen(s, q0 + nq - 1));
           for (int kt = 0; kt < key_tiles; ++kt) {
             const int k0 = kt * kAttentionTile, nk = std::min(kAttentionTile, s.kv_len - k0);
-            tile_matmul<T>(w.probs, q_tile, w.keys_t + int64_t(k0) * d, nq, nk, d, false, false,
+            tile_matmul<T>(exec, w.probs, q_tile, w.keys_t + int64_t(k0) * d, nq, nk, d, false, false,
                            scale, 0, d, kAttentionTile, kAttentionTile);
             for (int i = 0; i < nq; ++i) {
               T* row = w.probs + i * kAttentionTile;
@@ -299,10 +299,10 @@ void attention_backward(T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, co
               for (int j = visible; j < nk; ++j) row[j] = 0;
             }
             // d_v += P^T dO
-            tile_matmul<T>(w.d_values + int64_t(k0) * d, w.probs, dout_tile, nk, d, nq, true,
+            tile_matmul<T>(exec, w.d_values + int64_t(k0) * d, w.probs, dout_tile, nk, d, nq, true,
                            false, 1, 1, kAttentionTile, d, d);
             // dP = dO v^T, then dS = P (dP - D) scale
-            tile_matmul<T>(w.d_scores, dout_tile, w.values_t + int64_t(k0) * d, nq, nk, d, false,
+            tile_matmul<T>(exec, w.d_scores, dout_tile, w.values_t + int64_t(k0) * d, nq, nk, d, false,
                            false, 1, 0, d, kAttentionTile, kAttentionTile);
             for (int i = 0; i < nq; ++i) {
               const T* p = w.probs + i * kAttentionTile;
@@ -311,9 +311,9 @@ void attention_backward(T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, co
               for (int j = 0; j < nk; ++j) ds[j] = p[j] * (ds[j] - di) * scale;
             }
             // d_q += dS k;  d_k += dS^T q
-            tile_matmul<T>(dq_tile, w.d_scores, w.keys + int64_t(k0) * d, nq, d, nk, false, false,
+            tile_matmul<T>(exec, dq_tile, w.d_scores, w.keys + int64_t(k0) * d, nq, d, nk, false, false,
                            1, 1, kAttentionTile, d, d);
-            tile_matmul<T>(w.d_keys + int64_t(k0) * d, w.d_scores, q_tile, nk, d, nq, true, false,
+            tile_matmul<T>(exec, w.d_keys + int64_t(k0) * d, w.d_scores, q_tile, nk, d, nq, true, false,
                            1, 1, kAttentionTile, d, d);
           }
         }
@@ -326,9 +326,9 @@ void attention_backward(T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, co
 }
 
 #define GATTN_INSTANTIATE(T)                                                               \
-  template void attention_forward<T>(T*, T*, const T*, const T*, const T*, const AttentionShape&, \
+  template void attention_forward<T>(const ExecContext&, T*, T*, const T*, const T*, const T*, const AttentionShape&, \
                                      const OutputGate<T>*);                                        \
-  template void attention_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,  \
+  template void attention_backward<T>(const ExecContext&, T*, T*, T*, const T*, const T*, const T*, const T*,  \
                                       const T*, const T*, const AttentionShape&,               \
                                       const OutputGate<T>*);
 GATTN_INSTANTIATE(float)

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 
+#include "ops/exec_context.h"
 #include "ops/gate.h"
 
 namespace gattn {
@@ -49,13 +50,13 @@ struct OutputGate {
 // out[r, h*d .. ] = softmax(q k^T / sqrt(d)) v over the visible keys; lse[r * H + h] saved.
 // With a gate, also gate->gated (above).
 template <typename T>
-void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s,
+void attention_forward(const ExecContext& exec, T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s,
                        const OutputGate<T>* gate = nullptr);
 
 // Writes (not accumulates) d_q, d_k, d_v (kv_len rows of each sequence); with a gate, d_out is the
 // gradient of the gated output and gate->d_z is written too.
 template <typename T>
-void attention_backward(T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, const T* lse,
+void attention_backward(const ExecContext& exec, T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, const T* lse,
                         const T* q, const T* k, const T* v, const AttentionShape& s,
                         const OutputGate<T>* gate = nullptr);
 

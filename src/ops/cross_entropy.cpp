@@ -11,7 +11,7 @@
 namespace gattn {
 
 template <typename T>
-LossSum lm_head_cross_entropy(T* d_x, T* d_w, T* logits_scratch, const T* x, const T* w,
+LossSum lm_head_cross_entropy(const ExecContext& exec, T* d_x, T* d_w, T* logits_scratch, const T* x, const T* w,
                               const int32_t* targets, int64_t rows, int dim, int vocab,
                               int chunk_rows, T grad_scale, double* row_nats_out) {
   for (int64_t n = 0; n < rows; ++n)
@@ -21,14 +21,14 @@ LossSum lm_head_cross_entropy(T* d_x, T* d_w, T* logits_scratch, const T* x, con
   std::vector<double> row_nats(chunk_rows);
   // Each of these is read by two or more GEMMs (in native bf16, rounded once; storage reused).
   thread_local SharedOperand<T> head, chunk, d_logits;
-  head.prepare(w, vocab, dim);
+  head.prepare(exec, w, vocab, dim);
   for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
     const int nc = int(std::min<int64_t>(chunk_rows, rows - r0));
-    chunk.prepare(x + r0 * dim, nc, dim);
+    chunk.prepare(exec, x + r0 * dim, nc, dim);
     if (head.rounded())
-      matmul<T>(logits_scratch, chunk, head, nc, vocab, dim, false, true);
+      matmul<T>(exec, logits_scratch, chunk, head, nc, vocab, dim, false, true);
     else  // fp32 takes linear_forward's small-batch kernel for a short last chunk
-      linear_forward<T>(logits_scratch, chunk.values(), w, nc, dim, vocab);
+      linear_forward<T>(exec, logits_scratch, chunk.values(), w, nc, dim, vocab);
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < nc; ++i) {
       T* logit = logits_scratch + int64_t(i) * vocab;
@@ -60,18 +60,18 @@ LossSum lm_head_cross_entropy(T* d_x, T* d_w, T* logits_scratch, const T* x, con
       total.tokens += targets[r0 + i] >= 0;
     }
     if (d_x) {  // d_w += d_logits^T chunk; d_x = d_logits head
-      d_logits.prepare(logits_scratch, nc, vocab);
-      if (d_w) matmul<T>(d_w, d_logits, chunk, vocab, dim, nc, true, false, 1, 1);
-      matmul<T>(d_x + r0 * dim, d_logits, head, nc, dim, vocab, false, false);
+      d_logits.prepare(exec, logits_scratch, nc, vocab);
+      if (d_w) matmul<T>(exec, d_w, d_logits, chunk, vocab, dim, nc, true, false, 1, 1);
+      matmul<T>(exec, d_x + r0 * dim, d_logits, head, nc, dim, vocab, false, false);
     }
   }
   return total;
 }
 
-template LossSum lm_head_cross_entropy<float>(float*, float*, float*, const float*, const float*,
+template LossSum lm_head_cross_entropy<float>(const ExecContext&, float*, float*, float*, const float*, const float*,
                                               const int32_t*, int64_t, int, int, int, float,
                                               double*);
-template LossSum lm_head_cross_entropy<double>(double*, double*, double*, const double*,
+template LossSum lm_head_cross_entropy<double>(const ExecContext&, double*, double*, double*, const double*,
                                                const double*, const int32_t*, int64_t, int, int,
                                                int, double, double*);
 

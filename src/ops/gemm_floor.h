@@ -6,6 +6,7 @@
 #include <map>
 #include <vector>
 
+#include "ops/exec_context.h"
 #include "ops/gemm_log.h"
 
 namespace gattn {
@@ -32,7 +33,7 @@ struct GemmFloor {
 };
 
 // GEMMs that ran inside a parallel region are timed with every thread running its own copy at
-// once and count 1 / threads of their time each.
-GemmFloor measure_gemm_floor(const std::map<GemmShape, int64_t>& calls);
+// once and count 1 / threads of their time each. Each shape runs in the step's precision.
+GemmFloor measure_gemm_floor(const ExecContext& step, const std::map<GemmShape, int64_t>& calls);
 
 }  // namespace gattn

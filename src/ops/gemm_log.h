@@ -1,5 +1,5 @@
 // A record of the GEMMs a pass runs, by shape (gattn bench --profile times each shape alone to
-// give the step's GEMM-bound floor). Off unless a log is installed; process-wide.
+// give the step's GEMM-bound floor). Off unless a pass's ExecContext names one.
 #pragma once
 #include <compare>
 #include <cstdint>
@@ -30,9 +30,5 @@ class GemmLog {
   mutable std::mutex mutex_;
   std::map<GemmShape, int64_t> calls_;
 };
-
-// Installs the log every fp32 matmul() adds to (null: stop recording).
-void set_gemm_log(GemmLog* log);
-GemmLog* gemm_log();
 
 }  // namespace gattn

@@ -3,7 +3,6 @@
 #include <cblas.h>
 #include <omp.h>
 
-#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -18,10 +17,6 @@
 namespace gattn {
 
 namespace {
-std::atomic<GemmPrecision> g_precision{GemmPrecision::fp32};
-
-GemmPrecision precision() { return g_precision.load(std::memory_order_relaxed); }
-
 // Copies the rows x cols matrix at x (leading dimension ld) into buffer, packed and rounded.
 const float* rounded_copy(const float* x, int rows, int cols, int ld, std::vector<float>& buffer) {
   buffer.resize(size_t(rows) * cols);
@@ -55,13 +50,11 @@ const char* gemm_precision_name(GemmPrecision p) {
   return "?";
 }
 
-void set_gemm_precision(GemmPrecision p) {
+void check_gemm_precision(GemmPrecision p) {
   if (p == GemmPrecision::bf16 && !native_bf16_gemm_available())
     fail("precision bf16: this CPU (or oneDNN) has no bf16 dot-product instructions "
          "(avx512_bf16); use \"fp32\" or the slower \"bf16_emulated\"");
-  g_precision = p;
 }
-GemmPrecision gemm_precision() { return precision(); }
 
 float round_to_bf16(float x) {
   uint32_t u;
@@ -76,14 +69,15 @@ namespace {
 // tile: an attention tile (tile_matmul): in native bf16 on ops/bf16_tile's kernel, or in fp32
 // where the build has none.
 template <typename T>
-void gemm_in_precision(T* c, const T* a, const T* b, int m, int n, int k, bool trans_a,
-                       bool trans_b, T alpha, T beta, int lda, int ldb, int ldc, bool tile) {
+void gemm_in_precision(const ExecContext& x, T* c, const T* a, const T* b, int m, int n, int k,
+                       bool trans_a, bool trans_b, T alpha, T beta, int lda, int ldb, int ldc,
+                       bool tile) {
   if (m == 0 || n == 0) return;
   if (lda == 0) lda = trans_a ? m : k;
   if (ldb == 0) ldb = trans_b ? k : n;
   if (ldc == 0) ldc = n;
   if constexpr (std::is_same_v<T, float>) {
-    if (GemmLog* log = gemm_log())
+    if (GemmLog* log = x.gemm_log)
       log->add({.m = m,
                 .n = n,
                 .k = k,
@@ -94,7 +88,7 @@ void gemm_in_precision(T* c, const T* a, const T* b, int m, int n, int k, bool t
                 .trans_b = trans_b,
                 .accumulate = beta != 0,
                 .in_parallel = omp_in_parallel() != 0});
-    const GemmPrecision p = precision();
+    const GemmPrecision p = x.precision;
     if (p == GemmPrecision::bf16 && k > 0) {
       if (!tile) return bf16_gemm(c, a, b, m, n, k, trans_a, trans_b, alpha, beta, lda, ldb, ldc);
       if (bf16_tiles_available())
@@ -116,37 +110,37 @@ void gemm_in_precision(T* c, const T* a, const T* b, int m, int n, int k, bool t
 }  // namespace
 
 template <typename T>
-void matmul(T* c, const T* a, const T* b, int m, int n, int k, bool trans_a, bool trans_b, T alpha,
-            T beta, int lda, int ldb, int ldc) {
-  gemm_in_precision(c, a, b, m, n, k, trans_a, trans_b, alpha, beta, lda, ldb, ldc, false);
+void matmul(const ExecContext& x, T* c, const T* a, const T* b, int m, int n, int k, bool trans_a,
+            bool trans_b, T alpha, T beta, int lda, int ldb, int ldc) {
+  gemm_in_precision(x, c, a, b, m, n, k, trans_a, trans_b, alpha, beta, lda, ldb, ldc, false);
 }
 
 template <typename T>
-void tile_matmul(T* c, const T* a, const T* b, int m, int n, int k, bool trans_a, bool trans_b,
-                 T alpha, T beta, int lda, int ldb, int ldc) {
-  gemm_in_precision(c, a, b, m, n, k, trans_a, trans_b, alpha, beta, lda, ldb, ldc, true);
+void tile_matmul(const ExecContext& x, T* c, const T* a, const T* b, int m, int n, int k,
+                 bool trans_a, bool trans_b, T alpha, T beta, int lda, int ldb, int ldc) {
+  gemm_in_precision(x, c, a, b, m, n, k, trans_a, trans_b, alpha, beta, lda, ldb, ldc, true);
 }
 
 template <typename T>
-void SharedOperand<T>::prepare(const T* x, int rows, int cols) {
-  values_ = x;
+void SharedOperand<T>::prepare(const ExecContext& x, const T* values, int rows, int cols) {
+  values_ = values;
   cols_ = cols;
   rounded_valid_ = false;
   if constexpr (std::is_same_v<T, float>) {
-    if (precision() != GemmPrecision::bf16) return;
+    if (x.precision != GemmPrecision::bf16) return;
     if (rounded_.size() < size_t(rows) * cols) rounded_.resize(size_t(rows) * cols);
-    to_bf16(x, rows, cols, cols, rounded_.data());
+    to_bf16(values, rows, cols, cols, rounded_.data());
     rounded_valid_ = true;
   }
 }
 
 template <typename T>
-void matmul(T* c, const SharedOperand<T>& a, const SharedOperand<T>& b, int m, int n, int k,
-            bool trans_a, bool trans_b, T alpha, T beta) {
+void matmul(const ExecContext& x, T* c, const SharedOperand<T>& a, const SharedOperand<T>& b,
+            int m, int n, int k, bool trans_a, bool trans_b, T alpha, T beta) {
   if constexpr (std::is_same_v<T, float>) {
-    if (a.rounded() && b.rounded() && precision() == GemmPrecision::bf16 && m > 0 && n > 0 &&
+    if (a.rounded() && b.rounded() && x.precision == GemmPrecision::bf16 && m > 0 && n > 0 &&
         k > 0) {
-      if (GemmLog* log = gemm_log())
+      if (GemmLog* log = x.gemm_log)
         log->add({.m = m,
                   .n = n,
                   .k = k,
@@ -161,40 +155,45 @@ void matmul(T* c, const SharedOperand<T>& a, const SharedOperand<T>& b, int m, i
                                beta, n);
     }
   }
-  matmul<T>(c, a.values(), b.values(), m, n, k, trans_a, trans_b, alpha, beta, a.cols(),
+  matmul<T>(x, c, a.values(), b.values(), m, n, k, trans_a, trans_b, alpha, beta, a.cols(),
             b.cols(), n);
 }
 
 template <typename T>
-void linear_forward(T* out, const T* in, const T* w, int rows, int in_dim, int out_dim,
-                    bool accumulate, int ld_out) {
+void linear_forward(const ExecContext& x, T* out, const T* in, const T* w, int rows, int in_dim,
+                    int out_dim, bool accumulate, int ld_out) {
   if constexpr (std::is_same_v<T, float>) {
-    if (rows <= kSmallBatchRows && precision() == GemmPrecision::fp32) {
+    if (rows <= kSmallBatchRows && x.precision == GemmPrecision::fp32) {
       small_batch_linear(out, in, w, rows, in_dim, out_dim, accumulate, ld_out);
       return;
     }
   }
-  matmul<T>(out, in, w, rows, out_dim, in_dim, false, true, 1, accumulate ? 1 : 0, 0, 0, ld_out);
+  matmul<T>(x, out, in, w, rows, out_dim, in_dim, false, true, 1, accumulate ? 1 : 0, 0, 0,
+            ld_out);
 }
 
 template <typename T>
-void linear_backward(T* d_in, T* d_w, const T* d_out, const T* in, const T* w, int rows, int in_dim,
-                     int out_dim, bool accumulate_d_in, int ld_out) {
+void linear_backward(const ExecContext& x, T* d_in, T* d_w, const T* d_out, const T* in, const T* w,
+                     int rows, int in_dim, int out_dim, bool accumulate_d_in, int ld_out) {
   const int ld = ld_out ? ld_out : out_dim;
-  if (d_w) matmul<T>(d_w, d_out, in, out_dim, in_dim, rows, true, false, 1, 1, ld);
+  if (d_w) matmul<T>(x, d_w, d_out, in, out_dim, in_dim, rows, true, false, 1, 1, ld);
   if (d_in)
-    matmul<T>(d_in, d_out, w, rows, in_dim, out_dim, false, false, 1, accumulate_d_in ? 1 : 0, ld);
+    matmul<T>(x, d_in, d_out, w, rows, in_dim, out_dim, false, false, 1, accumulate_d_in ? 1 : 0,
+              ld);
 }
 
 #define GATTN_INSTANTIATE(T)                                                                       \
   template class SharedOperand<T>;                                                                 \
-  template void matmul<T>(T*, const SharedOperand<T>&, const SharedOperand<T>&, int, int, int,     \
-                          bool, bool, T, T);                                                       \
-  template void matmul<T>(T*, const T*, const T*, int, int, int, bool, bool, T, T, int, int, int); \
-  template void tile_matmul<T>(T*, const T*, const T*, int, int, int, bool, bool, T, T, int, int,  \
-                               int);                                                               \
-  template void linear_forward<T>(T*, const T*, const T*, int, int, int, bool, int);               \
-  template void linear_backward<T>(T*, T*, const T*, const T*, const T*, int, int, int, bool, int);
+  template void matmul<T>(const ExecContext&, T*, const SharedOperand<T>&, const SharedOperand<T>&, \
+                          int, int, int, bool, bool, T, T);                                        \
+  template void matmul<T>(const ExecContext&, T*, const T*, const T*, int, int, int, bool, bool, T, \
+                          T, int, int, int);                                                       \
+  template void tile_matmul<T>(const ExecContext&, T*, const T*, const T*, int, int, int, bool,    \
+                               bool, T, T, int, int, int);                                         \
+  template void linear_forward<T>(const ExecContext&, T*, const T*, const T*, int, int, int, bool, \
+                                  int);                                                            \
+  template void linear_backward<T>(const ExecContext&, T*, T*, const T*, const T*, const T*, int,  \
+                                   int, int, bool, int);
 GATTN_INSTANTIATE(float)
 GATTN_INSTANTIATE(double)
 #undef GATTN_INSTANTIATE

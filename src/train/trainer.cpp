@@ -107,6 +107,7 @@ class TrainingRun {
         ids_(rows_per_step_ * run.seq_len),
         targets_(ids_.size()),
         live_(log.live()) {
+    state_.set_exec({.precision = run.precision, .log = &log, .threads = run.threads});
     if (!run.val_data.empty()) val_shard_ = std::make_unique<TokenShard>(run.val_data);
     for (const TokenShard* shard :
          {&train_shard_, static_cast<const TokenShard*>(val_shard_.get())})
@@ -356,7 +357,6 @@ TrainOutcome train(const RunConfig& run, const TrainSession& session,
     log.info("gattn: ", run.threads, " threads requested, using ", available_cores(),
              " (the cores this process may use)");
   const ThreadScope threads(run.threads);
-  const GemmPrecisionScope precision(run.precision);
   return TrainingRun(run, token_bytes, log).run(session);
 }
 

@@ -246,7 +246,7 @@ void AttentionForward::attention_over_memory(TensorRef q, TensorRef k, TensorRef
                                .ld_k = kvd,
                                .ld_v = kvd,
                                .ld_out = c_.q_dim()};
-    attention_forward(a_.attn_out + row0 * shape.ld_out, a_.attn_lse + row0 * H,
+    attention_forward(pass_.exec, a_.attn_out + row0 * shape.ld_out, a_.attn_lse + row0 * H,
                       q.data + row0 * q.ld, memory.keys + base * kvd, memory.values + base * kvd,
                       shape);
   }
@@ -254,12 +254,12 @@ void AttentionForward::attention_over_memory(TensorRef q, TensorRef k, TensorRef
 
 void AttentionForward::run(const float* in, float* out) {
   const int N = N_, C = c_.hidden, qd = c_.q_dim(), kvd = c_.kv_dim();
-  OpSections ops(pass_.profile);
+  OpSections ops(pass_.exec.profile);
   ops.next("norms");
   rmsnorm_forward(a_.normed, a_.norm_rstd, in, w_.at(o_.input_norm), {N, 1, C, C, C, 0},
                   c_.output.eps);
   ops.next("q/k/v/gate projection");
-  project(w_, o_.proj, a_.proj, a_.normed, N, C, c_.projection_rows(), P_);
+  project(pass_.exec, w_, o_.proj, a_.proj, a_.normed, N, C, c_.projection_rows(), P_);
   ops.next("q/k norm and rope (and a q/k gate)");
   a_.q = head_path(true);
   a_.k = head_path(false);
@@ -285,7 +285,7 @@ void AttentionForward::run(const float* in, float* out) {
                                  .ld_gated = site_.width(),
                                  .d_z = nullptr,
                                  .ld_dz = 0};
-    attention_forward(a_.attn_out, a_.attn_lse, a_.q.data, a_.k.data, a_.v.data, shape,
+    attention_forward(pass_.exec, a_.attn_out, a_.attn_lse, a_.q.data, a_.k.data, a_.v.data, shape,
                       gated_here ? &gate : nullptr);
     if (gated_here) {
       a_.gate_in = {a_.attn_out, qd};
@@ -297,7 +297,7 @@ void AttentionForward::run(const float* in, float* out) {
   const TensorRef o_in = gated_here ? TensorRef{a_.gate_out, site_.width()}
                                     : gate_at(GateStage::attention_output, {a_.attn_out, qd});
   ops.next("o_proj");
-  project(w_, o_.o_proj, a_.o_out, o_in.data, N, qd, C);
+  project(pass_.exec, w_, o_.o_proj, a_.o_out, o_in.data, N, qd, C);
   ops.next("gate");
   const TensorRef raw = gate_at(GateStage::output_projection, {a_.o_out, C});
   ops.next("residual (and sandwich norm, clip)");

@@ -107,7 +107,7 @@ void AttentionBackward::head_path(bool is_query, TensorRef d_out) {
 // d holds dL/d(block output) and becomes dL/d(block input).
 void AttentionBackward::run(const float* in, float* d) {
   const int N = N_, C = c_.hidden, qd = c_.q_dim(), kvd = c_.kv_dim();
-  OpSections ops(pass_.profile);
+  OpSections ops(pass_.exec.profile);
   ops.next("residual (and sandwich norm, clip)");
   const float* raw = after_gate(GateStage::output_projection, {a_.o_out, C}).data;
   float* d_block =
@@ -118,7 +118,7 @@ void AttentionBackward::run(const float* in, float* d) {
   ops.next("o_proj");
   const TensorRef d_attn{s_.d_attn, qd};
   const TensorRef d_o_in = grad_into(GateStage::attention_output, d_attn);
-  linear_backward(d_o_in.data, g_.at(o_.o_proj), d_o.data,
+  linear_backward(pass_.exec, d_o_in.data, g_.at(o_.o_proj), d_o.data,
                   after_gate(GateStage::attention_output, {a_.attn_out, qd}).data, w_.at(o_.o_proj),
                   N, qd, C);
   ops.next("gate");
@@ -140,7 +140,7 @@ void AttentionBackward::run(const float* in, float* d) {
                                .ld_gated = 0,
                                .d_z = dz_,
                                .ld_dz = ld_z_ == 0 ? site_.scores : ld_z_};
-  attention_backward(d_q.data, d_k.data, d_v.data, gated_here ? d_o_in.data : s_.d_attn,
+  attention_backward(pass_.exec, d_q.data, d_k.data, d_v.data, gated_here ? d_o_in.data : s_.d_attn,
                      a_.attn_out, a_.attn_lse, a_.q.data, a_.k.data, a_.v.data, shape,
                      gated_here ? &gate : nullptr);
   ops.next("gate");
@@ -154,7 +154,7 @@ void AttentionBackward::run(const float* in, float* d) {
     column_sum(g_.at(o_.gate_logit), s_.d_gate_tokens, N, site_.scores);
 
   ops.next("q/k/v/gate projection");
-  linear_backward(s_.d_normed, g_.at(o_.proj), s_.d_proj, a_.normed, w_.at(o_.proj), N, C,
+  linear_backward(pass_.exec, s_.d_normed, g_.at(o_.proj), s_.d_proj, a_.normed, w_.at(o_.proj), N, C,
                   c_.projection_rows(), false, P_);
   ops.next("norms");
   rmsnorm_backward(d, g_.at(o_.input_norm), s_.d_normed, in, w_.at(o_.input_norm), a_.norm_rstd,

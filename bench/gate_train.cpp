@@ -70,8 +70,7 @@ int main(int argc, char** argv) {
       m.weights->init(1);
       m.state = std::make_unique<gattn::TrainState>(*m.weights);
       m.state->set_exec({.precision = precision->second});
-      m.optimizer =
-          std::make_unique<gattn::AdamW>(m.weights->layout(), gattn::AdamWOptions{});
+      m.optimizer = std::make_unique<gattn::AdamW>(m.weights->layout(), gattn::AdamWOptions{});
       models.push_back(std::move(m));
     }
     const int64_t tokens = int64_t(batch_size) * seq;

@@ -94,8 +94,8 @@ TEST(AttentionForward, QueriesAfterAnOffsetSeeThePrecedingKeys) {
                   v_cache.begin() + size_t(b * capacity) * full.ld_v);
     }
     std::vector<double> out(size_t(2) * n * full.ld_out), lse(size_t(2) * n * 4);
-    attention_forward(ExecContext{}, out.data(), lse.data(), q_chunk.data(), k_cache.data(), v_cache.data(),
-                      chunk);
+    attention_forward(ExecContext{}, out.data(), lse.data(), q_chunk.data(), k_cache.data(),
+                      v_cache.data(), chunk);
     double worst = 0;
     for (int b = 0; b < 2; ++b)
       for (size_t i = 0; i < size_t(n) * full.ld_out; ++i)
@@ -121,7 +121,8 @@ TEST(AttentionForward, FewQueriesInFloatMatchTheFormula) {
     chunk.q_len = n, chunk.q_offset = seq - n;
     const std::vector<float> qf(q.end() - ptrdiff_t(n) * full.ld_q, q.end());
     std::vector<float> out(size_t(n) * full.ld_out), lse(size_t(n) * heads);
-    attention_forward(ExecContext{}, out.data(), lse.data(), qf.data(), kf.data(), vf.data(), chunk);
+    attention_forward(ExecContext{}, out.data(), lse.data(), qf.data(), kf.data(), vf.data(),
+                      chunk);
     double err = 0, norm = 0;
     for (size_t i = 0; i < out.size(); ++i) {
       const double e = expected[size_t(seq - n) * full.ld_out + i];
@@ -158,8 +159,8 @@ TEST(AttentionBackward, MatchesFiniteDifferencesAcrossTiles) {
   loss();
   // Padding columns of the strided inputs get no gradient; seed them so a stray write shows.
   std::vector<double> dq(q.size(), 7.0), dk(k.size(), 7.0), dv(v.size(), 7.0);
-  attention_backward(ExecContext{}, dq.data(), dk.data(), dv.data(), probe.data(), out.data(), lse.data(),
-                     q.data(), k.data(), v.data(), s);
+  attention_backward(ExecContext{}, dq.data(), dk.data(), dv.data(), probe.data(), out.data(),
+                     lse.data(), q.data(), k.data(), v.data(), s);
   auto clear_padding = [&](std::vector<double>& g, int ld, int used) {
     for (int r = 0; r < seq; ++r)
       for (int c = used; c < ld; ++c) {
@@ -189,16 +190,24 @@ TEST(AttentionOutputGate, GivesTheBitsOfTheSeparateGateOp) {
           for (const bool shared_row : {false, true}) {
             const int heads = 4, d = 5, batch = 2, rows = batch * seq;
             const AttentionShape s = shape(batch, seq, heads, 2, d, 3);
-            const GateShape g{.rows = rows, .heads = heads, .head_dim = d, .headwise = headwise,
-                              .head_shared = false, .additive = additive, .activation = act,
-                              .ld_y = s.ld_out, .ld_y_out = s.ld_out, .ld_z = 0};
+            const GateShape g{.rows = rows,
+                              .heads = heads,
+                              .head_dim = d,
+                              .headwise = headwise,
+                              .head_shared = false,
+                              .additive = additive,
+                              .activation = act,
+                              .ld_y = s.ld_out,
+                              .ld_y_out = s.ld_out,
+                              .ld_z = 0};
             const int ld_z = shared_row ? 0 : g.scores() + 2;
             std::mt19937_64 rng(seq * 131 + headwise * 7 + additive * 3 + int(act));
             auto floats = [&](size_t n, double scale) {
               const auto x = random_vector(n, rng, scale);
               return std::vector<float>(x.begin(), x.end());
             };
-            const auto q = floats(size_t(rows) * s.ld_q, 2.0), k = floats(size_t(rows) * s.ld_k, 2.0);
+            const auto q = floats(size_t(rows) * s.ld_q, 2.0),
+                       k = floats(size_t(rows) * s.ld_k, 2.0);
             const auto v = floats(size_t(rows) * s.ld_v, 1.0);
             const auto z = floats(size_t(shared_row ? 1 : rows) * std::max(ld_z, g.scores()), 2.0);
             const auto d_gated = floats(size_t(rows) * s.ld_out, 1.0);
@@ -208,23 +217,31 @@ TEST(AttentionOutputGate, GivesTheBitsOfTheSeparateGateOp) {
             const size_t out_size = size_t(rows) * s.ld_out, lse_size = size_t(rows) * heads;
             // separately: attention, then the gate op
             std::vector<float> out1(out_size), lse1(lse_size), gated1(out_size), d_out1(out_size);
-            std::vector<float> dz1(size_t(rows) * ld_dz), dq1(q.size()), dk1(k.size()), dv1(v.size());
-            attention_forward(ExecContext{}, out1.data(), lse1.data(), q.data(), k.data(), v.data(), s);
+            std::vector<float> dz1(size_t(rows) * ld_dz), dq1(q.size()), dk1(k.size()),
+                dv1(v.size());
+            attention_forward(ExecContext{}, out1.data(), lse1.data(), q.data(), k.data(), v.data(),
+                              s);
             gate_forward(gated1.data(), out1.data(), z.data(), gs);
             gate_backward(d_out1.data(), dz1.data(), d_gated.data(), out1.data(), z.data(), gs);
-            attention_backward(ExecContext{}, dq1.data(), dk1.data(), dv1.data(), d_out1.data(), out1.data(),
-                               lse1.data(), q.data(), k.data(), v.data(), s);
+            attention_backward(ExecContext{}, dq1.data(), dk1.data(), dv1.data(), d_out1.data(),
+                               out1.data(), lse1.data(), q.data(), k.data(), v.data(), s);
             // fused
             std::vector<float> out2(out_size), lse2(lse_size), gated2(out_size);
             std::vector<float> dz2(dz1.size()), dq2(q.size()), dk2(k.size()), dv2(v.size());
-            const OutputGate<float> gate{.gate = {.head_dim = d, .headwise = headwise,
-                                                  .additive = additive, .activation = act},
-                                         .z = z.data(), .ld_z = ld_z,
-                                         .gated = gated2.data(), .ld_gated = s.ld_out,
-                                         .d_z = dz2.data(), .ld_dz = ld_dz};
-            attention_forward(ExecContext{}, out2.data(), lse2.data(), q.data(), k.data(), v.data(), s, &gate);
-            attention_backward(ExecContext{}, dq2.data(), dk2.data(), dv2.data(), d_gated.data(), out2.data(),
-                               lse2.data(), q.data(), k.data(), v.data(), s, &gate);
+            const OutputGate<float> gate{.gate = {.head_dim = d,
+                                                  .headwise = headwise,
+                                                  .additive = additive,
+                                                  .activation = act},
+                                         .z = z.data(),
+                                         .ld_z = ld_z,
+                                         .gated = gated2.data(),
+                                         .ld_gated = s.ld_out,
+                                         .d_z = dz2.data(),
+                                         .ld_dz = ld_dz};
+            attention_forward(ExecContext{}, out2.data(), lse2.data(), q.data(), k.data(), v.data(),
+                              s, &gate);
+            attention_backward(ExecContext{}, dq2.data(), dk2.data(), dv2.data(), d_gated.data(),
+                               out2.data(), lse2.data(), q.data(), k.data(), v.data(), s, &gate);
             const std::string what = "seq " + std::to_string(seq) + (headwise ? " headwise" : "") +
                                      (additive ? " additive" : "") + " activation " +
                                      std::to_string(int(act)) + (shared_row ? " shared row" : "");

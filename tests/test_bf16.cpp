@@ -67,8 +67,16 @@ TEST(Bf16, ConversionRoundsLikeRoundToBf16) {
   // Ties both ways, values near overflow, signed zeros, subnormals (flushed to zero, as the
   // instructions do) and infinities; 70 values so
   // that the vector loop (32 at a time) and the scalar tail both run, with a row stride.
-  std::vector<float> x = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, -2.5f, 0.3f, -0.0f, 0.0f, 1e-40f,
-                          -1e-41f, std::numeric_limits<float>::max(), -65504.0f,
+  std::vector<float> x = {1.0f + 0x1p-8f,
+                          1.0f + 3 * 0x1p-8f,
+                          -2.5f,
+                          0.3f,
+                          -0.0f,
+                          0.0f,
+                          1e-40f,
+                          -1e-41f,
+                          std::numeric_limits<float>::max(),
+                          -65504.0f,
                           std::numeric_limits<float>::infinity()};
   std::mt19937 rng(2);
   std::normal_distribution<float> normal(0, 100);
@@ -107,15 +115,16 @@ TEST(Bf16, NativeGemmEqualsTheEmulation) {
   for (const Case& t : cases) {
     const int lda = (t.trans_a ? t.m : t.k) + t.pad, ldb = (t.trans_b ? t.k : t.n) + t.pad;
     const int ldc = t.n + t.pad;
-    std::vector<float> a(size_t(t.trans_a ? t.k : t.m) * lda), b(size_t(t.trans_b ? t.n : t.k) * ldb);
+    std::vector<float> a(size_t(t.trans_a ? t.k : t.m) * lda),
+        b(size_t(t.trans_b ? t.n : t.k) * ldb);
     std::vector<float> c0(size_t(t.m) * ldc);
     for (float& x : a) x = normal(rng);
     for (float& x : b) x = normal(rng);
     for (float& x : c0) x = normal(rng);
     auto run = [&](GemmPrecision p) {
       std::vector<float> c = c0;
-      matmul<float>({.precision = p}, c.data(), a.data(), b.data(), t.m, t.n, t.k, t.trans_a, t.trans_b, t.alpha,
-                    t.beta, lda, ldb, ldc);
+      matmul<float>({.precision = p}, c.data(), a.data(), b.data(), t.m, t.n, t.k, t.trans_a,
+                    t.trans_b, t.alpha, t.beta, lda, ldb, ldc);
       return c;
     };
     const auto native = run(GemmPrecision::bf16), emulated = run(GemmPrecision::bf16_emulated);
@@ -128,7 +137,8 @@ TEST(Bf16, NativeGemmEqualsTheEmulation) {
         rounding = std::max(rounding, std::abs(double(fp32[at]) - emulated[at]));
       }
     for (int i = 0; i < t.m; ++i)  // the padding between rows is not written
-      for (int j = t.n; j < ldc; ++j) ASSERT_EQ(native[size_t(i) * ldc + j], c0[size_t(i) * ldc + j]);
+      for (int j = t.n; j < ldc; ++j)
+        ASSERT_EQ(native[size_t(i) * ldc + j], c0[size_t(i) * ldc + j]);
     const double sum_scale = std::abs(t.alpha) * std::sqrt(double(t.k)) * 4;
     EXPECT_LT(worst, 1e-5 * sum_scale) << t.m << "x" << t.n << "x" << t.k;
     EXPECT_GT(rounding, 10 * worst) << "the bf16 rounding dominates the order of the additions";
@@ -183,7 +193,8 @@ struct TileCase {
   }
   std::vector<float> emulated() const {
     std::vector<float> c = c0;
-    tile_matmul<float>({.precision = GemmPrecision::bf16_emulated}, c.data(), a.data(), b.data(), m, n, k, ta, tb, 0.25f, beta, lda, ldb, ldc);
+    tile_matmul<float>({.precision = GemmPrecision::bf16_emulated}, c.data(), a.data(), b.data(), m,
+                       n, k, ta, tb, 0.25f, beta, lda, ldb, ldc);
     return c;
   }
 };
@@ -314,13 +325,10 @@ TEST(Bf16, NativeTrainingStepTracksTheEmulation) {
 }
 
 TEST(Bf16, NativeModeNeedsTheInstructions) {
-  Weights w(Config{.vocab_size = 8,
-                   .hidden_size = 8,
-                   .num_hidden_layers = 1,
-                   .num_attention_heads = 1,
-                   .num_key_value_heads = 1,
-                   .head_dim = 8,
-                   .intermediate_size = 8});
+  Config c;
+  c.vocab_size = c.hidden_size = c.head_dim = c.intermediate_size = 8;
+  c.num_hidden_layers = c.num_attention_heads = c.num_key_value_heads = 1;
+  Weights w(c);
   TrainState state(w);
   if (native_bf16_gemm_available()) {
     state.set_exec({.precision = GemmPrecision::bf16});

@@ -34,7 +34,8 @@ TEST(Linear, BackwardMatchesFiniteDifferences) {
     linear_forward(ExecContext{}, y.data(), x.data(), w.data(), rows, in, out);
     return dot(y, probe);
   };
-  linear_backward(ExecContext{}, dx.data(), dw.data(), probe.data(), x.data(), w.data(), rows, in, out);
+  linear_backward(ExecContext{}, dx.data(), dw.data(), probe.data(), x.data(), w.data(), rows, in,
+                  out);
   EXPECT_LT(gradient_error(x, dx, loss), kGradTolerance);
   EXPECT_LT(gradient_error(w, dw, loss), kGradTolerance);
 }
@@ -200,14 +201,14 @@ TEST(CrossEntropy, FusedLmHeadMatchesFiniteDifferencesAcrossChunks) {
   std::vector<double> scratch(chunk * vocab), dx(x.size()), dw(w.size(), 0.0);
   const double scale = 0.37;
   auto loss = [&] {
-    return scale * lm_head_cross_entropy<double>(ExecContext{}, nullptr, nullptr, scratch.data(), x.data(),
-                                                 w.data(), targets.data(), rows, dim, vocab, chunk,
-                                                 0.0)
+    return scale * lm_head_cross_entropy<double>(ExecContext{}, nullptr, nullptr, scratch.data(),
+                                                 x.data(), w.data(), targets.data(), rows, dim,
+                                                 vocab, chunk, 0.0)
                        .nats;
   };
   const LossSum sum =
-      lm_head_cross_entropy<double>(ExecContext{}, dx.data(), dw.data(), scratch.data(), x.data(), w.data(),
-                                    targets.data(), rows, dim, vocab, chunk, scale);
+      lm_head_cross_entropy<double>(ExecContext{}, dx.data(), dw.data(), scratch.data(), x.data(),
+                                    w.data(), targets.data(), rows, dim, vocab, chunk, scale);
   EXPECT_EQ(sum.tokens, 5);
   // The loss itself, from the definition.
   double expected = 0;
@@ -224,9 +225,10 @@ TEST(CrossEntropy, FusedLmHeadMatchesFiniteDifferencesAcrossChunks) {
   EXPECT_LT(gradient_error(x, dx, loss), kGradTolerance);
   EXPECT_LT(gradient_error(w, dw, loss), kGradTolerance);
   const std::vector<int32_t> bad(rows, vocab);
-  EXPECT_THROW(lm_head_cross_entropy<double>(ExecContext{}, nullptr, nullptr, scratch.data(), x.data(), w.data(),
-                                             bad.data(), rows, dim, vocab, chunk, 0.0),
-               Error);
+  EXPECT_THROW(
+      lm_head_cross_entropy<double>(ExecContext{}, nullptr, nullptr, scratch.data(), x.data(),
+                                    w.data(), bad.data(), rows, dim, vocab, chunk, 0.0),
+      Error);
 }
 
 TEST(ColumnSum, SumsRowsInOrder) {

@@ -112,8 +112,9 @@ TEST(SmallBatchLinear, LinearForwardAgreesAcrossTheDispatchBoundary) {
   for (float& x : in) x = normal(rng);
   for (float& x : w) x = normal(rng);
   std::vector<float> all(size_t(rows) * out_dim), few(size_t(rows - 1) * out_dim);
-  linear_forward(ExecContext{}, all.data(), in.data(), w.data(), rows, in_dim, out_dim);      // sgemm
-  linear_forward(ExecContext{}, few.data(), in.data(), w.data(), rows - 1, in_dim, out_dim);  // the kernel
+  linear_forward(ExecContext{}, all.data(), in.data(), w.data(), rows, in_dim, out_dim);  // sgemm
+  linear_forward(ExecContext{}, few.data(), in.data(), w.data(), rows - 1, in_dim,
+                 out_dim);  // the kernel
   for (size_t i = 0; i < few.size(); ++i) EXPECT_NEAR(few[i], all[i], 1e-4) << i;
 }
 

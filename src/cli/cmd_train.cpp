@@ -1,5 +1,6 @@
 // gattn train: train a model from a run config (docs/TRAINING.md).
 #include <cstdio>
+#include <cstdlib>
 
 #include "cli/commands.h"
 #include "cli/stderr_log.h"
@@ -8,6 +9,14 @@
 #include "train/trainer.h"
 
 namespace gattn {
+
+namespace {
+// The test hook a test sets in the environment of the gattn binary (TrainSession).
+int64_t await_signal_at_step() {
+  const char* at = std::getenv("GATTN_TEST_AWAIT_SIGNAL_AT_STEP");
+  return at ? std::atoll(at) : 0;
+}
+}  // namespace
 
 void add_train_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("train", "Train a model from a run config");
@@ -37,10 +46,12 @@ void add_train_command(CLI::App& app) {
         require_shard_tokenizer(TokenShard(run.val_data), tokenizer, run.tokenizer);
       token_bytes = token_byte_lengths(tokenizer);
     }
-    const TrainOutcome outcome = train(
-        run,
-        {.resume = resume, .allow_config_change = allow_config_change, .stop_at_step = stop_at},
-        token_bytes, stderr_log());
+    const TrainOutcome outcome = train(run,
+                                       {.resume = resume,
+                                        .allow_config_change = allow_config_change,
+                                        .stop_at_step = stop_at,
+                                        .await_signal_at_step = await_signal_at_step()},
+                                       token_bytes, stderr_log());
     if (!outcome.stopped_by_signal && outcome.steps_done == run.steps)
       std::printf("%s\n", outcome.summary.dump(2).c_str());
   });

@@ -1,15 +1,27 @@
 // gattn: train, analyse and run decoder-only transformers with gated attention.
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
 #include <new>
 
 #include "cli/commands.h"
+#include "io/file.h"
 #include "util/error.h"
 
+namespace {
+// The test hooks a test sets in the environment of the gattn binary (io/file.h).
+void arm_fault_injection() {
+  if (const char* n = std::getenv("GATTN_FAULT_WRITE_ENOSPC"))
+    gattn::inject_write_failure(std::atoll(n));
+  if (const char* point = std::getenv("GATTN_FAULT_KILL_AT")) gattn::arm_kill_point(point);
+}
+}  // namespace
+
 int main(int argc, char** argv) {
+  arm_fault_injection();
   CLI::App app{"gattn: decoder-only transformers with gated attention (Qiu et al. 2025)"};
   app.require_subcommand(1);
   gattn::add_params_command(app);

@@ -7,7 +7,6 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -16,12 +15,9 @@
 namespace gattn {
 
 namespace {
-long long fault_from_environment() {
-  const char* text = std::getenv("GATTN_FAULT_WRITE_ENOSPC");
-  return text ? std::atoll(text) : 0;
-}
-std::atomic<long long> g_fail_write_at{fault_from_environment()};
+std::atomic<long long> g_fail_write_at{0};
 std::atomic<long long> g_writes{0};
+std::string g_kill_at;  // set by the host before any write
 
 bool injected_failure() {
   const long long at = g_fail_write_at.load();
@@ -34,9 +30,10 @@ void inject_write_failure(long long nth) {
   g_fail_write_at = nth;
 }
 
+void arm_kill_point(const std::string& name) { g_kill_at = name; }
+
 void kill_point(const char* name) {
-  static const char* armed = std::getenv("GATTN_FAULT_KILL_AT");
-  if (armed && std::strcmp(armed, name) == 0) std::raise(SIGKILL);
+  if (!g_kill_at.empty() && g_kill_at == name) std::raise(SIGKILL);
 }
 
 void write_all(int fd, const void* data, size_t bytes, const std::string& path) {

@@ -14,13 +14,14 @@ std::string read_text_file(const std::string& path);
 // Error naming `path`. Every write gattn makes to a file goes through here.
 void write_all(int fd, const void* data, size_t bytes, const std::string& path);
 
-// Fault injection for tests: the nth call of write_all from now on (1-based) fails with ENOSPC;
-// 0 turns it off. The environment variable GATTN_FAULT_WRITE_ENOSPC=N sets it at start-up, so a
-// test can make a full disk happen at an exact write of the gattn binary.
+// Fault injection for tests, armed by the host (library code never reads the environment; the
+// CLI arms them from GATTN_FAULT_WRITE_ENOSPC and GATTN_FAULT_KILL_AT at start-up, so a test can
+// make a full disk or a crash happen at an exact write of the gattn binary). Writes are not
+// passes: these are the process's, not an ExecContext's.
+// The nth call of write_all from now on (1-based) fails with ENOSPC; 0 turns it off.
 void inject_write_failure(long long nth);
-
-// Test hook: dies as kill -9 would when the environment variable GATTN_FAULT_KILL_AT names this
-// point, so a test can crash the binary at an exact step of a multi-file write.
+// kill_point(name) then dies as kill -9 would ("" disarms).
+void arm_kill_point(const std::string& name);
 void kill_point(const char* name);
 
 // Streams the file's content through write(chunk, bytes) calls made by `produce`.

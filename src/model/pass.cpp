@@ -9,8 +9,8 @@
 
 namespace gattn {
 
-void project(const ExecContext& exec, const Weights& w, int64_t offset, float* out, const float* in, int rows, int in_dim,
-             int out_dim, int ld_out) {
+void project(const ExecContext& exec, const Weights& w, int64_t offset, float* out, const float* in,
+             int rows, int in_dim, int out_dim, int ld_out) {
   if (const uint16_t* bf16 = w.bf16_data(); bf16 && rows <= kSmallBatchRows)
     small_batch_linear(out, in, bf16 + offset, rows, in_dim, out_dim, false, ld_out);
   else

@@ -24,7 +24,7 @@ struct TensorRef {  // rows of a matrix with row stride ld (floats)
 
 struct PassContext {
   const Weights& weights;
-  const ExecContext& exec;  // precision, profile, GEMM log
+  const ExecContext& exec;   // precision, profile, GEMM log
   int batch;                 // sequences
   int seq_len;               // rows per sequence: row r = b * seq_len + t
   const int32_t* positions;  // [rows] each row's position (RoPE, and the decode memory's slot)
@@ -43,8 +43,8 @@ struct PassContext {
 // out[rows, out_dim] = in[rows, in_dim] W^T for the weight matrix at `offset`: from the bf16 copy
 // for a decode step when the weights keep one (Weights::round_to_bf16_for_inference), else
 // linear_forward on the fp32 values. ld_out: out's row stride (0: out_dim).
-void project(const ExecContext& exec, const Weights& w, int64_t offset, float* out, const float* in, int rows, int in_dim,
-             int out_dim, int ld_out = 0);
+void project(const ExecContext& exec, const Weights& w, int64_t offset, float* out, const float* in,
+             int rows, int in_dim, int out_dim, int ld_out = 0);
 
 // The residual stream of a pass and what each block keeps.
 struct PassBuffers {

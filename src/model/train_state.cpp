@@ -74,11 +74,12 @@ LossSum TrainState::forward(const Batch& batch, float* logits, double* token_nat
   const Config& c = w_.config();
   const float* head = w_.at(w_.layout().lm_head);
   if (logits)
-    linear_forward(exec_, logits, buffers_.final_out, head, batch_rows(), c.hidden_size, c.vocab_size);
+    linear_forward(exec_, logits, buffers_.final_out, head, batch_rows(), c.hidden_size,
+                   c.vocab_size);
   if (!batch.targets) return {};
-  return lm_head_cross_entropy<float>(exec_, nullptr, nullptr, logits_chunk_, buffers_.final_out, head,
-                                      batch.targets, batch_rows(), c.hidden_size, c.vocab_size,
-                                      chunk_rows_, 0.0f, token_nats);
+  return lm_head_cross_entropy<float>(exec_, nullptr, nullptr, logits_chunk_, buffers_.final_out,
+                                      head, batch.targets, batch_rows(), c.hidden_size,
+                                      c.vocab_size, chunk_rows_, 0.0f, token_nats);
 }
 
 LossSum TrainState::forward_backward(const Batch& batch, float grad_scale) {
@@ -93,9 +94,10 @@ LossSum TrainState::forward_backward(const Batch& batch, float grad_scale) {
   const ParamLayout& layout = w_.layout();
   OpSections ops(exec_.profile);
   ops.next("lm head and cross-entropy (forward and backward)");
-  const LossSum loss = lm_head_cross_entropy<float>(exec_, 
-      s_.d_hidden, g.at(layout.lm_head), logits_chunk_, buffers_.final_out, w_.at(layout.lm_head),
-      batch.targets, batch_rows(), c.hidden_size, c.vocab_size, chunk_rows_, grad_scale);
+  const LossSum loss = lm_head_cross_entropy<float>(
+      exec_, s_.d_hidden, g.at(layout.lm_head), logits_chunk_, buffers_.final_out,
+      w_.at(layout.lm_head), batch.targets, batch_rows(), c.hidden_size, c.vocab_size, chunk_rows_,
+      grad_scale);
   ops.next(nullptr);
   backward_blocks(pass, batch.ids, buffers_, s_, g);
   return loss;

@@ -105,9 +105,7 @@ void gate_rows(const OutputGate<T>& g, const T* out, const AttentionShape& s) {
 }
 
 // Room for transpose_tiles of rows x d values: whole tiles.
-int64_t transposed_size(int rows, int d) {
-  return int64_t(tile_count(rows)) * kAttentionTile * d;
-}
+int64_t transposed_size(int rows, int d) { return int64_t(tile_count(rows)) * kAttentionTile * d; }
 }  // namespace
 
 AttentionShape self_attention_shape(int batch, int seq_len, int q_heads, int kv_heads, int head_dim,
@@ -127,8 +125,8 @@ AttentionShape self_attention_shape(int batch, int seq_len, int q_heads, int kv_
 }
 
 template <typename T>
-void attention_forward(const ExecContext& exec, T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s,
-                       const OutputGate<T>* gate) {
+void attention_forward(const ExecContext& exec, T* out, T* lse, const T* q, const T* k, const T* v,
+                       const AttentionShape& s, const OutputGate<T>* gate) {
   if (s.q_len <= kFewQueryRows) {
     attention_forward_few_queries(out, lse, q, k, v, s);
     if (gate) gate_rows(*gate, out, s);
@@ -193,7 +191,8 @@ void attention_forward(const ExecContext& exec, T* out, T* lse, const T* q, cons
         }
         row_sums_in_order(scores, kAttentionTile, visible, nq, tile_sum);
         for (int i = 0; i < nq; ++i) row_sum[i] = row_sum[i] * rescale[i] + tile_sum[i];
-        tile_matmul<T>(exec, acc, scores, v_tile, nq, d, nk, false, false, 1, 1, kAttentionTile, d, d);
+        tile_matmul<T>(exec, acc, scores, v_tile, nq, d, nk, false, false, 1, 1, kAttentionTile, d,
+                       d);
       }
       for (int i = 0; i < nq; ++i) {
         const int64_t r = q_row0 + q0 + i;
@@ -237,9 +236,9 @@ struct BackwardHead {
 }  // namespace
 
 template <typename T>
-void attention_backward(const ExecContext& exec, T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, const T* lse,
-                        const T* q, const T* k, const T* v, const AttentionShape& s,
-                        const OutputGate<T>* gate) {
+void attention_backward(const ExecContext& exec, T* d_q, T* d_k, T* d_v, const T* d_out,
+                        const T* out, const T* lse, const T* q, const T* k, const T* v,
+                        const AttentionShape& s, const OutputGate<T>* gate) {
   const int d = s.head_dim, group = s.q_heads / s.kv_heads;
   const int tiles = tile_count(s.q_len);
   const T scale = T(1) / std::sqrt(T(d));
@@ -267,8 +266,8 @@ void attention_backward(const ExecContext& exec, T* d_q, T* d_k, T* d_v, const T
           for (int t = 0; t < s.q_len; ++t) {
             const int64_t r = q_row0 + t, col = h * d;
             gate_head_backward(w.d_outs + int64_t(t) * d, d_z_at(*gate, r, h),
-                               d_out + r * s.ld_out + col, out + r * s.ld_out + col, z_at(*gate, r, h),
-                               w.sig, gate->gate);
+                               d_out + r * s.ld_out + col, out + r * s.ld_out + col,
+                               z_at(*gate, r, h), w.sig, gate->gate);
           }
         } else {
           pack_rows(w.d_outs, d_out + q_row0 * s.ld_out + h * d, s.ld_out, s.q_len, d);
@@ -289,8 +288,8 @@ void attention_backward(const ExecContext& exec, T* d_q, T* d_k, T* d_v, const T
           const int key_tiles = tile_count(keys_seen(s, q0 + nq - 1));
           for (int kt = 0; kt < key_tiles; ++kt) {
             const int k0 = kt * kAttentionTile, nk = std::min(kAttentionTile, s.kv_len - k0);
-            tile_matmul<T>(exec, w.probs, q_tile, w.keys_t + int64_t(k0) * d, nq, nk, d, false, false,
-                           scale, 0, d, kAttentionTile, kAttentionTile);
+            tile_matmul<T>(exec, w.probs, q_tile, w.keys_t + int64_t(k0) * d, nq, nk, d, false,
+                           false, scale, 0, d, kAttentionTile, kAttentionTile);
             for (int i = 0; i < nq; ++i) {
               T* row = w.probs + i * kAttentionTile;
               const int visible = visible_keys(s, q0 + i, k0, nk);
@@ -302,8 +301,8 @@ void attention_backward(const ExecContext& exec, T* d_q, T* d_k, T* d_v, const T
             tile_matmul<T>(exec, w.d_values + int64_t(k0) * d, w.probs, dout_tile, nk, d, nq, true,
                            false, 1, 1, kAttentionTile, d, d);
             // dP = dO v^T, then dS = P (dP - D) scale
-            tile_matmul<T>(exec, w.d_scores, dout_tile, w.values_t + int64_t(k0) * d, nq, nk, d, false,
-                           false, 1, 0, d, kAttentionTile, kAttentionTile);
+            tile_matmul<T>(exec, w.d_scores, dout_tile, w.values_t + int64_t(k0) * d, nq, nk, d,
+                           false, false, 1, 0, d, kAttentionTile, kAttentionTile);
             for (int i = 0; i < nq; ++i) {
               const T* p = w.probs + i * kAttentionTile;
               T* ds = w.d_scores + i * kAttentionTile;
@@ -311,10 +310,10 @@ void attention_backward(const ExecContext& exec, T* d_q, T* d_k, T* d_v, const T
               for (int j = 0; j < nk; ++j) ds[j] = p[j] * (ds[j] - di) * scale;
             }
             // d_q += dS k;  d_k += dS^T q
-            tile_matmul<T>(exec, dq_tile, w.d_scores, w.keys + int64_t(k0) * d, nq, d, nk, false, false,
-                           1, 1, kAttentionTile, d, d);
-            tile_matmul<T>(exec, w.d_keys + int64_t(k0) * d, w.d_scores, q_tile, nk, d, nq, true, false,
-                           1, 1, kAttentionTile, d, d);
+            tile_matmul<T>(exec, dq_tile, w.d_scores, w.keys + int64_t(k0) * d, nq, d, nk, false,
+                           false, 1, 1, kAttentionTile, d, d);
+            tile_matmul<T>(exec, w.d_keys + int64_t(k0) * d, w.d_scores, q_tile, nk, d, nq, true,
+                           false, 1, 1, kAttentionTile, d, d);
           }
         }
         unpack_rows(d_q + q_row0 * s.ld_q + h * d, s.ld_q, w.d_queries, s.q_len, d);
@@ -325,12 +324,12 @@ void attention_backward(const ExecContext& exec, T* d_q, T* d_k, T* d_v, const T
   }
 }
 
-#define GATTN_INSTANTIATE(T)                                                               \
-  template void attention_forward<T>(const ExecContext&, T*, T*, const T*, const T*, const T*, const AttentionShape&, \
-                                     const OutputGate<T>*);                                        \
-  template void attention_backward<T>(const ExecContext&, T*, T*, T*, const T*, const T*, const T*, const T*,  \
-                                      const T*, const T*, const AttentionShape&,               \
-                                      const OutputGate<T>*);
+#define GATTN_INSTANTIATE(T)                                                                   \
+  template void attention_forward<T>(const ExecContext&, T*, T*, const T*, const T*, const T*, \
+                                     const AttentionShape&, const OutputGate<T>*);             \
+  template void attention_backward<T>(const ExecContext&, T*, T*, T*, const T*, const T*,      \
+                                      const T*, const T*, const T*, const T*,                  \
+                                      const AttentionShape&, const OutputGate<T>*);
 GATTN_INSTANTIATE(float)
 GATTN_INSTANTIATE(double)
 #undef GATTN_INSTANTIATE

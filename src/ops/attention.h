@@ -39,25 +39,25 @@ AttentionShape self_attention_shape(int batch, int seq_len, int q_heads, int kv_
 template <typename T>
 struct OutputGate {
   HeadGate gate;
-  const T* z;        // row r's scores at z + r * ld_z (ld_z 0: one row for every token)
+  const T* z;  // row r's scores at z + r * ld_z (ld_z 0: one row for every token)
   int64_t ld_z;
-  T* gated;          // forward: the gated output, row stride ld_gated
+  T* gated;  // forward: the gated output, row stride ld_gated
   int64_t ld_gated;
-  T* d_z;            // backward: the gradient of z, row stride ld_dz
+  T* d_z;  // backward: the gradient of z, row stride ld_dz
   int64_t ld_dz;
 };
 
 // out[r, h*d .. ] = softmax(q k^T / sqrt(d)) v over the visible keys; lse[r * H + h] saved.
 // With a gate, also gate->gated (above).
 template <typename T>
-void attention_forward(const ExecContext& exec, T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s,
-                       const OutputGate<T>* gate = nullptr);
+void attention_forward(const ExecContext& exec, T* out, T* lse, const T* q, const T* k, const T* v,
+                       const AttentionShape& s, const OutputGate<T>* gate = nullptr);
 
 // Writes (not accumulates) d_q, d_k, d_v (kv_len rows of each sequence); with a gate, d_out is the
 // gradient of the gated output and gate->d_z is written too.
 template <typename T>
-void attention_backward(const ExecContext& exec, T* d_q, T* d_k, T* d_v, const T* d_out, const T* out, const T* lse,
-                        const T* q, const T* k, const T* v, const AttentionShape& s,
-                        const OutputGate<T>* gate = nullptr);
+void attention_backward(const ExecContext& exec, T* d_q, T* d_k, T* d_v, const T* d_out,
+                        const T* out, const T* lse, const T* q, const T* k, const T* v,
+                        const AttentionShape& s, const OutputGate<T>* gate = nullptr);
 
 }  // namespace gattn

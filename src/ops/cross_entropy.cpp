@@ -11,9 +11,9 @@
 namespace gattn {
 
 template <typename T>
-LossSum lm_head_cross_entropy(const ExecContext& exec, T* d_x, T* d_w, T* logits_scratch, const T* x, const T* w,
-                              const int32_t* targets, int64_t rows, int dim, int vocab,
-                              int chunk_rows, T grad_scale, double* row_nats_out) {
+LossSum lm_head_cross_entropy(const ExecContext& exec, T* d_x, T* d_w, T* logits_scratch,
+                              const T* x, const T* w, const int32_t* targets, int64_t rows, int dim,
+                              int vocab, int chunk_rows, T grad_scale, double* row_nats_out) {
   for (int64_t n = 0; n < rows; ++n)
     if (targets[n] < -1 || targets[n] >= vocab)
       fail("target ", targets[n], " at position ", n, " is outside [0, ", vocab, ") and not -1");
@@ -68,11 +68,11 @@ LossSum lm_head_cross_entropy(const ExecContext& exec, T* d_x, T* d_w, T* logits
   return total;
 }
 
-template LossSum lm_head_cross_entropy<float>(const ExecContext&, float*, float*, float*, const float*, const float*,
-                                              const int32_t*, int64_t, int, int, int, float,
-                                              double*);
-template LossSum lm_head_cross_entropy<double>(const ExecContext&, double*, double*, double*, const double*,
-                                               const double*, const int32_t*, int64_t, int, int,
-                                               int, double, double*);
+template LossSum lm_head_cross_entropy<float>(const ExecContext&, float*, float*, float*,
+                                              const float*, const float*, const int32_t*, int64_t,
+                                              int, int, int, float, double*);
+template LossSum lm_head_cross_entropy<double>(const ExecContext&, double*, double*, double*,
+                                               const double*, const double*, const int32_t*,
+                                               int64_t, int, int, int, double, double*);
 
 }  // namespace gattn

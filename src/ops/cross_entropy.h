@@ -17,8 +17,8 @@ struct LossSum {
 // d_x = grad_scale * dL/dx and adds grad_scale * dL/dw to d_w. row_nats, when given, receives
 // each row's loss (0 for ignored rows).
 template <typename T>
-LossSum lm_head_cross_entropy(const ExecContext& exec, T* d_x, T* d_w, T* logits_scratch, const T* x, const T* w,
-                              const int32_t* targets, int64_t rows, int dim, int vocab,
-                              int chunk_rows, T grad_scale, double* row_nats = nullptr);
+LossSum lm_head_cross_entropy(const ExecContext& exec, T* d_x, T* d_w, T* logits_scratch,
+                              const T* x, const T* w, const int32_t* targets, int64_t rows, int dim,
+                              int vocab, int chunk_rows, T grad_scale, double* row_nats = nullptr);
 
 }  // namespace gattn

@@ -171,8 +171,8 @@ void gate_channel_scores(T* scores, const T* z, const GateShape& s) {
     buffers.fit(s);
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < s.rows; ++r)
-      effective_scores(scores + r * n, buffers.activated.data(), buffers.sig.data(),
-                       z + r * s.ld_z, s);
+      effective_scores(scores + r * n, buffers.activated.data(), buffers.sig.data(), z + r * s.ld_z,
+                       s);
   }
 }
 
@@ -256,13 +256,12 @@ void gate_backward(T* d_y_in, T* d_z, const T* d_y_out, const T* y_in, const T* 
   }
 }
 
-#define GATTN_INSTANTIATE(T)                                                                \
-  template void gate_head_forward<T>(T*, const T*, const T*, T*, const HeadGate&);          \
-  template void gate_head_backward<T>(T*, T*, const T*, const T*, const T*, T*,             \
-                                      const HeadGate&);                                     \
-  template T gate_activation<T>(GateActivation, T);                        \
-  template void gate_forward<T>(T*, const T*, const T*, const GateShape&); \
-  template void gate_channel_scores<T>(T*, const T*, const GateShape&);    \
+#define GATTN_INSTANTIATE(T)                                                                      \
+  template void gate_head_forward<T>(T*, const T*, const T*, T*, const HeadGate&);                \
+  template void gate_head_backward<T>(T*, T*, const T*, const T*, const T*, T*, const HeadGate&); \
+  template T gate_activation<T>(GateActivation, T);                                               \
+  template void gate_forward<T>(T*, const T*, const T*, const GateShape&);                        \
+  template void gate_channel_scores<T>(T*, const T*, const GateShape&);                           \
   template void gate_backward<T>(T*, T*, const T*, const T*, const T*, const GateShape&);
 GATTN_INSTANTIATE(float)
 GATTN_INSTANTIATE(double)

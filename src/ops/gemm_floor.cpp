@@ -16,8 +16,8 @@ using Clock = std::chrono::steady_clock;
 
 // The buffers of one shape: a, b and c as large as their leading dimensions make them.
 struct GemmBuffers {
-  GemmBuffers(const ExecContext& x, const GemmShape& s)
-      : x(x),
+  GemmBuffers(const ExecContext& context, const GemmShape& s)
+      : x(context),
         a(size_t(s.trans_a ? s.k : s.m) * s.lda, 0.01f),
         b(size_t(s.trans_b ? s.n : s.k) * s.ldb, 0.01f),
         c(size_t(s.m) * s.ldc, 0.0f) {}

@@ -52,8 +52,9 @@ const char* gemm_precision_name(GemmPrecision p) {
 
 void check_gemm_precision(GemmPrecision p) {
   if (p == GemmPrecision::bf16 && !native_bf16_gemm_available())
-    fail("precision bf16: this CPU (or oneDNN) has no bf16 dot-product instructions "
-         "(avx512_bf16); use \"fp32\" or the slower \"bf16_emulated\"");
+    fail(
+        "precision bf16: this CPU (or oneDNN) has no bf16 dot-product instructions "
+        "(avx512_bf16); use \"fp32\" or the slower \"bf16_emulated\"");
 }
 
 float round_to_bf16(float x) {
@@ -135,8 +136,8 @@ void SharedOperand<T>::prepare(const ExecContext& x, const T* values, int rows, 
 }
 
 template <typename T>
-void matmul(const ExecContext& x, T* c, const SharedOperand<T>& a, const SharedOperand<T>& b,
-            int m, int n, int k, bool trans_a, bool trans_b, T alpha, T beta) {
+void matmul(const ExecContext& x, T* c, const SharedOperand<T>& a, const SharedOperand<T>& b, int m,
+            int n, int k, bool trans_a, bool trans_b, T alpha, T beta) {
   if constexpr (std::is_same_v<T, float>) {
     if (a.rounded() && b.rounded() && x.precision == GemmPrecision::bf16 && m > 0 && n > 0 &&
         k > 0) {
@@ -151,8 +152,8 @@ void matmul(const ExecContext& x, T* c, const SharedOperand<T>& a, const SharedO
                   .trans_b = trans_b,
                   .accumulate = beta != 0,
                   .rounded_inputs = true});
-      return bf16_gemm_rounded(c, a.rounded(), b.rounded(), m, n, k, trans_a, trans_b, alpha,
-                               beta, n);
+      return bf16_gemm_rounded(c, a.rounded(), b.rounded(), m, n, k, trans_a, trans_b, alpha, beta,
+                               n);
     }
   }
   matmul<T>(x, c, a.values(), b.values(), m, n, k, trans_a, trans_b, alpha, beta, a.cols(),
@@ -168,8 +169,7 @@ void linear_forward(const ExecContext& x, T* out, const T* in, const T* w, int r
       return;
     }
   }
-  matmul<T>(x, out, in, w, rows, out_dim, in_dim, false, true, 1, accumulate ? 1 : 0, 0, 0,
-            ld_out);
+  matmul<T>(x, out, in, w, rows, out_dim, in_dim, false, true, 1, accumulate ? 1 : 0, 0, 0, ld_out);
 }
 
 template <typename T>
@@ -184,10 +184,10 @@ void linear_backward(const ExecContext& x, T* d_in, T* d_w, const T* d_out, cons
 
 #define GATTN_INSTANTIATE(T)                                                                       \
   template class SharedOperand<T>;                                                                 \
-  template void matmul<T>(const ExecContext&, T*, const SharedOperand<T>&, const SharedOperand<T>&, \
-                          int, int, int, bool, bool, T, T);                                        \
-  template void matmul<T>(const ExecContext&, T*, const T*, const T*, int, int, int, bool, bool, T, \
-                          T, int, int, int);                                                       \
+  template void matmul<T>(const ExecContext&, T*, const SharedOperand<T>&,                         \
+                          const SharedOperand<T>&, int, int, int, bool, bool, T, T);               \
+  template void matmul<T>(const ExecContext&, T*, const T*, const T*, int, int, int, bool, bool,   \
+                          T, T, int, int, int);                                                    \
   template void tile_matmul<T>(const ExecContext&, T*, const T*, const T*, int, int, int, bool,    \
                                bool, T, T, int, int, int);                                         \
   template void linear_forward<T>(const ExecContext&, T*, const T*, const T*, int, int, int, bool, \

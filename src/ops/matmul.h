@@ -49,8 +49,8 @@ class SharedOperand {
 
 // matmul on two shared operands (their leading dimensions are their widths; c is packed).
 template <typename T>
-void matmul(const ExecContext& x, T* c, const SharedOperand<T>& a, const SharedOperand<T>& b,
-            int m, int n, int k, bool trans_a, bool trans_b, T alpha = 1, T beta = 0);
+void matmul(const ExecContext& x, T* c, const SharedOperand<T>& a, const SharedOperand<T>& b, int m,
+            int n, int k, bool trans_a, bool trans_b, T alpha = 1, T beta = 0);
 
 // out[rows, out_dim] = in[rows, in_dim] w[out_dim, in_dim]^T (+ out if accumulate); out (and
 // d_out below) may have a row stride ld_out wider than out_dim (0: packed). In fp32, at most

@@ -1,5 +1,7 @@
 #include "train/trainer.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -133,7 +135,7 @@ class TrainingRun {
     return evaluate(state_, *val_shard_, run_.seq_len, run_.window, run_.eval_windows,
                     run_.batch_size, token_bytes_.empty() ? nullptr : &token_bytes_);
   }
-  void await_test_signal();
+  void await_test_signal(int64_t at_step);
   json summary(double seconds) const;
 
   const RunConfig& run_;
@@ -264,14 +266,13 @@ void TrainingRun::report(const json& record) {
   }
 }
 
-// Test hook: GATTN_TEST_AWAIT_SIGNAL_AT_STEP=N holds the run at step N until a stop signal
+// Test hook (TrainSession::await_signal_at_step): holds the run at that step until a stop signal
 // arrives, so a test's signal always lands mid-run (at most 60 s, then it fails).
-void TrainingRun::await_test_signal() {
-  static const char* at = std::getenv("GATTN_TEST_AWAIT_SIGNAL_AT_STEP");
-  if (!at || progress_.step != std::atoll(at)) return;
+void TrainingRun::await_test_signal(int64_t at_step) {
+  if (at_step <= 0 || progress_.step != at_step) return;
   log_.info("waiting for a signal at step ", progress_.step);
   for (int i = 0; i < 60000 && !signals_.received(); ++i) ::usleep(1000);
-  if (!signals_.received()) fail("GATTN_TEST_AWAIT_SIGNAL_AT_STEP: no signal within 60 s");
+  if (!signals_.received()) fail("await_signal_at_step ", at_step, ": no signal within 60 s");
 }
 
 json TrainingRun::summary(double seconds) const {
@@ -326,7 +327,7 @@ TrainOutcome TrainingRun::run(const TrainSession& session) {
   const int64_t stop_at_step = session.stop_at_step;
   TrainOutcome outcome;
   while (progress_.step < run_.steps) {
-    await_test_signal();
+    await_test_signal(session.await_signal_at_step);
     if (signals_.received() || (stop_at_step > 0 && progress_.step >= stop_at_step)) {
       checkpoint();
       if (signals_.received())

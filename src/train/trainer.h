@@ -24,6 +24,9 @@ struct TrainSession {
   bool allow_config_change = false;
   // > 0: end the session after that step with a checkpoint, as a signal would (train in chunks).
   int64_t stop_at_step = 0;
+  // Test hook (> 0): hold the run at that step until a stop signal arrives (at most 60 s), so a
+  // test's signal always lands mid-run. The CLI takes it from GATTN_TEST_AWAIT_SIGNAL_AT_STEP.
+  int64_t await_signal_at_step = 0;
 };
 
 // Trains from scratch or resumes. token_bytes[id] (UTF-8 bytes of each token, from the tokenizer)

@@ -76,8 +76,8 @@ void DenseMlp::backward(const PassContext& pass, const BlockActivations& activat
   ops.next("swiglu");
   swiglu_backward(s.d_gate_up, s.d_act, a.gate_up, N, I);
   ops.next("mlp gate/up projection");
-  linear_backward(pass.exec, s.d_normed, g.at(p_.gate_up), s.d_gate_up, a.normed, w.at(p_.gate_up), N, C,
-                  2 * I);
+  linear_backward(pass.exec, s.d_normed, g.at(p_.gate_up), s.d_gate_up, a.normed, w.at(p_.gate_up),
+                  N, C, 2 * I);
   ops.next("norms");
   rmsnorm_backward(d, g.at(p_.input_norm), s.d_normed, in, w.at(p_.input_norm), a.norm_rstd,
                    {N, 1, C, C, C, 0}, true);

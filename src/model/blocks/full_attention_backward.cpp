@@ -154,8 +154,8 @@ void AttentionBackward::run(const float* in, float* d) {
     column_sum(g_.at(o_.gate_logit), s_.d_gate_tokens, N, site_.scores);
 
   ops.next("q/k/v/gate projection");
-  linear_backward(pass_.exec, s_.d_normed, g_.at(o_.proj), s_.d_proj, a_.normed, w_.at(o_.proj), N, C,
-                  c_.projection_rows(), false, P_);
+  linear_backward(pass_.exec, s_.d_normed, g_.at(o_.proj), s_.d_proj, a_.normed, w_.at(o_.proj), N,
+                  C, c_.projection_rows(), false, P_);
   ops.next("norms");
   rmsnorm_backward(d, g_.at(o_.input_norm), s_.d_normed, in, w_.at(o_.input_norm), a_.norm_rstd,
                    {N, 1, C, C, C, 0}, true);

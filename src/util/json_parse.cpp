@@ -1,6 +1,6 @@
 #include "util/json_parse.h"
 
-#include <set>
+#include <unordered_set>
 #include <vector>
 
 #include "io/file.h"
@@ -31,25 +31,53 @@ void check_depth(std::string_view text, const std::string& origin) {
     }
   }
 }
+
+// A first pass over the text that refuses a key twice in one object. (nlohmann's parse callback
+// could do it in the same pass, but its DOM builder then scans the parent object at the end of
+// every child object: quadratic in a safetensors header's tensor count, minutes at 70k.)
+class DuplicateKeys final : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  explicit DuplicateKeys(const std::string& origin) : origin_(origin) {}
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    keys_.emplace_back();
+    return true;
+  }
+  bool key(string_t& key) override {
+    if (!keys_.back().insert(key).second)
+      fail(origin_, ": not valid JSON (key '", key, "' appears twice in one object)");
+    return true;
+  }
+  bool end_object() override {
+    keys_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::json::exception& e) override {
+    fail(origin_, ": not valid JSON (", e.what(), ")");
+  }
+
+ private:
+  const std::string& origin_;
+  std::vector<std::unordered_set<std::string>> keys_;
+};
 }  // namespace
 
 nlohmann::json parse_json_text(std::string_view text, const std::string& origin) {
   check_depth(text, origin);
   // nlohmann keeps the last of two equal keys where other parsers keep the first or refuse: a file
   // that two readers would read differently is refused.
-  std::vector<std::set<std::string>> keys;
-  const auto reject_duplicate_keys = [&](int, nlohmann::json::parse_event_t event,
-                                         nlohmann::json& parsed) {
-    using Event = nlohmann::json::parse_event_t;
-    if (event == Event::object_start) keys.emplace_back();
-    if (event == Event::object_end) keys.pop_back();
-    if (event == Event::key && !keys.back().insert(parsed.get<std::string>()).second)
-      fail(origin, ": not valid JSON (key '", parsed.get<std::string>(),
-           "' appears twice in one object)");
-    return true;
-  };
+  DuplicateKeys duplicates(origin);
+  nlohmann::json::sax_parse(text, &duplicates);
   try {
-    return nlohmann::json::parse(text, reject_duplicate_keys);
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     fail(origin, ": not valid JSON (", e.what(), ")");
   }

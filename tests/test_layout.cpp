@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "io/checkpoint.h"
+#include "model/arena.h"
 #include "model/flops.h"
 #include "model/layout.h"
 
@@ -61,6 +62,36 @@ TEST(ParamLayout, FusedProjectionsAreContiguous) {
 }
 
 // PaLM's count for gattn bench: 6 x (parameters that are GEMM weights) + 6 L H d T per token.
+// A shared region: every user's tensors start where the region starts, the region is as large
+// as the largest user, and a list of tensors two users plan alike is listed once.
+TEST(Arena, SharedRegionsOverlayTheirUsers) {
+  Arena arena;
+  float *before = nullptr, *a1 = nullptr, *a2 = nullptr, *b1 = nullptr, *c1 = nullptr,
+        *c2 = nullptr, *after = nullptr;
+  arena.plan(&before, 16, "before");
+  arena.begin_shared();
+  arena.next_sharer();
+  arena.plan(&a1, 16, "x");
+  arena.plan(&a2, 100, "y");
+  arena.next_sharer();
+  arena.plan(&b1, 300, "z");
+  arena.next_sharer();
+  arena.plan(&c1, 16, "x");
+  arena.plan(&c2, 100, "y");
+  arena.end_shared();
+  arena.plan(&after, 16, "after");
+  arena.allocate();
+  EXPECT_EQ(a1, b1);
+  EXPECT_EQ(a1, c1);
+  EXPECT_EQ(a2, c2);
+  EXPECT_EQ(a1, before + 16);
+  EXPECT_EQ(after, a1 + 304);  // the largest user, 300 floats rounded up to 64 bytes
+  EXPECT_EQ(arena.bytes(), int64_t(sizeof(float)) * (16 + 304 + 16));
+  std::vector<std::string> names;
+  for (const Arena::Entry& e : arena.entries()) names.push_back(e.name + (e.shared ? "*" : ""));
+  EXPECT_EQ(names, (std::vector<std::string>{"before", "x*", "y*", "z*", "after"}));
+}
+
 TEST(Flops, TrainingStepCountsWeightsOnceAndCausalAttention) {
   Config c = load_config(std::string(GATTN_CONFIG_DIR) + "/default.json");  // tied, 2,508,992
   const double attention = 6.0 * 4 * 3 * 64 * 256;

@@ -33,7 +33,7 @@ struct HookEvent {
   const int32_t* positions;  // [rows] each row's sequence position
   int seq_len;               // rows per sequence of the pass
   // gate_output only: the gate's site, its input and its pre-activation scores (data null for
-  // the parameter-free ops).
+  // the parameter-free ops). Read only: the scores may be the model's own parameters.
   const GateSite* gate = nullptr;
   HookTensor gate_input, gate_scores;
 };

@@ -57,8 +57,8 @@ const char* gemm_precision_name(GemmPrecision p) {
 
 void set_gemm_precision(GemmPrecision p) {
   if (p == GemmPrecision::bf16 && !native_bf16_gemm_available())
-    fail("precision bf16: this CPU (or oneDNN) has no bf16 dot-product instructions "
-         "(avx512_bf16); use \"fp32\" or the slower \"bf16_emulated\"");
+    fail("precision bf16 needs bf16 dot-product instructions (avx512_bf16): ",
+         native_bf16_gemm_unavailable_reason(), "; use \"fp32\" or the slower \"bf16_emulated\"");
   g_precision = p;
 }
 GemmPrecision gemm_precision() { return precision(); }
@@ -73,8 +73,8 @@ float round_to_bf16(float x) {
 }
 
 namespace {
-// tile: an attention tile (tile_matmul): in native bf16 on ops/bf16_tile's kernel, or in fp32
-// where the build has none.
+// tile: an attention tile (tile_matmul): in native bf16 on ops/bf16_tile's kernel (which runs
+// wherever oneDNN's bf16 GEMM does: both need avx512_bf16 and the ISA avx512), else in fp32.
 template <typename T>
 void gemm_in_precision(T* c, const T* a, const T* b, int m, int n, int k, bool trans_a,
                        bool trans_b, T alpha, T beta, int lda, int ldb, int ldc, bool tile) {
@@ -157,12 +157,12 @@ void matmul(T* c, const SharedOperand<T>& a, const SharedOperand<T>& b, int m, i
                   .trans_b = trans_b,
                   .accumulate = beta != 0,
                   .rounded_inputs = true});
-      return bf16_gemm_rounded(c, a.rounded(), b.rounded(), m, n, k, trans_a, trans_b, alpha,
-                               beta, n);
+      return bf16_gemm_rounded(c, a.rounded(), b.rounded(), m, n, k, trans_a, trans_b, alpha, beta,
+                               n);
     }
   }
-  matmul<T>(c, a.values(), b.values(), m, n, k, trans_a, trans_b, alpha, beta, a.cols(),
-            b.cols(), n);
+  matmul<T>(c, a.values(), b.values(), m, n, k, trans_a, trans_b, alpha, beta, a.cols(), b.cols(),
+            n);
 }
 
 template <typename T>

@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Two gattn_bench_decode binaries (say main before and after a change) in alternated rounds on
+one config: per round the ratio new/old of prefill and of decode tokens/s, and their median, min
+and max (BENCHMARKS.md "Before and after ...").
+
+    bench/decode_ab.py --old OLD_BENCH --new NEW_BENCH --config CONFIG [--dtype f32|bf16]
+        [--rounds 5] [--prompt 512] [--generate 128] [--threads 2] [--new-env VAR=VALUE]...
+(--new-env sets a variable for the new binary only, e.g. GATTN_ISA=avx2)"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+
+
+def rates(binary, a, env=None):
+    """Prefill and decode tokens/s of one round."""
+    out = subprocess.run([binary, a.config, "", str(a.prompt), str(a.generate), str(a.threads),
+                          "1", a.dtype], capture_output=True, text=True, check=True, env=env).stdout
+    line = next(l for l in out.splitlines() if l.startswith("round 0"))
+    return (a.prompt / float(re.search(r"prefill ([0-9.]+) s", line).group(1)),
+            a.generate / float(re.search(r"decode ([0-9.]+) s", line).group(1)))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--old", required=True)
+    parser.add_argument("--new", required=True)
+    parser.add_argument("--config", required=True)
+    parser.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--prompt", type=int, default=512)
+    parser.add_argument("--generate", type=int, default=128)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--new-env", action="append", default=[], metavar="VAR=VALUE")
+    a = parser.parse_args()
+    new_env = dict(os.environ, **dict(v.split("=", 1) for v in a.new_env))
+    pairs = []  # ((old prefill, old decode), (new prefill, new decode))
+    for r in range(a.rounds):
+        order = [("old", a.old, None), ("new", a.new, new_env)]
+        got = {label: rates(binary, a, env) for label, binary, env in
+               (order if r % 2 == 0 else order[::-1])}
+        pairs.append((got["old"], got["new"]))
+        print(f"round {r + 1}: prefill old {got['old'][0]:.1f} new {got['new'][0]:.1f} tok/s, "
+              f"decode old {got['old'][1]:.2f} new {got['new'][1]:.2f} tok/s", flush=True)
+    for i, what in enumerate(("prefill", "decode")):
+        ratios = [n[i] / o[i] for o, n in pairs]
+        print(f"{a.config} {a.dtype} {what}: new/old tok/s median {statistics.median(ratios):.3f} "
+              f"(min {min(ratios):.3f}, max {max(ratios):.3f}), old median "
+              f"{statistics.median(o[i] for o, _ in pairs):.2f}, new median "
+              f"{statistics.median(n[i] for _, n in pairs):.2f} tok/s, {len(pairs)} rounds")
+
+
+if __name__ == "__main__":
+    main()

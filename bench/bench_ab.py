@@ -4,7 +4,9 @@ rounds: per case the ratio new/old of the median training-step time of each roun
 median, min and max over rounds (BENCHMARKS.md "Before and after ...").
 
     bench/bench_ab.py --old OLD_GATTN --new NEW_GATTN [--rounds 3] [--new-env VAR=VALUE]...
-(from the repository root; --new-env sets a variable for the new binary only, e.g. GATTN_ISA=avx2)"""
+        [--case "S fp32"]...
+(from the repository root; --new-env sets a variable for the new binary only, e.g. GATTN_ISA=avx2;
+--case runs only the cases named, default all)"""
 import argparse
 import json
 import os
@@ -29,11 +31,13 @@ def main():
     parser.add_argument("--new", required=True)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--new-env", action="append", default=[], metavar="VAR=VALUE")
+    parser.add_argument("--case", action="append", choices=[name for name, _ in CASES])
     a = parser.parse_args()
+    cases = [(name, args) for name, args in CASES if not a.case or name in a.case]
     new_env = dict(os.environ, **dict(v.split("=", 1) for v in a.new_env))
-    results = {name: [] for name, _ in CASES}
+    results = {name: [] for name, _ in cases}
     for r in range(a.rounds):
-        for name, args in CASES:
+        for name, args in cases:
             order = [("old", a.old, None), ("new", a.new, new_env)]
             times = {label: step_ms(binary, args, env) for label, binary, env in
                      (order if r % 2 == 0 else order[::-1])}

@@ -11,9 +11,9 @@ namespace gattn {
 inline float fast_exp(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
-  // Clamped by a max then a min (maxps, minps where vectorised: their NaN rules give x's NaN).
-  const float at_least = x < -87.33f ? -87.33f : x;
-  const float clamped = at_least > 88.72f ? 88.72f : at_least;
+  // Clamped (a NaN x gives a number here, and x at the end).
+  const float at_least = x > -87.33f ? x : -87.33f;
+  const float clamped = at_least < 88.72f ? at_least : 88.72f;
   // The fused multiply-adds are written out (the ones GCC formed from a * b + c here), so that
   // no code around an inlined call changes them: round to nearest by adding and removing
   // 1.5 * 2^23 (std::floor would be a libm call), then r = x - k ln 2 in two parts.
@@ -32,7 +32,8 @@ inline float fast_exp(float x) {
   const float scale_b = std::bit_cast<float>((ki - half + 127) << 23);
   const float y = e_r * scale_a * scale_b;
   // Selects, not branches (a loop over this vectorises without AVX-512's masks).
-  const float in_range = x < -87.33f ? 0.0f : (x > 88.72f ? INFINITY : y);
+  const float below_inf = x > 88.72f ? INFINITY : y;
+  const float in_range = x < -87.33f ? 0.0f : below_inf;
   return x != x ? x : in_range;
 }
 

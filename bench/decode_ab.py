@@ -18,8 +18,8 @@ def rates(binary, a, env=None):
     out = subprocess.run([binary, a.config, "", str(a.prompt), str(a.generate), str(a.threads),
                           "1", a.dtype], capture_output=True, text=True, check=True, env=env).stdout
     line = next(l for l in out.splitlines() if l.startswith("round 0"))
-    return (a.prompt / float(re.search(r"prefill ([0-9.]+) s", line).group(1)),
-            a.generate / float(re.search(r"decode ([0-9.]+) s", line).group(1)))
+    return (float(re.search(r"prefill [0-9.]+ s \(([0-9.]+) tok/s\)", line).group(1)),
+            float(re.search(r"decode [0-9.]+ s \(([0-9.]+) tok/s\)", line).group(1)))
 
 
 def main():

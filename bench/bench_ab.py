@@ -3,9 +3,13 @@
 rounds: per case the ratio new/old of the median training-step time of each round, and its
 median, min and max over rounds (BENCHMARKS.md "Before and after ...").
 
-    bench/bench_ab.py --old OLD_GATTN --new NEW_GATTN [--rounds 3]   (from the repository root)"""
+    bench/bench_ab.py --old OLD_GATTN --new NEW_GATTN [--rounds 3] [--new-env VAR=VALUE]...
+        [--case "S fp32"]...
+(from the repository root; --new-env sets a variable for the new binary only, e.g. GATTN_ISA=avx2;
+--case runs only the cases named, default all)"""
 import argparse
 import json
+import os
 import statistics
 import subprocess
 
@@ -15,9 +19,9 @@ CASES = [("S fp32", ["--config", "configs/default.json", "--steps", "7", "--warm
          ("M fp32", ["--config", "configs/bench/m.json", "--steps", "3", "--warmup", "1"])]
 
 
-def step_ms(binary, args):
+def step_ms(binary, args, env=None):
     out = subprocess.run([binary, "bench", *args, "--json"], capture_output=True, text=True,
-                         check=True).stdout
+                         check=True, env=env).stdout
     return json.loads(out)["train_median_ms"]
 
 
@@ -26,12 +30,16 @@ def main():
     parser.add_argument("--old", required=True)
     parser.add_argument("--new", required=True)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--new-env", action="append", default=[], metavar="VAR=VALUE")
+    parser.add_argument("--case", action="append", choices=[name for name, _ in CASES])
     a = parser.parse_args()
-    results = {name: [] for name, _ in CASES}
+    cases = [(name, args) for name, args in CASES if not a.case or name in a.case]
+    new_env = dict(os.environ, **dict(v.split("=", 1) for v in a.new_env))
+    results = {name: [] for name, _ in cases}
     for r in range(a.rounds):
-        for name, args in CASES:
-            order = [("old", a.old), ("new", a.new)]
-            times = {label: step_ms(binary, args) for label, binary in
+        for name, args in cases:
+            order = [("old", a.old, None), ("new", a.new, new_env)]
+            times = {label: step_ms(binary, args, env) for label, binary, env in
                      (order if r % 2 == 0 else order[::-1])}
             results[name].append((times["old"], times["new"]))
             print(f"round {r + 1} {name}: old {times['old']:.1f} ms, new {times['new']:.1f} ms, "

@@ -31,6 +31,7 @@
 #include "model/infer_state.h"
 #include "model/weights.h"
 #include "ops/matmul.h"
+#include "util/cpu_isa.h"
 #include "util/error.h"
 #include "util/op_profile.h"
 #include "util/threads.h"
@@ -190,6 +191,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    gattn::select_isa(gattn::isa_choice_from_environment());
     const std::string gate = argc > 2 ? argv[2] : "";
     const int prompt = argc > 3 ? std::stoi(argv[3]) : 512;
     const int generate = argc > 4 ? std::stoi(argv[4]) : 128;
@@ -250,10 +252,11 @@ int main(int argc, char** argv) {
     const double decode_rate = generate / median(decode_s);
     const double prefill_flops = 2.0 * double(weights.size()) * prompt;  // weights only
     std::printf(
-        "threads %d, %lld parameters (%.2f GB %s), read bandwidth %.1f GB/s, sgemm %.1f "
+        "threads %d, ISA %s, %lld parameters (%.2f GB %s), read bandwidth %.1f GB/s, sgemm %.1f "
         "GFLOP/s\n",
-        gattn::num_threads(), static_cast<long long>(weights.size()), weight_bytes * 1e-9,
-        dtype.c_str(), bandwidth * 1e-9, peak * 1e-9);
+        gattn::num_threads(), gattn::isa_description().c_str(),
+        static_cast<long long>(weights.size()), weight_bytes * 1e-9, dtype.c_str(),
+        bandwidth * 1e-9, peak * 1e-9);
     std::printf("decode  %.2f tok/s = %.1f%% of the bandwidth bound %.2f tok/s\n", decode_rate,
                 100 * decode_rate / bound, bound);
     std::printf("prefill %.1f tok/s, %.1f GFLOP/s (weights' FLOPs) = %.1f%% of sgemm\n",

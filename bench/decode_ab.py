@@ -1,48 +1,54 @@
 #!/usr/bin/env python3
-"""Two gattn_bench_decode binaries (say main before and after a change) in alternated rounds: per
-case the ratio new/old of the prefill and of the decode rate of each round, and their medians
-(BENCHMARKS.md "Before and after ...").
+"""Two gattn_bench_decode binaries (say main before and after a change) in alternated rounds on
+one config: per round the ratio new/old of prefill and of decode tokens/s, and their median, min
+and max (BENCHMARKS.md "Before and after ...").
 
-    bench/decode_ab.py --old OLD_BENCH_DECODE --new NEW_BENCH_DECODE [--rounds 3]
-                       [--config configs/bench/qwen3_0.6b.json] [--prompt 256] [--generate 32]
-(from the repository root; each run is one round of gattn_bench_decode on 2 threads)"""
+    bench/decode_ab.py --old OLD_BENCH --new NEW_BENCH --config CONFIG [--dtype f32|bf16]
+        [--rounds 5] [--prompt 512] [--generate 128] [--threads 2] [--new-env VAR=VALUE]...
+(--new-env sets a variable for the new binary only, e.g. GATTN_ISA=avx2)"""
 import argparse
+import os
 import re
 import statistics
 import subprocess
 
 
-def rates(binary, config, prompt, generate, dtype):
-    out = subprocess.run([binary, config, "", str(prompt), str(generate), "2", "1", dtype],
-                         capture_output=True, text=True, check=True).stdout
-    prefill = float(re.search(r"^prefill ([0-9.]+) tok/s", out, re.M).group(1))
-    decode = float(re.search(r"^decode\s+([0-9.]+) tok/s", out, re.M).group(1))
-    return prefill, decode
+def rates(binary, a, env=None):
+    """Prefill and decode tokens/s of one round."""
+    out = subprocess.run([binary, a.config, "", str(a.prompt), str(a.generate), str(a.threads),
+                          "1", a.dtype], capture_output=True, text=True, check=True, env=env).stdout
+    line = next(l for l in out.splitlines() if l.startswith("round 0"))
+    return (float(re.search(r"prefill [0-9.]+ s \(([0-9.]+) tok/s\)", line).group(1)),
+            float(re.search(r"decode [0-9.]+ s \(([0-9.]+) tok/s\)", line).group(1)))
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--old", required=True)
     parser.add_argument("--new", required=True)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--config", default="configs/bench/qwen3_0.6b.json")
-    parser.add_argument("--prompt", type=int, default=256)
-    parser.add_argument("--generate", type=int, default=32)
+    parser.add_argument("--config", required=True)
+    parser.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--prompt", type=int, default=512)
+    parser.add_argument("--generate", type=int, default=128)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--new-env", action="append", default=[], metavar="VAR=VALUE")
     a = parser.parse_args()
-    for dtype in ("f32", "bf16"):
-        ratios = {"prefill": [], "decode": []}
-        for r in range(a.rounds):
-            order = [("old", a.old), ("new", a.new)]
-            got = {label: rates(binary, a.config, a.prompt, a.generate, dtype)
-                   for label, binary in (order if r % 2 == 0 else order[::-1])}
-            for i, what in enumerate(("prefill", "decode")):
-                ratios[what].append(got["new"][i] / got["old"][i])
-            print(f"round {r + 1} {dtype}: prefill old {got['old'][0]:.1f} new {got['new'][0]:.1f}"
-                  f" tok/s, decode old {got['old'][1]:.2f} new {got['new'][1]:.2f} tok/s",
-                  flush=True)
-        for what, values in ratios.items():
-            print(f"{dtype} {what} new/old: median {statistics.median(values):.3f} "
-                  f"(min {min(values):.3f}, max {max(values):.3f}, {len(values)} rounds)")
+    new_env = dict(os.environ, **dict(v.split("=", 1) for v in a.new_env))
+    pairs = []  # ((old prefill, old decode), (new prefill, new decode))
+    for r in range(a.rounds):
+        order = [("old", a.old, None), ("new", a.new, new_env)]
+        got = {label: rates(binary, a, env) for label, binary, env in
+               (order if r % 2 == 0 else order[::-1])}
+        pairs.append((got["old"], got["new"]))
+        print(f"round {r + 1}: prefill old {got['old'][0]:.1f} new {got['new'][0]:.1f} tok/s, "
+              f"decode old {got['old'][1]:.2f} new {got['new'][1]:.2f} tok/s", flush=True)
+    for i, what in enumerate(("prefill", "decode")):
+        ratios = [n[i] / o[i] for o, n in pairs]
+        print(f"{a.config} {a.dtype} {what}: new/old tok/s median {statistics.median(ratios):.3f} "
+              f"(min {min(ratios):.3f}, max {max(ratios):.3f}), old median "
+              f"{statistics.median(o[i] for o, _ in pairs):.2f}, new median "
+              f"{statistics.median(n[i] for _, n in pairs):.2f} tok/s, {len(pairs)} rounds")
 
 
 if __name__ == "__main__":

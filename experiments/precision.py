@@ -24,6 +24,8 @@ GATES = {"baseline": {"position": "none"}, "g1": {"position": "sdpa"}}
 
 
 def has_bf16_instructions():
+    if os.environ.get("GATTN_ISA") == "avx2":  # gattn keeps to its AVX2 kernels (docs/CPU_DISPATCH.md)
+        return False
     try:
         with open("/proc/cpuinfo") as f:
             return "avx512_bf16" in f.read()

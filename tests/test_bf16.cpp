@@ -98,7 +98,8 @@ TEST(Bf16, ConversionRoundsLikeRoundToBf16) {
 // order of the fp32 additions: every shape, transpose, scale and stride agrees to fp32 rounding
 // of the sum of |products|, while both differ from fp32 by the input rounding.
 TEST(Bf16, NativeGemmEqualsTheEmulation) {
-  if (!native_bf16_gemm_available()) GTEST_SKIP() << "no avx512_bf16 on this CPU";
+  if (!native_bf16_gemm_available())
+    GTEST_SKIP() << "no bf16 GEMM here (no avx512_bf16, or GATTN_ISA=avx2)";
   struct Case {
     int m, n, k;
     bool trans_a = false, trans_b = false;
@@ -252,7 +253,8 @@ void expect_near_emulation(TileGemm tile) {
 }
 
 TEST(Bf16, TileKernelEqualsTheEmulation) {
-  if (!bf16_tiles_available()) GTEST_SKIP() << "built without avx512_bf16";
+  if (!bf16_tiles_available())
+    GTEST_SKIP() << "no bf16 tile kernel here (no avx512_bf16, or GATTN_ISA=avx2)";
   expect_near_emulation(bf16_tile_gemm);
 }
 
@@ -263,7 +265,8 @@ TEST(Bf16, TileKernelScalarModelEqualsTheEmulation) {
 
 // Where the instructions exist, the model is the kernel, bit for bit, subnormals included.
 TEST(Bf16, TileKernelScalarModelGivesTheKernelsBits) {
-  if (!bf16_tiles_available()) GTEST_SKIP() << "built without avx512_bf16";
+  if (!bf16_tiles_available())
+    GTEST_SKIP() << "no bf16 tile kernel here (no avx512_bf16, or GATTN_ISA=avx2)";
   for (const float special : {0.0f, 0.3f})
     for_every_tile_case(special, [](const TileCase& t) {
       const std::vector<float> kernel = t.run(bf16_tile_gemm),
@@ -276,7 +279,8 @@ TEST(Bf16, TileKernelScalarModelGivesTheKernelsBits) {
 // A whole training step (forward and backward through every GEMM of a gated model) in native
 // bf16 against the emulation: loss and gradients agree far inside bf16's own error against fp32.
 TEST(Bf16, NativeTrainingStepTracksTheEmulation) {
-  if (!native_bf16_gemm_available()) GTEST_SKIP() << "no avx512_bf16 on this CPU";
+  if (!native_bf16_gemm_available())
+    GTEST_SKIP() << "no bf16 GEMM here (no avx512_bf16, or GATTN_ISA=avx2)";
   const ThreadScope threads(2);
   Config c;
   c.vocab_size = 300;

@@ -27,6 +27,7 @@
 #include "ops/matmul.h"
 #include "train/adamw.h"
 #include "train/step.h"
+#include "util/cpu_isa.h"
 #include "util/op_profile.h"
 #include "util/threads.h"
 
@@ -155,6 +156,8 @@ nlohmann::json bench_json(const BenchOptions& o, const Weights& weights, const T
       {"parameters", weights.layout().total()},
       {"threads", num_threads()},
       {"blas_core", blas_core_name()},
+      {"isa", isa_description()},
+      {"onednn_isa", onednn_isa_name()},
       {"precision", gemm_precision_name(o.precision)},
       {"batch", o.batch},
       {"seq", o.seq},
@@ -255,11 +258,11 @@ void print_bench(const BenchOptions& o, const Config& config, const TrainState& 
                  const BenchResult& r, const nlohmann::json& j, double peak) {
   const int64_t tokens = int64_t(o.batch) * o.seq;
   print_parameter_table(config, false);
+  std::printf("ISA %s, oneDNN %s, OpenBLAS core %s\n", isa_description().c_str(),
+              onednn_isa_name().c_str(), blas_core_name().c_str());
   std::printf(
-      "threads %d, OpenBLAS core %s, GEMMs in %s, batch %d x %d tokens, median of %d steps after "
-      "%d warm-up\n",
-      num_threads(), blas_core_name().c_str(), gemm_precision_name(o.precision), o.batch, o.seq,
-      o.steps, o.warmup);
+      "threads %d, GEMMs in %s, batch %d x %d tokens, median of %d steps after %d warm-up\n",
+      num_threads(), gemm_precision_name(o.precision), o.batch, o.seq, o.steps, o.warmup);
   if (peak > 0)
     std::printf("%s peak (n = 2048): %8.1f GFLOP/s\n",
                 o.precision == GemmPrecision::bf16 ? "bf16 GEMM" : "    sgemm", peak);

@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "io/file.h"
+#include "util/cpu_isa.h"
 #include "util/error.h"
 
 namespace {
@@ -40,6 +41,8 @@ int main(int argc, char** argv) {
   gattn::add_export_command(app);
   gattn::add_serve_command(app);
   try {
+    // GATTN_ISA, read once before any kernel runs (a bad value is exit 1 naming it).
+    gattn::select_isa(gattn::isa_choice_from_environment());
     app.parse(argc, argv);
   } catch (const CLI::ValidationError& e) {  // a bad flag value: said like any other bad input
     std::fprintf(stderr, "gattn: error: %s\n", e.what());

@@ -31,14 +31,22 @@ inline void row_dot4(const float* x, const float* const rows[4], int n, float ou
   dot4(x, rows, n, out);
 }
 
-// p[j] = exp(p[j] - max) over n scores; returns their sum and sets *max.
+// p[j] = exp(p[j] - max) over n scores; returns their sum and sets *max. The sum has one order
+// whatever the compiler vectorises: 8 partial sums, lane l taking the j = l mod 8 of the first
+// n - n % 8 scores, the others added to lane 0, then the lanes in order (the order GCC's 8-lane
+// vectors gave the former `omp simd reduction` where it vectorised the loop).
 template <typename T>
 T exp_shifted(T* p, int n, T* max) {
   T m = p[0];
   for (int j = 1; j < n; ++j) m = std::max(m, p[j]);
+  constexpr int kLanes = 8;
+  T lane[kLanes] = {};
+  int j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) lane[l] += p[j + l] = fast_exp(p[j + l] - m);
+  for (; j < n; ++j) lane[0] += p[j] = fast_exp(p[j] - m);
   T sum = 0;
-#pragma omp simd reduction(+ : sum)
-  for (int j = 0; j < n; ++j) sum += p[j] = fast_exp(p[j] - m);
+  for (int l = 0; l < kLanes; ++l) sum += lane[l];
   *max = m;
   return sum;
 }

@@ -1,7 +1,5 @@
 #include "ops/bf16_gemm.h"
 
-#include <immintrin.h>
-
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -9,20 +7,20 @@
 #include <tuple>
 #include <vector>
 
+#include "ops/avx512_kernels.h"
 #include "ops/bf16_bits.h"
 #include "util/aligned.h"
+#include "util/cpu_isa.h"
 #include "util/error.h"
 
 namespace gattn {
 
 namespace {
-void row_to_bf16(const float* x, int n, uint16_t* out) {
+// vector: the AVX-512 conversion is in use (the scalar loop gives the same bits).
+void row_to_bf16(const float* x, int n, uint16_t* out, [[maybe_unused]] bool vector) {
   int c = 0;
-#ifdef __AVX512BF16__
-  for (; c + 32 <= n; c += 32) {
-    const __m512bh pair = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + c + 16), _mm512_loadu_ps(x + c));
-    _mm512_storeu_si512(out + c, __m512i(pair));
-  }
+#ifdef GATTN_X86_KERNELS
+  if (vector) c = avx512::to_bf16_bits(x, n, out);
 #endif
   for (; c < n; ++c) out[c] = bf16_instruction_bits(x[c]);
 }
@@ -38,7 +36,10 @@ struct Shape {
 };
 
 dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  static dnnl::engine e = [] {
+    active_isa();  // selects the ISA, and caps oneDNN for it, before oneDNN's first use
+    return dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
   return e;
 }
 
@@ -83,16 +84,20 @@ uint16_t* scratch(std::vector<uint16_t, AlignedAllocator<uint16_t>>& buffer, siz
 }  // namespace
 
 void to_bf16(const float* x, int rows, int cols, int ld, uint16_t* out) {
+  const bool vector = avx512_bf16_kernels_in_use();
   if (int64_t(rows) * cols >= (int64_t(1) << 16)) {
 #pragma omp parallel for schedule(static)
-    for (int r = 0; r < rows; ++r) row_to_bf16(x + int64_t(r) * ld, cols, out + int64_t(r) * cols);
+    for (int r = 0; r < rows; ++r)
+      row_to_bf16(x + int64_t(r) * ld, cols, out + int64_t(r) * cols, vector);
   } else {
-    for (int r = 0; r < rows; ++r) row_to_bf16(x + int64_t(r) * ld, cols, out + int64_t(r) * cols);
+    for (int r = 0; r < rows; ++r)
+      row_to_bf16(x + int64_t(r) * ld, cols, out + int64_t(r) * cols, vector);
   }
 }
 
 bool native_bf16_gemm_available() {
   static const bool available = [] {
+    active_isa();  // selects the ISA, and caps oneDNN for it, before oneDNN's first use
     try {
       // oneDNN reports the ISA it dispatches to; a bf16 matmul on a CPU without bf16 dot products
       // would run through conversions (or not be created), which is not the native mode.
@@ -107,7 +112,40 @@ bool native_bf16_gemm_available() {
   return available;
 }
 
+std::string native_bf16_gemm_unavailable_reason() {
+  if (native_bf16_gemm_available()) return "";
+  if (active_isa() != Isa::avx512 && cpu_features().avx512_bf16)
+    return cat("the ISA in use is ", isa_description(), ", without the CPU's avx512_bf16");
+  if (!cpu_features().avx512_bf16) return "this CPU has no bf16 dot products (avx512_bf16)";
+  return cat("oneDNN (", onednn_isa_name(), ") cannot run a bf16 matmul here");
+}
+
+std::string onednn_isa_name() {
+  active_isa();
+  switch (dnnl::get_effective_cpu_isa()) {
+    case dnnl::cpu_isa::sse41:
+      return "sse41";
+    case dnnl::cpu_isa::avx:
+      return "avx";
+    case dnnl::cpu_isa::avx2:
+      return "avx2";
+    case dnnl::cpu_isa::avx2_vnni:
+      return "avx2_vnni";
+    case dnnl::cpu_isa::avx512_core:
+      return "avx512_core";
+    case dnnl::cpu_isa::avx512_core_vnni:
+      return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core_bf16:
+      return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_amx:
+      return "avx512_core_amx";
+    default:
+      return cat("isa ", int(dnnl::get_effective_cpu_isa()));
+  }
+}
+
 bool native_bf16_gemm_uses_amx() {
+  active_isa();
   const int isa = int(dnnl::get_effective_cpu_isa());
   return native_bf16_gemm_available() &&
          (isa & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx;

@@ -3,12 +3,18 @@
 // matmul() routes here in GemmMode::bf16 (ops/matmul.h).
 #pragma once
 #include <cstdint>
+#include <string>
 
 namespace gattn {
 
 // Whether this CPU and oneDNN run a bf16 x bf16 -> fp32 matmul (checked once: the primitive is
 // created for a small shape). Without it GemmMode::bf16 is refused by set_gemm_mode.
 bool native_bf16_gemm_available();
+// Why native_bf16_gemm_available() is false ("" when it is true), for error messages: the ISA in
+// use (GATTN_ISA=avx2), the CPU, or oneDNN.
+std::string native_bf16_gemm_unavailable_reason();
+// The instruction set oneDNN dispatches to ("avx512_core_amx", "avx2", ...): for benchmarks.
+std::string onednn_isa_name();
 // Whether oneDNN runs it on AMX tiles (TDPBF16PS), which sum the products in another order than
 // the avx512_bf16 kernels and OpenBLAS do.
 bool native_bf16_gemm_uses_amx();

@@ -6,12 +6,13 @@
 
 namespace gattn {
 
-// Whether the kernel was compiled in (a build for a CPU with avx512_bf16).
+// Whether the kernel runs here: a CPU with avx512_bf16, and the ISA in use avx512
+// (util/cpu_isa.h; GATTN_ISA=avx2 turns it off). Decided at the first call.
 bool bf16_tiles_available();
 
 // c[m, n] = alpha * op(a) op(b) + beta * c, row-major, as matmul<float> with explicit leading
 // dimensions; inputs rounded to bf16 (subnormals to zero, as ops/bf16_gemm.h's to_bf16). Runs on
-// the calling thread. With beta 0, c is not read.
+// the calling thread. With beta 0, c is not read. Only where bf16_tiles_available().
 void bf16_tile_gemm(float* c, const float* a, const float* b, int m, int n, int k, bool trans_a,
                     bool trans_b, float alpha, float beta, int lda, int ldb, int ldc);
 

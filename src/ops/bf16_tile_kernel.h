@@ -1,6 +1,8 @@
 // The bf16 tile kernel (ops/bf16_tile.h) written once over a lane type L of 16 lanes, so that the
-// AVX-512 build and a scalar model of its instructions (ops/bf16_tile_scalar.h) run the same
-// packing, blocking and tail code. Internal to ops/bf16_tile*.cpp.
+// AVX-512 kernel (ops/bf16_tile_avx512.cpp) and a scalar model of its instructions
+// (ops/bf16_tile.cpp) run the same packing, blocking and tail code. Internal to those two files.
+// Every function here is a template on L, and each file's L is local to it: the AVX-512 file's
+// instantiations cannot be shared with baseline code (so no std::min either).
 //
 // vdpbf16ps sums, per fp32 lane, the products of a pair of bf16 values (low half with low half,
 // high with high). Both operands are packed as 32-bit words holding two consecutive k:
@@ -18,7 +20,6 @@
 // dot(acc, a, b) as vdpbf16ps; scale(acc, alpha); scale_add(acc, alpha, c, mask, beta) as
 // mul then fmadd; store(c, mask, Floats).
 #pragma once
-#include <algorithm>
 #include <cstdint>
 
 namespace gattn::bf16_tile_detail {
@@ -140,10 +141,10 @@ void tile_gemm(float* c, const float* a, const float* b, int m, int n, int k, bo
   else
     pack_across_rows<L>(b, k, n, ldb, bw, ld_b);
   for (int j0 = 0; j0 < n; j0 += kColBlock) {
-    const int cols = std::min(kColBlock, n - j0);
+    const int cols = n - j0 < kColBlock ? n - j0 : kColBlock;
     const int vectors = (cols + kLanes - 1) / kLanes;
     for (int i0 = 0; i0 < m; i0 += kRowBlock) {
-      const int rows = std::min(kRowBlock, m - i0);
+      const int rows = m - i0 < kRowBlock ? m - i0 : kRowBlock;
       by_rows[rows - 1][vectors - 1](c + int64_t(i0) * ldc + j0, ldc, aw + i0 * a_row, a_row,
                                      a_pair, bw + j0, ld_b, pairs, cols, alpha, beta);
     }

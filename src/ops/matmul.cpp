@@ -52,9 +52,8 @@ const char* gemm_precision_name(GemmPrecision p) {
 
 void check_gemm_precision(GemmPrecision p) {
   if (p == GemmPrecision::bf16 && !native_bf16_gemm_available())
-    fail(
-        "precision bf16: this CPU (or oneDNN) has no bf16 dot-product instructions "
-        "(avx512_bf16); use \"fp32\" or the slower \"bf16_emulated\"");
+    fail("precision bf16 needs bf16 dot-product instructions (avx512_bf16): ",
+         native_bf16_gemm_unavailable_reason(), "; use \"fp32\" or the slower \"bf16_emulated\"");
 }
 
 float round_to_bf16(float x) {
@@ -67,8 +66,8 @@ float round_to_bf16(float x) {
 }
 
 namespace {
-// tile: an attention tile (tile_matmul): in native bf16 on ops/bf16_tile's kernel, or in fp32
-// where the build has none.
+// tile: an attention tile (tile_matmul): in native bf16 on ops/bf16_tile's kernel (which runs
+// wherever oneDNN's bf16 GEMM does: both need avx512_bf16 and the ISA avx512), else in fp32.
 template <typename T>
 void gemm_in_precision(const ExecContext& x, T* c, const T* a, const T* b, int m, int n, int k,
                        bool trans_a, bool trans_b, T alpha, T beta, int lda, int ldb, int ldc,

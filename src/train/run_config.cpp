@@ -121,8 +121,9 @@ RunConfig load_run_config(const std::string& path, const std::string& gate_json)
   f.read("on_nonfinite", run.on_nonfinite, kPolicies);
   f.read("precision", run.precision, gemm_precision_names());
   if (run.precision == GemmPrecision::bf16 && !native_bf16_gemm_available())
-    fail(path, ": precision \"bf16\" needs a CPU with bf16 dot products (avx512_bf16) and "
-         "oneDNN; this one has none: use \"fp32\" or \"bf16_emulated\" (slower, same numbers)");
+    fail(path, ": precision \"bf16\" needs bf16 dot products (avx512_bf16) through oneDNN: ",
+         native_bf16_gemm_unavailable_reason(),
+         "; use \"fp32\" or \"bf16_emulated\" (slower, same numbers)");
   f.read("out", run.out);
   f.read("init_from", run.init_from);
   f.reject_unknown();

@@ -210,7 +210,7 @@ int main(int argc, char** argv) {
     }
     gattn::Weights& weights = *model;
     const gattn::Config& config = weights.config();
-    if (dtype == "bf16") weights.round_to_bf16_for_inference();
+    if (dtype == "bf16") weights.convert_to_bf16();
     if (slots > 0) {
       compare_slots(weights, slots, prompt, generate, rounds, profile);
       return 0;

@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
       m.gate = argv[i];
       m.weights = std::make_unique<gattn::Weights>(gattn::load_config(argv[1], m.gate));
       m.weights->init(1);
-      if (dtype == "bf16") m.weights->round_to_bf16_for_inference();
+      if (dtype == "bf16") m.weights->convert_to_bf16();
       m.state =
           std::make_unique<gattn::InferState>(*m.weights, prompt_length + generate, prompt_length);
       m.logits.resize(m.weights->config().vocab_size);

@@ -34,7 +34,7 @@ std::vector<int32_t> tokens(int n, int vocab, int seed) {
 int main(int argc, char** argv) try {
   if (argc != 4) gattn::fail("usage: gattn_infer_bits MODEL_FOLDER f32|bf16 OUT_FILE");
   auto model = gattn::load_any_model(argv[1]);
-  if (std::string(argv[2]) == "bf16") model->round_to_bf16_for_inference();
+  if (std::string(argv[2]) == "bf16") model->convert_to_bf16();
   const gattn::Weights& w = *model;
   const int V = w.config().vocab_size;
   Sink out{std::fopen(argv[3], "wb")};

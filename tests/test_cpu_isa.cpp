@@ -92,7 +92,7 @@ TEST(CpuIsa, TheProcessRunsTheEnvironmentsChoice) {
   if (isa == Isa::avx2) {  // oneDNN capped too: the process computes as on an AVX2-only CPU
     EXPECT_EQ(onednn_isa_name(), "avx2");
     if (cpu_features().avx512_bf16) {
-      const std::string message = error_of([] { set_gemm_precision(GemmPrecision::bf16); });
+      const std::string message = error_of([] { check_gemm_precision(GemmPrecision::bf16); });
       EXPECT_NE(message.find("the ISA in use is avx2 (GATTN_ISA=avx2)"), std::string::npos)
           << message;
     }

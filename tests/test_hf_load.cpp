@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -247,6 +248,26 @@ TEST(HfLoad, ZeroCentredNormsBecomeOnePlusW) {
     ASSERT_NE(spec, nullptr) << name;
     for (size_t i = 0; i < w.size(); ++i)
       ASSERT_EQ(params[spec->offset + i], 1.0f + w[i]) << name << " [" << i << "]";
+  }
+}
+
+// --weights-dtype bf16 reads a Hugging Face folder straight into bf16 storage (split query/gate
+// rows, 1 + w norms, shards): what loading f32 and converting holds, bit for bit.
+TEST(HfLoad, Bf16StorageIsLoadedDirectly) {
+  for (const char* name : {"qwen3_bf16_sharded", "qwen3_next_bf16", "authors_headwise_bf16",
+                           "qwen3_5_f32"}) {
+    const std::string folder = kHfDir + "/" + name;
+    const auto direct = load_any_model(folder, discard_log(), WeightDtype::bf16);
+    const auto converted = load_any_model(folder);
+    converted->convert_to_bf16();
+    ASSERT_EQ(direct->storage(), WeightDtype::bf16) << name;
+    EXPECT_EQ(std::memcmp(direct->bf16_data(), converted->bf16_data(),
+                          size_t(direct->size()) * sizeof(uint16_t)),
+              0)
+        << name;
+    const int64_t norm = direct->layout().final_norm;
+    for (int i = 0; i < direct->config().hidden_size; ++i)
+      ASSERT_EQ(direct->at(norm)[i], converted->at(norm)[i]) << name;
   }
 }
 

@@ -185,9 +185,9 @@ INSTANTIATE_TEST_SUITE_P(
                       R"({"position": "sdpa", "kind": "head_rmsnorm"})"),
     [](const auto& param_info) { return "gate" + std::to_string(param_info.index); });
 
-// bf16 weights for inference: decode steps read the bf16 copy (the small-batch kernel), prefill
-// the fp32 buffer holding the same rounded values, so chunked decode still equals one full pass;
-// and the rounding is real: the logits move away from those of the fp32 weights.
+// bf16 weights for inference: decode steps read the bf16 matrices (the small-batch kernel),
+// prefill fp32 panels widened from them, so chunked decode still equals one full pass; and the
+// rounding is real: the logits move away from those of the fp32 weights.
 TEST(InferState, Bf16WeightsDecodeLikeTheFullForward) {
   const ThreadScope threads(2);
   Weights w(small());
@@ -196,9 +196,9 @@ TEST(InferState, Bf16WeightsDecodeLikeTheFullForward) {
   const Tokens t(1, T, V, 12);
   std::vector<float> fp32(size_t(T) * V), full(size_t(T) * V), decoded(size_t(T) * V);
   TrainState(w).forward(t.b, fp32.data());
-  w.round_to_bf16_for_inference();
+  w.convert_to_bf16();
   ASSERT_NE(w.bf16_data(), nullptr);
-  TrainState(w).forward(t.b, full.data());
+  TrainState(w).forward({t.ids.data(), nullptr, 1, T}, full.data());
   InferState infer(w, T, 8);
   infer.forward(t.ids.data(), 8, decoded.data());
   for (int p = 8; p < T; ++p) infer.forward(t.ids.data() + p, 1, decoded.data() + size_t(p) * V);

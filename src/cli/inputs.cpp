@@ -41,25 +41,25 @@ void use_threads(int threads) {
                       " (the cores this process may use)");
 }
 
-std::unique_ptr<Weights> load_checkpoint_model(const std::string& path, std::string& folder) {
+std::unique_ptr<Weights> load_checkpoint_model(const std::string& path, std::string& folder,
+                                               WeightDtype storage) {
   folder = fs::exists(fs::path(path) / "checkpoints") ? latest_checkpoint(path) : path;
   if (folder.empty()) fail(path, ": the run has no checkpoint");
-  return load_any_model(folder, stderr_log());
+  return load_any_model(folder, stderr_log(), storage);
 }
 
 CLI::Option* add_weights_dtype_option(CLI::App* cmd, std::string& dtype) {
   return cmd
       ->add_option("--weights-dtype", dtype,
-                   "f32, or bf16: weights rounded to bfloat16, decode reads half the bytes")
+                   "f32, or bf16: weights stored as bfloat16 (rounded to nearest even; no f32 copy), "
+                   "decode reads half the bytes")
       ->check(CLI::IsMember({"f32", "bf16"}))
       ->capture_default_str();
 }
 
 std::unique_ptr<Weights> load_inference_model(const std::string& path, const std::string& dtype,
                                               std::string& folder) {
-  std::unique_ptr<Weights> weights = load_checkpoint_model(path, folder);
-  if (dtype == "bf16") weights->round_to_bf16_for_inference();
-  return weights;
+  return load_checkpoint_model(path, folder, dtype == "bf16" ? WeightDtype::bf16 : WeightDtype::f32);
 }
 
 Tokenizer load_model_tokenizer(const std::string& flag, const std::string& folder) {

@@ -18,10 +18,11 @@ void use_threads(int threads);
 
 // `path` is a checkpoint folder, a run folder (its newest checkpoint) or a Hugging Face model
 // folder (docs/INTEROP.md). Sets `folder` to the one read.
-std::unique_ptr<Weights> load_checkpoint_model(const std::string& path, std::string& folder);
+std::unique_ptr<Weights> load_checkpoint_model(const std::string& path, std::string& folder,
+                                               WeightDtype storage = WeightDtype::f32);
 
-// The inference commands' --weights-dtype (f32, or bf16: Weights::round_to_bf16_for_inference),
-// and load_checkpoint_model with it applied.
+// The inference commands' --weights-dtype (f32, or bf16: Weights' bf16 storage), and
+// load_checkpoint_model reading the model straight into it.
 CLI::Option* add_weights_dtype_option(CLI::App* cmd, std::string& dtype);
 std::unique_ptr<Weights> load_inference_model(const std::string& path, const std::string& dtype,
                                               std::string& folder);

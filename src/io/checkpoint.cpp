@@ -1,5 +1,6 @@
 #include "io/checkpoint.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -51,23 +52,46 @@ void require_params(const SafetensorsReader& file, const ParamLayout& layout) {
   }
 }
 
-void read_params(const SafetensorsReader& file, const ParamLayout& layout, float* params) {
+// Each tensor converted to floats a chunk of rows at a time (the chunk's mapped pages released
+// after it), checked finite, and handed to `put`.
+void read_params(const SafetensorsReader& file, const ParamLayout& layout, const ParamSink& put) {
   const std::string& path = file.path();
+  constexpr int64_t kChunkValues = int64_t(1) << 21;
+  std::vector<float> values;
   for (const TensorSpec& spec : layout.tensors()) {
-    const std::vector<float> values = file.read_floats(spec.name);
-    for (int64_t i = 0; i < spec.numel; ++i)
-      if (!std::isfinite(values[i]))
-        fail(path, ": tensor '", spec.name, "' has a non-finite value (", values[i], ") at index ",
-             i);
-    std::copy(values.begin(), values.end(), params + spec.offset);
+    const TensorView& t = file.get(spec.name);
+    const size_t value_bytes = dtype_bytes(t.dtype);
+    for (int64_t at = 0; at < spec.numel; at += kChunkValues) {
+      const int64_t count = std::min(kChunkValues, spec.numel - at);
+      values.resize(count);
+      convert_to_floats(t.dtype, t.data + at * value_bytes, count, values.data());
+      for (int64_t i = 0; i < count; ++i)
+        if (!std::isfinite(values[i]))
+          fail(path, ": tensor '", spec.name, "' has a non-finite value (", values[i],
+               ") at index ", at + i);
+      put(spec.offset + at, values.data(), count);
+      release_mapped_pages(t.data + at * value_bytes, size_t(count) * value_bytes);
+    }
   }
 }
 }  // namespace
 
+ParamSink sink_into(float* params) {
+  return [params](int64_t offset, const float* values, int64_t count) {
+    std::copy_n(values, count, params + offset);
+  };
+}
+
+ParamSink sink_into(Weights& w) {
+  return [&w](int64_t offset, const float* values, int64_t count) {
+    w.store(offset, values, count);
+  };
+}
+
 void load_params(const std::string& path, const ParamLayout& layout, float* params) {
   const SafetensorsReader file(path, Checksums::required);
   require_params(file, layout);
-  read_params(file, layout, params);
+  read_params(file, layout, sink_into(params));
 }
 
 void write_model_files(const std::string& folder, const Weights& weights) {
@@ -100,15 +124,15 @@ void refuse_hf_config_without_model_type(const std::string& path) {
 }
 }  // namespace
 
-std::unique_ptr<Weights> load_model(const std::string& folder) {
+std::unique_ptr<Weights> load_model(const std::string& folder, WeightDtype storage) {
   refuse_hf_config_without_model_type(folder + "/config.json");
   const Config config = load_config(folder + "/config.json");
   // Shapes first: the buffer is then sized by the file, not by whatever config.json claims.
   const SafetensorsReader file(folder + "/model.safetensors", Checksums::required);
   check_layers_fit(config.num_hidden_layers, file.tensors().size(), folder + "/config.json");
   require_params(file, ParamLayout(config));
-  auto weights = std::make_unique<Weights>(config);
-  read_params(file, weights->layout(), weights->data());
+  auto weights = std::make_unique<Weights>(config, storage);
+  read_params(file, weights->layout(), sink_into(*weights));
   return weights;
 }
 

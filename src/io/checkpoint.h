@@ -1,6 +1,7 @@
 // A model on disk: a folder with config.json (docs/MODEL.md) and model.safetensors holding every
 // parameter under its Hugging Face name. Both files are written atomically.
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -15,6 +16,12 @@ namespace gattn {
 // gate_json, when not empty, replaces the config's "gate" object (one config, every variant).
 Config load_config(const std::string& path, const std::string& gate_json = "");
 void save_config(const std::string& path, const Config& config);
+
+// Where a loader puts parameter values: `count` floats at layout offset `offset`, within one
+// tensor; called from several threads at once for disjoint ranges.
+using ParamSink = std::function<void(int64_t offset, const float* values, int64_t count)>;
+ParamSink sink_into(float* params);  // a float buffer in layout order
+ParamSink sink_into(Weights& w);     // Weights::store: rounded to each tensor's dtype
 
 // Writes every parameter as F32.
 void save_params(const std::string& path, const Weights& weights,
@@ -33,6 +40,9 @@ void check_layers_fit(int64_t layers, size_t tensors, const std::string& where);
 
 void save_model(const std::string& folder, const Weights& weights,
                 ExistingFolder existing = ExistingFolder::refuse);
-std::unique_ptr<Weights> load_model(const std::string& folder);
+// The model in `storage` (f32, or bf16 for inference: read straight into bf16, never holding the
+// f32 values of more than a chunk of rows).
+std::unique_ptr<Weights> load_model(const std::string& folder,
+                                    WeightDtype storage = WeightDtype::f32);
 
 }  // namespace gattn

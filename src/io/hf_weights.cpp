@@ -1,7 +1,5 @@
 #include "io/hf_weights.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -113,25 +111,16 @@ void check_tensor(const TensorView& t, const Job& job, const std::string& file) 
              : "");
 }
 
-// Drops the mapped pages of [begin, begin + bytes) from this process (they stay in the page
-// cache): file-backed pages count in the resident set until released.
-void release_pages(const uint8_t* begin, size_t bytes) {
-  static const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
-  const uintptr_t lo = (uintptr_t(begin) + page - 1) / page * page;
-  const uintptr_t hi = (uintptr_t(begin) + bytes) / page * page;
-  if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
-}
-
-// Where row r of the checkpoint tensor goes in dest.
-float* destination_row(const Job& job, float* dest, int64_t r, int64_t cols) {
-  if (job.convert != Convert::split_q_gate) return dest + job.target->offset + r * cols;
+// The layout offset row r of the checkpoint tensor goes to.
+int64_t destination_row(const Job& job, int64_t r, int64_t cols) {
+  if (job.convert != Convert::split_q_gate) return job.target->offset + r * cols;
   const QGateBlocks& b = job.blocks;
   const int64_t per_group = b.q_rows + b.gate_rows, g = r / per_group, w = r % per_group;
-  if (w < b.q_rows) return dest + job.target->offset + (g * b.q_rows + w) * cols;
-  return dest + job.gate->offset + (g * b.gate_rows + w - b.q_rows) * cols;
+  if (w < b.q_rows) return job.target->offset + (g * b.q_rows + w) * cols;
+  return job.gate->offset + (g * b.gate_rows + w - b.q_rows) * cols;
 }
 
-void convert(const TensorView& t, const Job& job, float* dest, const std::string& file) {
+void convert(const TensorView& t, const Job& job, const ParamSink& put, const std::string& file) {
   const int64_t cols = t.shape.size() == 2 ? t.shape[1] : t.numel;
   const int64_t rows = t.numel / std::max<int64_t>(cols, 1);
   const size_t row_bytes = size_t(cols) * dtype_bytes(t.dtype);
@@ -140,17 +129,21 @@ void convert(const TensorView& t, const Job& job, float* dest, const std::string
   for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
     const int64_t r1 = std::min(rows, r0 + chunk_rows);
     int64_t bad_row = -1;
-#pragma omp parallel for schedule(static) reduction(max : bad_row)
-    for (int64_t r = r0; r < r1; ++r) {
-      float* out = destination_row(job, dest, r, cols);
-      convert_to_floats(t.dtype, t.data + r * row_bytes, cols, out);
-      for (int64_t i = 0; i < cols; ++i) {
-        if (job.convert == Convert::plus_one) out[i] = 1.0f + out[i];  // HF: 1.0 + w.float()
-        if (!std::isfinite(out[i])) bad_row = r;
+#pragma omp parallel reduction(max : bad_row)
+    {
+      std::vector<float> out(cols);
+#pragma omp for schedule(static)
+      for (int64_t r = r0; r < r1; ++r) {
+        convert_to_floats(t.dtype, t.data + r * row_bytes, cols, out.data());
+        for (int64_t i = 0; i < cols; ++i) {
+          if (job.convert == Convert::plus_one) out[i] = 1.0f + out[i];  // HF: 1.0 + w.float()
+          if (!std::isfinite(out[i])) bad_row = r;
+        }
+        if (bad_row < 0) put(destination_row(job, r, cols), out.data(), cols);
       }
     }
     if (bad_row >= 0) fail(file, ": tensor '", t.name, "' has a non-finite value in row ", bad_row);
-    release_pages(t.data + r0 * row_bytes, size_t(r1 - r0) * row_bytes);
+    release_mapped_pages(t.data + r0 * row_bytes, size_t(r1 - r0) * row_bytes);
   }
 }
 }  // namespace
@@ -243,10 +236,10 @@ HfWeightPlan plan_hf_weights(const HfModelInfo& info, const ParamLayout& layout)
   return plan;
 }
 
-void convert_hf_weights(const HfWeightPlan& plan, float* dest) {
+void convert_hf_weights(const HfWeightPlan& plan, const ParamSink& put) {
   for (size_t f = 0; f < plan.readers.size(); ++f)
     for (const Job& job : plan.jobs)
-      if (job.file == f) convert(plan.readers[f]->get(job.name), job, dest, plan.shards.files[f]);
+      if (job.file == f) convert(plan.readers[f]->get(job.name), job, put, plan.shards.files[f]);
 }
 
 size_t tensor_count(const std::string& folder) {
@@ -261,11 +254,12 @@ void load_hf_weights(const HfModelInfo& info, const ParamLayout& layout, float* 
                      LogSink& log) {
   const HfWeightPlan plan = plan_hf_weights(info, layout);
   for (const std::string& note : plan.notes) log.note(note);
-  convert_hf_weights(plan, dest);
+  convert_hf_weights(plan, sink_into(dest));
 }
 
-std::unique_ptr<Weights> load_any_model(const std::string& folder, LogSink& log) {
-  if (!is_hf_model_folder(folder)) return load_model(folder);
+std::unique_ptr<Weights> load_any_model(const std::string& folder, LogSink& log,
+                                        WeightDtype storage) {
+  if (!is_hf_model_folder(folder)) return load_model(folder, storage);
   const HfModelInfo info = read_hf_model_info(folder);
   for (const std::string& note : info.notes) log.note(note);
   check_layers_fit(info.config.num_hidden_layers, tensor_count(folder), folder + "/config.json");
@@ -276,12 +270,12 @@ std::unique_ptr<Weights> load_any_model(const std::string& folder, LogSink& log)
   for (const std::string& note : plan.notes) log.note(note);
   std::unique_ptr<Weights> weights;
   try {
-    weights = std::make_unique<Weights>(info.config);
+    weights = std::make_unique<Weights>(info.config, storage);
   } catch (const std::bad_alloc&) {
-    fail(folder, ": out of memory allocating ", layout.total() * int64_t(sizeof(float)),
+    fail(folder, ": out of memory allocating ", layout.total() * (storage == WeightDtype::f32 ? 4 : 2),
          " bytes for the parameters of its config.json");
   }
-  convert_hf_weights(plan, weights->data());
+  convert_hf_weights(plan, sink_into(*weights));
   return weights;
 }
 

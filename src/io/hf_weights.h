@@ -39,7 +39,9 @@ void load_hf_weights(const HfModelInfo& info, const ParamLayout& layout, float* 
                      LogSink& log = discard_log());
 
 // A gattn checkpoint (docs/MODEL.md) or a Hugging Face folder (is_hf_model_folder); notes (fields
-// and tensors read but not used) go to `log`.
-std::unique_ptr<Weights> load_any_model(const std::string& folder, LogSink& log = discard_log());
+// and tensors read but not used) go to `log`. storage: Weights' storage (bf16: read straight into
+// bf16, no f32 copy).
+std::unique_ptr<Weights> load_any_model(const std::string& folder, LogSink& log = discard_log(),
+                                        WeightDtype storage = WeightDtype::f32);
 
 }  // namespace gattn

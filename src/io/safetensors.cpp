@@ -224,6 +224,13 @@ SafetensorsReader::SafetensorsReader(const std::string& path, Checksums checksum
   }
 }
 
+void release_mapped_pages(const uint8_t* begin, size_t bytes) {
+  static const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = (uintptr_t(begin) + page - 1) / page * page;
+  const uintptr_t hi = (uintptr_t(begin) + bytes) / page * page;
+  if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
 void SafetensorsReader::verify_checksums(Checksums checksums) const {
   bool gattn_file = checksums == Checksums::required;
   for (const auto& [key, value] : metadata_) {
@@ -234,8 +241,9 @@ void SafetensorsReader::verify_checksums(Checksums checksums) const {
     const std::string name = key.substr(kChecksumPrefix.size());
     const TensorView* t = find(name);
     if (!t) fail(path_, ": __metadata__ has a checksum of tensor '", name, "', which is absent");
-    const std::string actual =
-        checksum_hex(checksum64(t->data, size_t(t->numel) * dtype_bytes(t->dtype)));
+    const size_t bytes = size_t(t->numel) * dtype_bytes(t->dtype);
+    const std::string actual = checksum_hex(checksum64(t->data, bytes));
+    release_mapped_pages(t->data, bytes);
     if (actual != value)
       fail(path_, ": tensor '", name, "' is corrupt: its data has checksum ", actual,
            " but the file records ", value);

@@ -40,6 +40,10 @@ std::string shape_string(const std::vector<int64_t>& shape);  // "[2, 3]"
 // a header length that fits the file, then a JSON object.
 bool looks_like_safetensors(std::string_view head, uint64_t file_bytes);
 
+// Drops the mapped pages of [begin, begin + bytes) from this process (they stay in the page
+// cache): file-backed pages count in the resident set until released.
+void release_mapped_pages(const uint8_t* begin, size_t bytes);
+
 enum class Checksums { if_present, required };
 
 class SafetensorsReader {

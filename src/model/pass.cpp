@@ -5,16 +5,13 @@
 #include "ops/embedding.h"
 #include "ops/matmul.h"
 #include "ops/rmsnorm.h"
-#include "ops/small_batch_linear.h"
+#include "ops/typed_linear.h"
 
 namespace gattn {
 
 void project(const ExecContext& exec, const Weights& w, int64_t offset, float* out, const float* in,
              int rows, int in_dim, int out_dim, int ld_out) {
-  if (const uint16_t* bf16 = w.bf16_data(); bf16 && rows <= kSmallBatchRows)
-    small_batch_linear(out, in, bf16 + offset, rows, in_dim, out_dim, false, ld_out);
-  else
-    linear_forward(exec, out, in, w.at(offset), rows, in_dim, out_dim, false, ld_out);
+  typed_linear_forward(exec, out, in, w.matrix(offset, out_dim, in_dim), rows, ld_out);
 }
 
 namespace {
@@ -65,7 +62,8 @@ void forward_blocks(const PassContext& pass, const int32_t* ids, PassBuffers& b)
   const int C = c.hidden_size;
   OpSections ops(pass.exec.profile);
   ops.next("embedding");
-  embedding_forward(b.block_input(0), ids, w.at(w.layout().embed), pass.rows(), C, c.vocab_size);
+  embedding_forward(b.block_input(0), ids, w.matrix(w.layout().embed, c.vocab_size, C),
+                    pass.rows());
   ops.next(nullptr);
   for (int i = 0; i < w.blocks(); ++i) {
     w.block(i).forward(pass, *b.activations[i], pass.memory ? pass.memory[i] : nullptr,

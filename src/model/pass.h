@@ -40,9 +40,8 @@ struct PassContext {
   int memory_sequence(int b) const { return memory_sequences ? memory_sequences[b] : b; }
 };
 
-// out[rows, out_dim] = in[rows, in_dim] W^T for the weight matrix at `offset`: from the bf16 copy
-// for a decode step when the weights keep one (Weights::round_to_bf16_for_inference), else
-// linear_forward on the fp32 values. ld_out: out's row stride (0: out_dim).
+// out[rows, out_dim] = in[rows, in_dim] W^T for the weight matrix at `offset`, in whatever dtype
+// the weights store it (ops/typed_linear.h). ld_out: out's row stride (0: out_dim).
 void project(const ExecContext& exec, const Weights& w, int64_t offset, float* out, const float* in,
              int rows, int in_dim, int out_dim, int ld_out = 0);
 

@@ -68,15 +68,22 @@ float TrainState::max_abs_hidden() const {
   return max;
 }
 
+void TrainState::require_f32_weights(const char* what) const {
+  if (w_.storage() != WeightDtype::f32)
+    fail(what, " needs the model's weights in f32; these are stored as ",
+         weight_dtype_name(w_.storage()), " (an inference model: load it with f32 weights)");
+}
+
 LossSum TrainState::forward(const Batch& batch, float* logits, double* token_nats) {
   plan(batch.batch, batch.seq_len, false);
   forward_blocks(context(), batch.ids, buffers_);
   const Config& c = w_.config();
-  const float* head = w_.at(w_.layout().lm_head);
   if (logits)
-    linear_forward(exec_, logits, buffers_.final_out, head, batch_rows(), c.hidden_size,
-                   c.vocab_size);
+    project(exec_, w_, w_.layout().lm_head, logits, buffers_.final_out, batch_rows(),
+            c.hidden_size, c.vocab_size);
   if (!batch.targets) return {};
+  require_f32_weights("a loss");
+  const float* head = w_.at(w_.layout().lm_head);
   return lm_head_cross_entropy<float>(exec_, nullptr, nullptr, logits_chunk_, buffers_.final_out,
                                       head, batch.targets, batch_rows(), c.hidden_size,
                                       c.vocab_size, chunk_rows_, 0.0f, token_nats);
@@ -84,6 +91,7 @@ LossSum TrainState::forward(const Batch& batch, float* logits, double* token_nat
 
 LossSum TrainState::forward_backward(const Batch& batch, float grad_scale) {
   GATTN_ASSERT(batch.targets, "forward_backward needs targets");
+  require_f32_weights("training");
   GATTN_ASSERT(!hooks_ || !hooks_->changes_tensors(),
                "hooks that change tensors are for forward passes only");
   Gradients& g = grads();

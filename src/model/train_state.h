@@ -55,6 +55,7 @@ class TrainState {
 
  private:
   void plan(int batch, int seq_len, bool backward);
+  void require_f32_weights(const char* what) const;  // an Error naming `what` otherwise
   PassContext context() const {
     return {.weights = w_,
             .exec = exec_,

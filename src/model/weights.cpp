@@ -19,7 +19,21 @@ std::string dims(const std::vector<int64_t>& shape) {
 }
 }  // namespace
 
-Weights::Weights(const Config& config) : Weights(config, AlignedFloats()) {}
+Weights::Weights(const Config& config, WeightDtype storage)
+    : config_(config),
+      layout_(config),
+      layers_(layer_configs(config)),
+      rope_(make_rope_table<float>(config.rotary_dim(), config.rope_theta,
+                                   config.max_position_embeddings, config.rope_scaling)),
+      storage_(storage) {
+  if (storage == WeightDtype::f32) {
+    values_.assign(layout_.total(), 0.0f);
+  } else {
+    bf16_.assign(layout_.total(), 0);
+    place_float_tensors();
+  }
+  make_blocks();
+}
 
 Weights::Weights(const Config& config, AlignedFloats values)
     : config_(config),
@@ -28,24 +42,105 @@ Weights::Weights(const Config& config, AlignedFloats values)
       rope_(make_rope_table<float>(config.rotary_dim(), config.rope_theta,
                                    config.max_position_embeddings, config.rope_scaling)),
       values_(std::move(values)) {
-  if (values_.empty()) values_.assign(layout_.total(), 0.0f);
   GATTN_ASSERT(int64_t(values_.size()) == layout_.total(), values_.size(),
                " values given for a layout of ", layout_.total());
-  for (int l = 0; l < config.num_hidden_layers; ++l) {
+  make_blocks();
+}
+
+void Weights::make_blocks() {
+  for (int l = 0; l < config_.num_hidden_layers; ++l) {
     blocks_.push_back(make_attention_block(layers_[l].attention, layout_.layers[l].attention, l));
     blocks_.push_back(make_mlp_block(layers_[l].mlp, layout_.layers[l].mlp));
   }
 }
 
+// 1-D tensors are read by elementwise ops (norms, gate logits) as floats: kept in floats_.
+void Weights::place_float_tensors() {
+  float_index_.assign(layout_.tensors().size(), -1);
+  int64_t floats = 0;
+  for (size_t i = 0; i < layout_.tensors().size(); ++i) {
+    const TensorSpec& t = layout_.tensors()[i];
+    if (t.shape.size() != 1) continue;
+    float_index_[i] = floats;
+    floats += t.numel;
+  }
+  floats_.assign(floats, 0.0f);
+}
+
+WeightDtype Weights::dtype_of(size_t tensor_index) const {
+  if (storage_ == WeightDtype::f32 || float_index_[tensor_index] >= 0) return WeightDtype::f32;
+  return storage_;
+}
+
+int64_t Weights::parameter_bytes() const {
+  return int64_t(values_.size() * sizeof(float) + bf16_.size() * sizeof(uint16_t) +
+                 floats_.size() * sizeof(float));
+}
+
+size_t Weights::tensor_at(int64_t offset) const {
+  const std::vector<TensorSpec>& t = layout_.tensors();
+  const auto after = std::upper_bound(
+      t.begin(), t.end(), offset, [](int64_t o, const TensorSpec& s) { return o < s.offset; });
+  GATTN_ASSERT(after != t.begin() && offset < layout_.total(), "offset ", offset,
+               " is outside the parameters");
+  return size_t(after - t.begin()) - 1;
+}
+
+WeightView Weights::matrix(int64_t offset, int64_t rows, int64_t cols) const {
+  GATTN_ASSERT(offset >= 0 && offset + rows * cols <= layout_.total(), "matrix [", rows, ", ",
+               cols, "] at ", offset, " is outside the parameters");
+  if (storage_ == WeightDtype::f32)
+    return {.dtype = WeightDtype::f32, .data = values_.data() + offset, .rows = rows, .cols = cols};
+  return {.dtype = storage_, .data = bf16_.data() + offset, .rows = rows, .cols = cols};
+}
+
+const float* Weights::at(int64_t offset) const {
+  if (storage_ == WeightDtype::f32) return values_.data() + offset;
+  const size_t i = tensor_at(offset);
+  const TensorSpec& t = layout_.tensors()[i];
+  GATTN_ASSERT(float_index_[i] >= 0, "tensor '", t.name, "' is stored as ",
+               weight_dtype_name(storage_), ": read it through Weights::matrix()");
+  return floats_.data() + float_index_[i] + (offset - t.offset);
+}
+
+void Weights::store(int64_t offset, const float* values, int64_t count) {
+  if (storage_ == WeightDtype::f32) {
+    std::copy_n(values, count, values_.data() + offset);
+    return;
+  }
+  const size_t i = tensor_at(offset);
+  const TensorSpec& t = layout_.tensors()[i];
+  GATTN_ASSERT(offset + count <= t.offset + t.numel, count, " values at ", offset,
+               " run past tensor '", t.name, "'");
+  float* floats = float_index_[i] >= 0 ? floats_.data() + float_index_[i] + (offset - t.offset)
+                                       : nullptr;
+  for (int64_t j = 0; j < count; ++j) {
+    const float v = round_to_bf16(values[j]);
+    uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    bf16_[offset + j] = uint16_t(bits >> 16);
+    if (floats) floats[j] = v;
+  }
+}
+
+AlignedFloats& Weights::f32_values() {
+  GATTN_ASSERT(storage_ == WeightDtype::f32, "the f32 parameter buffer of a model stored as ",
+               weight_dtype_name(storage_));
+  return values_;
+}
+const AlignedFloats& Weights::f32_values() const { return const_cast<Weights*>(this)->f32_values(); }
+
+AlignedFloats Weights::release() && { return std::move(f32_values()); }
+
 void Weights::init(uint64_t seed) {
-  init_params(values_.data(), layout_, seed, config_.initializer_range);
+  init_params(f32_values().data(), layout_, seed, config_.initializer_range);
   if (config_.gate.identity_init) double_output_projections();
 }
 
 // A gate with scores 0.5 halves what reaches o_proj; twice the weights undo it exactly.
 void Weights::double_output_projections() {
   for (int l = 0; l < config_.num_hidden_layers; ++l) {
-    float* w = values_.data() + layout_.layers[l].attention.o_proj;
+    float* w = f32_values().data() + layout_.layers[l].attention.o_proj;
     const int64_t count = int64_t(layers_[l].attention.hidden) * layers_[l].attention.q_dim();
     for (int64_t i = 0; i < count; ++i) w[i] *= 2;
   }
@@ -64,7 +159,7 @@ std::vector<std::string> Weights::init_from(const Weights& source) {
     if (s->shape != t.shape)
       fail("--init-from: tensor '", t.name, "' has shape ", dims(s->shape), " in the source but ",
            dims(t.shape), " in this model");
-    std::copy_n(source.at(s->offset), t.numel, values_.data() + t.offset);
+    std::copy_n(source.at(s->offset), t.numel, f32_values().data() + t.offset);
   }
   if (new_gate && config_.gate.identity_init) double_output_projections();
   return fresh;
@@ -74,15 +169,25 @@ std::vector<std::string> Weights::init_from(const Weights& source) {
 
 namespace gattn {
 
-void Weights::round_to_bf16_for_inference() {
+void Weights::convert_to_bf16() {
+  if (storage_ == WeightDtype::bf16) return;
+  storage_ = WeightDtype::bf16;
   bf16_.resize(values_.size());
+  place_float_tensors();
+  for (size_t t = 0; t < layout_.tensors().size(); ++t) {
+    const TensorSpec& spec = layout_.tensors()[t];
+    if (float_index_[t] < 0) continue;
+    for (int64_t j = 0; j < spec.numel; ++j)
+      floats_[float_index_[t] + j] = round_to_bf16(values_[spec.offset + j]);
+  }
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < int64_t(values_.size()); ++i) {
-    values_[i] = round_to_bf16(values_[i]);
+    const float v = round_to_bf16(values_[i]);
     uint32_t bits;
-    std::memcpy(&bits, &values_[i], 4);
+    std::memcpy(&bits, &v, 4);
     bf16_[i] = uint16_t(bits >> 16);
   }
+  AlignedFloats().swap(values_);
 }
 
 }  // namespace gattn

@@ -1,7 +1,14 @@
 // A model's read-only side: config, parameter layout, each layer's config and blocks, the RoPE
-// table and one 64-byte aligned buffer holding every parameter in layout order. Passes never write
-// it, so several users (a trainer and its evaluation, server requests) can share one Weights; only
-// the optimizer (or a loader) changes the values, between passes.
+// table and the parameters in typed storage. Passes never write it, so several users (a trainer
+// and its evaluation, server requests) can share one Weights; only the optimizer (or a loader)
+// changes the values, between passes.
+//
+// Storage (ops/weight_view.h): f32 keeps every parameter in one 64-byte aligned float buffer in
+// layout order (training's master weights: the optimizer, gradients and checkpoints index it by
+// layout offset). bf16 (inference) keeps every matrix in bfloat16 only, at the same layout
+// offsets, and the 1-D tensors (norm weights, gate logits) in a small float buffer holding their
+// bf16-rounded values: 2 bytes per parameter, no fp32 copy. Weight matrices are read through
+// matrix() (a view with its dtype); at() gives floats of tensors stored as floats.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -13,6 +20,7 @@
 #include "model/config.h"
 #include "model/layer_config.h"
 #include "model/layout.h"
+#include "ops/weight_view.h"
 #include "ops/rope.h"
 #include "util/aligned.h"
 
@@ -20,8 +28,9 @@ namespace gattn {
 
 class Weights {
  public:
-  explicit Weights(const Config& config);               // parameters zero: init() or load them
-  Weights(const Config& config, AlignedFloats values);  // values in layout order
+  // Parameters zero: init() or load them (store()).
+  explicit Weights(const Config& config, WeightDtype storage = WeightDtype::f32);
+  Weights(const Config& config, AlignedFloats values);  // f32 values in layout order
   // Passes hold a reference: never copied or moved (a 1.7B model is 7 GB).
   Weights(const Weights&) = delete;
   Weights& operator=(const Weights&) = delete;
@@ -34,14 +43,28 @@ class Weights {
   const Block& block(int i) const { return *blocks_[i]; }
   const RopeTable<float>& rope() const { return rope_; }
 
-  const float* data() const { return values_.data(); }
-  float* data() { return values_.data(); }
-  int64_t size() const { return int64_t(values_.size()); }
-  const float* at(int64_t offset) const { return values_.data() + offset; }
-  const AlignedFloats& values() const { return values_; }
-  AlignedFloats& values() { return values_; }
+  // How the matrices are stored, and how tensor `index` of the layout is.
+  WeightDtype storage() const { return storage_; }
+  WeightDtype dtype_of(size_t tensor_index) const;
+  int64_t size() const { return layout_.total(); }  // parameters
+  int64_t parameter_bytes() const;                  // what the storage holds
+
+  // rows x cols values from layout offset `offset` (one matrix, or several adjacent ones of the
+  // same width: q|k|v|gate), in the storage's matrix dtype.
+  WeightView matrix(int64_t offset, int64_t rows, int64_t cols) const;
+  // Floats at `offset` of a tensor stored as floats (every tensor of f32 storage; the 1-D tensors
+  // of bf16 storage). A bf16 matrix is an InternalError naming it: read it through matrix().
+  const float* at(int64_t offset) const;
+  // Writes count values at `offset` (within one tensor), rounded to the tensor's dtype: loaders.
+  void store(int64_t offset, const float* values, int64_t count);
+
+  // The f32 buffer, in layout order (training, checkpoints): an InternalError for bf16 storage.
+  const float* data() const { return f32_values().data(); }
+  float* data() { return f32_values().data(); }
+  const AlignedFloats& values() const { return f32_values(); }
+  AlignedFloats& values() { return f32_values(); }
   // Hands the buffer over (e.g. to Weights of the same layout with a longer context).
-  AlignedFloats release() && { return std::move(values_); }
+  AlignedFloats release() &&;
 
   void init(uint64_t seed);
   // Copies every tensor `source` has (same name and shape; an Error otherwise) and keeps this
@@ -49,14 +72,20 @@ class Weights {
   // (with init "identity", o_proj is doubled when the gate is new). Returns the names not found.
   std::vector<std::string> init_from(const Weights& source);
 
-  // bf16 weights for inference: rounds every value to bfloat16 (nearest even) and keeps a bf16
-  // copy beside the fp32 buffer. Decode steps (at most kSmallBatchRows rows) then read the
-  // copy, half the bytes; prefill reads the fp32 buffer, which holds the same values, so both
-  // compute one function. Training never calls it.
-  void round_to_bf16_for_inference();
+  // f32 storage -> bf16 storage: every value rounded to bfloat16 (nearest even), the f32 buffer
+  // freed. Decode steps read the bf16 matrices (half the bytes of f32); prefill runs them on
+  // the CPU's bf16 GEMM (GemmPrecision::bf16) or on fp32 panels widened from them
+  // (ops/typed_linear.h). Loaders write bf16 storage directly (no f32 copy on the way).
+  void convert_to_bf16();
+  // The bf16 values of every parameter in layout order (null unless bf16 storage).
   const uint16_t* bf16_data() const { return bf16_.empty() ? nullptr : bf16_.data(); }
 
  private:
+  AlignedFloats& f32_values();
+  const AlignedFloats& f32_values() const;
+  size_t tensor_at(int64_t offset) const;  // the layout tensor holding `offset`
+  void place_float_tensors();              // bf16 storage: where each 1-D tensor's floats go
+  void make_blocks();
   void double_output_projections();
 
   Config config_;
@@ -64,8 +93,11 @@ class Weights {
   std::vector<LayerConfig> layers_;
   std::vector<std::unique_ptr<Block>> blocks_;
   RopeTable<float> rope_;
-  AlignedFloats values_;
-  std::vector<uint16_t, AlignedAllocator<uint16_t>> bf16_;  // empty unless rounded for inference
+  WeightDtype storage_ = WeightDtype::f32;
+  AlignedFloats values_;  // f32 storage: every parameter
+  std::vector<uint16_t, AlignedAllocator<uint16_t>> bf16_;  // bf16 storage: every parameter
+  AlignedFloats floats_;  // bf16 storage: the 1-D tensors, packed
+  std::vector<int64_t> float_index_;  // per layout tensor: its start in floats_, or -1
 };
 
 // One float per parameter in layout order: what a backward pass accumulates into.

@@ -1,17 +1,41 @@
 #include "ops/embedding.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "util/error.h"
 
 namespace gattn {
 
-template <typename T>
-void embedding_forward(T* out, const int32_t* ids, const T* table, int64_t rows, int dim,
-                       int vocab) {
+namespace {
+void check_ids(const int32_t* ids, int64_t rows, int vocab) {
   for (int64_t n = 0; n < rows; ++n)
     if (ids[n] < 0 || ids[n] >= vocab)
       fail("token id ", ids[n], " at position ", n, " is outside the vocabulary [0, ", vocab, ")");
+}
+}  // namespace
+
+void embedding_forward(float* out, const int32_t* ids, const WeightView& table, int64_t rows) {
+  GATTN_ASSERT(table.device == Device::host, "an embedding table on another device");
+  const int dim = int(table.cols);
+  if (table.dtype == WeightDtype::f32)
+    return embedding_forward(out, ids, table.f32(), rows, dim, int(table.rows));
+  GATTN_ASSERT(table.dtype == WeightDtype::bf16, "embedding dtype ", int(table.dtype));
+  check_ids(ids, rows, int(table.rows));
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < rows; ++n) {
+    const uint16_t* row = table.bf16() + int64_t(ids[n]) * dim;
+    for (int c = 0; c < dim; ++c) {
+      const uint32_t bits = uint32_t(row[c]) << 16;
+      std::memcpy(out + n * dim + c, &bits, 4);
+    }
+  }
+}
+
+template <typename T>
+void embedding_forward(T* out, const int32_t* ids, const T* table, int64_t rows, int dim,
+                       int vocab) {
+  check_ids(ids, rows, vocab);
 #pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < rows; ++n) std::copy_n(table + int64_t(ids[n]) * dim, dim, out + n * dim);
 }

@@ -1,0 +1,27 @@
+// out[rows, out_dim] = in[rows, in_dim] W^T for a weight matrix in any storage dtype
+// (ops/weight_view.h): the one place a new weight format or device adds its product.
+//   f32:  linear_forward (sgemm, or the small-batch kernel for a decode step).
+//   bf16: a decode step (rows <= kSmallBatchRows) on the small-batch kernel, widening as it
+//         reads; prefill in GemmPrecision::bf16 on the CPU's bf16 GEMM reading the stored bf16
+//         directly (the activations rounded to bf16); otherwise on fp32 panels widened from the
+//         bf16 rows, sized for the L2 cache, each an sgemm: sgemm's products on the widened
+//         matrix (summed in the order OpenBLAS picks for a panel's shape), without an fp32 copy.
+#pragma once
+#include "ops/weight_view.h"
+#include "ops/exec_context.h"
+
+namespace gattn {
+
+// w: out_dim x in_dim. ld_out: out's row stride (0: out_dim). panel_bytes: the widened panels'
+// size (0: bf16_panel_bytes(); tests set others).
+void typed_linear_forward(const ExecContext& x, float* out, const float* in, const WeightView& w,
+                          int rows, int ld_out = 0, int64_t panel_bytes = 0);
+
+// The rows of a bf16 matrix of `cols` columns one widened panel holds (a multiple of 16, at
+// least 16): panel_bytes of floats.
+int bf16_panel_rows(int cols, int64_t panel_bytes);
+// The panel size typed_linear_forward uses: half this CPU's L2 cache, at least 1 MiB (an sgemm
+// narrower than that loses speed to packing its input once per panel).
+int64_t bf16_panel_bytes();
+
+}  // namespace gattn

@@ -4,12 +4,18 @@
 // (prefill).
 //   gattn_bench_decode CONFIG|FOLDER [GATE_JSON] [PROMPT=512] [GENERATE=128] [THREADS=0: all]
 //   [ROUNDS=3]
-//                      [DTYPE=f32|bf16] [--profile] [--slots N]
+//                      [DTYPE=f32|bf16|bf16-gemm] [--profile] [--slots N]
+// DTYPE bf16: weights stored as bf16, prefill on fp32 panels widened from them; bf16-gemm: the
+// same weights, prefill on the CPU's bf16 GEMM (GemmPrecision::bf16). A FOLDER is read straight
+// into the dtype's storage. --rss: no bandwidth or sgemm probe (their buffers); prints the
+// process's peak resident memory against the plan (parameter bytes + decode memory + working
+// set).
 // Prints one line per round and the medians; --profile adds the decode time per op and token.
 // --slots N (a server's concurrent requests): each round decodes one sequence alone, then N
 // sequences together through BatchedInferState (one step = one token for each), and prints the
 // total tokens/s of both and their ratio.
 #include <omp.h>
+#include <sys/resource.h>
 #ifdef __AVX2__
 #include <immintrin.h>
 #endif
@@ -174,13 +180,15 @@ void compare_slots(const gattn::Weights& weights, int slots, int prompt, int gen
 
 int main(int argc, char** argv) {
   // The flags follow the positional arguments.
-  bool profile = false;
+  bool profile = false, rss = false;
   int slots = 0;
   int positional = argc;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--profile" || arg == "--slots") positional = std::min(positional, i);
+    if (arg == "--profile" || arg == "--slots" || arg == "--rss")
+      positional = std::min(positional, i);
     if (arg == "--profile") profile = true;
+    if (arg == "--rss") rss = true;
     if (arg == "--slots" && i + 1 < argc) slots = std::atoi(argv[++i]);
   }
   argc = positional;
@@ -198,28 +206,36 @@ int main(int argc, char** argv) {
     const int threads = argc > 5 ? std::stoi(argv[5]) : 0;
     const int rounds = argc > 6 ? std::stoi(argv[6]) : 3;
     const std::string dtype = argc > 7 ? argv[7] : "f32";
-    if (dtype != "f32" && dtype != "bf16") gattn::fail("DTYPE must be f32 or bf16, got ", dtype);
+    if (dtype != "f32" && dtype != "bf16" && dtype != "bf16-gemm")
+      gattn::fail("DTYPE must be f32, bf16 or bf16-gemm, got ", dtype);
     if (threads > 0) gattn::set_num_threads(threads);
     // A model folder (gattn or Hugging Face) is loaded; a config JSON gets random weights.
     std::unique_ptr<gattn::Weights> model;
+    const bool bf16 = dtype == "bf16" || dtype == "bf16-gemm";
     if (std::filesystem::is_directory(argv[1])) {
-      model = gattn::load_any_model(argv[1]);
+      model = gattn::load_any_model(argv[1], gattn::discard_log(),
+                                    bf16 ? gattn::WeightDtype::bf16 : gattn::WeightDtype::f32);
     } else {
       model = std::make_unique<gattn::Weights>(gattn::load_config(argv[1], gate));
       model->init(1);
+      if (bf16) model->convert_to_bf16();
     }
     gattn::Weights& weights = *model;
     const gattn::Config& config = weights.config();
-    if (dtype == "bf16") weights.convert_to_bf16();
+    const gattn::ExecContext prefill_exec{.precision = dtype == "bf16-gemm"
+                                                           ? gattn::GemmPrecision::bf16
+                                                           : gattn::GemmPrecision::fp32};
+    gattn::check_gemm_precision(prefill_exec.precision);
     if (slots > 0) {
       compare_slots(weights, slots, prompt, generate, rounds, profile);
       return 0;
     }
-    const double weight_bytes = double(weights.size()) * (dtype == "bf16" ? 2 : 4);
+    const double weight_bytes = double(weights.size()) * (bf16 ? 2 : 4);
     const double bandwidth =
-        dtype == "bf16" ? read_bandwidth(weights.bf16_data(), size_t(weights.size()) * 2)
-                        : read_bandwidth(weights.values().data(), size_t(weights.size()) * 4);
-    const double peak = sgemm_rate(prompt, config.intermediate_size, config.hidden_size);
+        rss    ? 0
+        : bf16 ? read_bandwidth(weights.bf16_data(), size_t(weights.size()) * 2)
+               : read_bandwidth(weights.values().data(), size_t(weights.size()) * 4);
+    const double peak = rss ? 0 : sgemm_rate(prompt, config.intermediate_size, config.hidden_size);
 
     std::vector<int32_t> ids(prompt);
     for (int i = 0; i < prompt; ++i) ids[i] = (i * 7919) % config.vocab_size;
@@ -229,9 +245,11 @@ int main(int argc, char** argv) {
     gattn::OpProfile decode_profile;
     for (int round = 0; round < rounds; ++round) {
       state.reset();
+      state.set_exec(prefill_exec);
       auto start = Clock::now();
       state.forward_last(ids.data(), prompt, logits.data());
       prefill_s.push_back(seconds_since(start));
+      state.set_exec({});
       if (profile) state.set_exec({.profile = &decode_profile});
       start = Clock::now();
       for (int t = 0; t < generate; ++t) {
@@ -268,6 +286,19 @@ int main(int argc, char** argv) {
         state.batched().activations().bytes() / 1048576.0, prompt,
         state.batched().decode_memory_bytes() / 1048576.0);
     if (profile) print_profile(decode_profile, double(rounds) * generate);
+    if (rss) {
+      struct rusage usage {};
+      ::getrusage(RUSAGE_SELF, &usage);
+      const double peak_mib = usage.ru_maxrss / 1024.0,
+                   params = weights.parameter_bytes() / 1048576.0,
+                   memory = state.batched().decode_memory_bytes() / 1048576.0,
+                   work = state.batched().activations().bytes() / 1048576.0;
+      std::printf(
+          "peak RSS %.1f MiB; plan %.1f MiB (parameters %.1f %s, decode memory %.1f, working set "
+          "%.1f); RSS / plan %.3f\n",
+          peak_mib, params + memory + work, params, gattn::weight_dtype_name(weights.storage()),
+          memory, work, peak_mib / (params + memory + work));
+    }
   } catch (const gattn::Error& e) {
     std::fprintf(stderr, "gattn_bench_decode: error: %s\n", e.what());
     return 1;

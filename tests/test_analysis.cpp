@@ -70,7 +70,16 @@ TEST_F(Analysis, FirstTokenAttentionIsTheSoftmaxOfTheScores) {
   weights.init(1);
   const TokenShard shard(path_);
   options_.sequences = 2;  // one batch: the views below hold exactly these sequences
-  const json r = analyze(weights, shard, options_);
+  const AnalysisResult typed = analyze(weights, shard, options_);
+  const json r = to_json(typed);
+  // The typed result and its JSON say the same.
+  ASSERT_EQ(typed.layers.size(), 2u);
+  EXPECT_EQ(r["f_attn"].get<double>(), typed.f_attn);
+  EXPECT_EQ(r["m_act"].get<double>(), typed.m_act);
+  EXPECT_EQ(r["layers"][1]["max_abs_hidden"].get<double>(), typed.layers[1].max_abs_hidden);
+  EXPECT_EQ(r["layers"][0]["first_token_attention"].get<std::vector<double>>(),
+            typed.layers[0].first_token_attention);
+  EXPECT_EQ(r.contains("gate_score"), typed.gate_score.has_value());
   TrainState state(weights);
   LayerViewRecorder views(2, nullptr);
   state.set_hooks(&views);
@@ -116,7 +125,7 @@ TEST_F(Analysis, UniformAttentionAndAZeroGate) {
   for (const TensorSpec& t : weights.layout().tensors())
     if (t.name.find("q_proj") != std::string::npos || t.name.find("sdpa_gate") != std::string::npos)
       std::fill_n(weights.data() + t.offset, t.numel, 0.0f);
-  const json r = analyze(weights, TokenShard(path_), options_);
+  const json r = to_json(analyze(weights, TokenShard(path_), options_));
   double uniform = 0;
   for (int t = 1; t < options_.seq_len; ++t) uniform += 1.0 / (t + 1);
   uniform /= options_.seq_len - 1;
@@ -141,7 +150,7 @@ TEST_F(Analysis, MassiveActivationIsTheLargestHiddenState) {
   Weights weights(config_);
   weights.init(3);
   options_.sequences = 2;
-  const json r = analyze(weights, TokenShard(path_), options_);
+  const json r = to_json(analyze(weights, TokenShard(path_), options_));
   TrainState state(weights);
   LayerViewRecorder views(2, nullptr);
   state.set_hooks(&views);

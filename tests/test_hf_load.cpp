@@ -254,8 +254,8 @@ TEST(HfLoad, ZeroCentredNormsBecomeOnePlusW) {
 // --weights-dtype bf16 reads a Hugging Face folder straight into bf16 storage (split query/gate
 // rows, 1 + w norms, shards): what loading f32 and converting holds, bit for bit.
 TEST(HfLoad, Bf16StorageIsLoadedDirectly) {
-  for (const char* name : {"qwen3_bf16_sharded", "qwen3_next_bf16", "authors_headwise_bf16",
-                           "qwen3_5_f32"}) {
+  for (const char* name :
+       {"qwen3_bf16_sharded", "qwen3_next_bf16", "authors_headwise_bf16", "qwen3_5_f32"}) {
     const std::string folder = kHfDir + "/" + name;
     const auto direct = load_any_model(folder, discard_log(), WeightDtype::bf16);
     const auto converted = load_any_model(folder);

@@ -204,8 +204,10 @@ TEST(InferState, Bf16WeightsDecodeLikeTheFullForward) {
   for (int p = 8; p < T; ++p) infer.forward(t.ids.data() + p, 1, decoded.data() + size_t(p) * V);
   double worst = 0, moved = 0;
   for (int p = 0; p < T; ++p) {
-    worst = std::max(worst, relative_l2(decoded.data() + size_t(p) * V, full.data() + size_t(p) * V, V));
-    moved = std::max(moved, relative_l2(full.data() + size_t(p) * V, fp32.data() + size_t(p) * V, V));
+    worst = std::max(worst,
+                     relative_l2(decoded.data() + size_t(p) * V, full.data() + size_t(p) * V, V));
+    moved =
+        std::max(moved, relative_l2(full.data() + size_t(p) * V, fp32.data() + size_t(p) * V, V));
   }
   EXPECT_LT(worst, 1e-6);
   EXPECT_GT(moved, 1e-4);

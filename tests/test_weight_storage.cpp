@@ -5,8 +5,8 @@
 
 #include <cmath>
 #include <cstring>
-#include <string>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "io/checkpoint.h"
@@ -129,21 +129,20 @@ TEST(WeightStorage, StoreRoundsIntoEachTensorsDtypeAndBf16WeightsAreNotTrained) 
 TEST(TypedLinear, Bf16PanelsEqualSgemmOnTheWidenedMatrix) {
   const ThreadScope threads(2);
   const ExecContext exec;
-  for (const auto& [rows, in_dim, out_dim] :
-       std::vector<std::tuple<int, int, int>>{
+  for (const auto& [rows, in_dim, out_dim] : std::vector<std::tuple<int, int, int>>{
            {9, 64, 17}, {40, 1000, 300}, {256, 128, 5000}, {12, 1024, 1100}}) {
     const std::vector<uint16_t> w = bf16_bits(random_floats(size_t(out_dim) * in_dim, 7));
     const std::vector<float> wf = widened(w), in = random_floats(size_t(rows) * in_dim, 8);
     const int ld = out_dim + 3;
     std::vector<float> expected(size_t(rows) * ld, -1.0f);
     linear_forward(exec, expected.data(), in.data(), wf.data(), rows, in_dim, out_dim, false, ld);
-    for (const int64_t panel_bytes : {int64_t(0), int64_t(1) << 20, int64_t(3) << 20,
-                                      int64_t(16) * in_dim * 4}) {
+    for (const int64_t panel_bytes :
+         {int64_t(0), int64_t(1) << 20, int64_t(3) << 20, int64_t(16) * in_dim * 4}) {
       std::vector<float> got(size_t(rows) * ld, -1.0f);
-      typed_linear_forward(exec, got.data(), in.data(),
-                           {.dtype = WeightDtype::bf16, .data = w.data(), .rows = out_dim,
-                            .cols = in_dim},
-                           rows, ld, panel_bytes);
+      typed_linear_forward(
+          exec, got.data(), in.data(),
+          {.dtype = WeightDtype::bf16, .data = w.data(), .rows = out_dim, .cols = in_dim}, rows, ld,
+          panel_bytes);
       const std::string shape = std::to_string(rows) + "x" + std::to_string(in_dim) + "x" +
                                 std::to_string(out_dim) + ", panels of " +
                                 std::to_string(panel_bytes) + " bytes";
@@ -182,7 +181,8 @@ TEST(TypedLinear, Bf16EmbeddingRowsAreTheWidenedRows) {
   const std::vector<int32_t> ids = {3, 0, 49, 3};
   std::vector<float> expected(ids.size() * dim), got(expected.size());
   embedding_forward(expected.data(), ids.data(), tf.data(), 4, dim, vocab);
-  const WeightView view{.dtype = WeightDtype::bf16, .data = table.data(), .rows = vocab, .cols = dim};
+  const WeightView view{
+      .dtype = WeightDtype::bf16, .data = table.data(), .rows = vocab, .cols = dim};
   embedding_forward(got.data(), ids.data(), view, 4);
   EXPECT_EQ(got, expected);
   const std::vector<int32_t> bad = {50};
@@ -205,7 +205,8 @@ TEST_F(WeightStorageFiles, CheckpointLoadsStraightIntoBf16) {
   converted->convert_to_bf16();
   ASSERT_EQ(direct->storage(), WeightDtype::bf16);
   ASSERT_EQ(direct->parameter_bytes(), converted->parameter_bytes());
-  EXPECT_EQ(std::memcmp(direct->bf16_data(), converted->bf16_data(), size_t(direct->size()) * 2), 0);
+  EXPECT_EQ(std::memcmp(direct->bf16_data(), converted->bf16_data(), size_t(direct->size()) * 2),
+            0);
   const int V = direct->config().vocab_size, T = 20;
   std::vector<int32_t> ids(T);
   for (int i = 0; i < T; ++i) ids[i] = (i * 37 + 5) % V;

@@ -64,8 +64,6 @@ struct LayerSums {
   int64_t tokens_at[2] = {0, 0};
 };
 
-constexpr const char* kPositionGroups[2] = {"first", "rest"};
-
 // The sums of every metric over the analysed sequences, one batch at a time.
 class Analysis {
  public:
@@ -95,8 +93,8 @@ class Analysis {
       if (v.gate_in) add_gate(v, int64_t(rows) * o_.seq_len, sums_[l]);
     }
   }
-  json attention_map(const LayerViewRecorder& views, int layer, int head) const;
-  json result(double loss, int64_t sequences) const;
+  AttentionMap attention_map(const LayerViewRecorder& views, int layer, int head) const;
+  AnalysisResult result(double loss, int64_t sequences) const;
 
  private:
   void add_first_token_attention(const LayerView& v, int rows, LayerSums& s) const;
@@ -105,8 +103,7 @@ class Analysis {
   void add_gate(const LayerView& v, int64_t tokens, LayerSums& s);
   int position_group(int64_t row) const { return row % o_.seq_len == 0 ? 0 : 1; }
   void add_score(double x, int h, LayerSums& s) const;
-  json layer_json(int l, double* f_attn, double* f_attn_late, int* sink_heads,
-                  double* gate_score) const;
+  LayerAnalysis layer_result(int l, int* sink_heads) const;
   int group() const { return c_.num_attention_heads / c_.num_key_value_heads; }
 
   const Config& c_;
@@ -195,123 +192,99 @@ void Analysis::add_gate(const LayerView& v, int64_t N, LayerSums& s) {
   s.channels_per_head += N * dim;
 }
 
-// Per-head sums over the tokens of each position group, as means: {"first": [..], "rest": [..]}.
-json by_position(const std::vector<double> (&sums)[2], const int64_t (&tokens)[2], int per_token) {
-  json out = json::object();
+// Per-head sums over the tokens of each position group, as means.
+PositionMeans by_position(const std::vector<double> (&sums)[2], const int64_t (&tokens)[2],
+                          int per_token) {
+  PositionMeans out;
   for (int g = 0; g < 2; ++g) {
-    json means = json::array();
+    std::vector<double>& means = g == 0 ? out.first : out.rest;
     for (double x : sums[g]) means.push_back(tokens[g] ? x / double(tokens[g] * per_token) : 0.0);
-    out[kPositionGroups[g]] = means;
   }
   return out;
 }
 
 // The first sequence's attention probabilities of one head, up to map_size positions.
-json Analysis::attention_map(const LayerViewRecorder& views, int layer, int head) const {
+AttentionMap Analysis::attention_map(const LayerViewRecorder& views, int layer, int head) const {
   const LayerView& v = views.layer(layer);
-  const int size = std::min(o_.seq_len, o_.map_size);
-  json rows = json::array();
-  for (int t = 0; t < size; ++t) {
-    json row = json::array();
+  AttentionMap map{
+      .layer = layer, .head = head, .sequence = 0, .positions = std::min(o_.seq_len, o_.map_size)};
+  for (int t = 0; t < map.positions; ++t) {
+    std::vector<double>& row = map.probabilities.emplace_back();
     for (int u = 0; u <= t; ++u)
       row.push_back(
           attention_probability(v, t, u, head, c_.head_dim, group(), c_.num_attention_heads));
-    rows.push_back(row);
   }
-  return {{"layer", layer},
-          {"head", head},
-          {"sequence", 0},
-          {"positions", size},
-          {"probabilities", rows}};
+  return map;
 }
 
-json Analysis::layer_json(int l, double* f_attn, double* f_attn_late, int* sink_heads,
-                          double* gate_score) const {
+LayerAnalysis Analysis::layer_result(int l, int* sink_heads) const {
   const LayerSums& s = sums_[l];
-  const int H = c_.num_attention_heads, L = c_.num_hidden_layers;
-  json first = json::array(), late = json::array();
-  double layer_mean = 0, layer_late = 0;
+  const int H = c_.num_attention_heads;
+  LayerAnalysis layer{.layer = l,
+                      .max_abs_hidden = s.max_abs,
+                      .max_sequence = s.max_sequence,
+                      .max_position = s.max_position,
+                      .max_channel = s.max_channel,
+                      .value_mean_abs = by_position(s.value_abs, s.tokens_at, c_.head_dim)};
   for (int h = 0; h < H; ++h) {
     const double p = s.first_token[h] / double(s.queries),
                  q = s.first_token_late[h] / double(s.late_queries);
-    first.push_back(p);
-    late.push_back(q);
-    layer_mean += p / H;
-    layer_late += q / H;
+    layer.first_token_attention.push_back(p);
+    layer.first_token_attention_from_k.push_back(q);
+    layer.f_attn += p / H;
+    layer.f_attn_from_k += q / H;
     *sink_heads += p > o_.sink_threshold;
   }
-  json layer = {
-      {"layer", l},
-      {"first_token_attention", first},
-      {"first_token_attention_from_k", late},
-      {"f_attn", layer_mean},
-      {"f_attn_from_k", layer_late},
-      {"max_abs_hidden", s.max_abs},
-      {"max_at",
-       {{"sequence", s.max_sequence}, {"position", s.max_position}, {"channel", s.max_channel}}},
-      {"value_mean_abs", by_position(s.value_abs, s.tokens_at, c_.head_dim)}};
-  *f_attn += layer_mean / L;
-  *f_attn_late += layer_late / L;
   if (s.channels_per_head == 0) return layer;
-  json g = json::object(), in = json::array(), out = json::array();
+  LayerGateStats& g = layer.gate.emplace();
+  const double channels = double(s.channels_per_head);
   for (int h = 0; h < site_.heads; ++h) {
-    in.push_back(s.abs_in[h] / double(s.channels_per_head));
-    out.push_back(s.abs_out[h] / double(s.channels_per_head));
+    g.mean_abs_before.push_back(s.abs_in[h] / channels);
+    g.mean_abs_after.push_back(s.abs_out[h] / channels);
   }
-  g["mean_abs_before"] = in;
-  g["mean_abs_after"] = out;
-  g["by_position"] = {{"mean_abs_before", by_position(s.abs_in_at, s.tokens_at, site_.head_dim)},
-                      {"mean_abs_after", by_position(s.abs_out_at, s.tokens_at, site_.head_dim)}};
-  if (site_.scores > 0) {
-    json mean = json::array(), below = json::array();
-    double layer_score = 0;
-    for (int h = 0; h < site_.heads; ++h) {
-      mean.push_back(s.score_sum[h] / double(s.channels_per_head));
-      below.push_back(s.below_01[h] / double(s.channels_per_head));
-      layer_score += s.score_sum[h] / double(s.channels_per_head) / site_.heads;
-    }
-    g["mean_score"] = mean;
-    g["by_position"]["mean_score"] = by_position(s.score_at, s.tokens_at, site_.head_dim);
-    g["fraction_below_0.1"] = below;
-    g["layer_mean_score"] = layer_score;
-    g["histogram"] = {{"low", hist_lo_},
-                      {"high", hist_hi_},
-                      {"counts", s.histogram},
-                      {"below_low", s.under},
-                      {"above_high", s.over}};
-    *gate_score += layer_score / L;
+  g.mean_abs_before_by_position = by_position(s.abs_in_at, s.tokens_at, site_.head_dim);
+  g.mean_abs_after_by_position = by_position(s.abs_out_at, s.tokens_at, site_.head_dim);
+  if (site_.scores == 0) return layer;
+  g.has_scores = true;
+  for (int h = 0; h < site_.heads; ++h) {
+    g.mean_score.push_back(s.score_sum[h] / channels);
+    g.fraction_below_01.push_back(s.below_01[h] / channels);
+    g.layer_mean_score += s.score_sum[h] / channels / site_.heads;
   }
-  layer["gate"] = g;
+  g.mean_score_by_position = by_position(s.score_at, s.tokens_at, site_.head_dim);
+  g.histogram = {.low = hist_lo_,
+                 .high = hist_hi_,
+                 .counts = s.histogram,
+                 .below_low = s.under,
+                 .above_high = s.over};
   return layer;
 }
 
-json Analysis::result(double loss, int64_t sequences) const {
+AnalysisResult Analysis::result(double loss, int64_t sequences) const {
   const int L = c_.num_hidden_layers, T = o_.seq_len;
-  json layers = json::array();
-  double f_attn = 0, f_attn_late = 0, m_act = 0, gate_score = 0;
+  AnalysisResult r{
+      .sequences = sequences,
+      .seq_len = T,
+      .bos_at_position_0 = o_.bos,
+      .from_position = o_.from_position,
+      .sink_threshold = o_.sink_threshold,
+      .loss = loss,
+      .uniform_f_attn = uniform_first_token(1, T),
+      .uniform_f_attn_from_k = uniform_first_token(o_.from_position, T),
+      .uniform_sink_fraction = uniform_first_token(1, T) > o_.sink_threshold ? 1.0 : 0.0,
+      .gate = gate_description(c_.gate)};
   int sink_heads = 0;
+  double gate_score = 0;
   for (int l = 0; l < L; ++l) {
-    layers.push_back(layer_json(l, &f_attn, &f_attn_late, &sink_heads, &gate_score));
-    m_act += sums_[l].max_abs / L;
+    LayerAnalysis& layer = r.layers.emplace_back(layer_result(l, &sink_heads));
+    r.f_attn += layer.f_attn / L;
+    r.f_attn_from_k += layer.f_attn_from_k / L;
+    r.m_act += sums_[l].max_abs / L;
+    if (layer.gate && layer.gate->has_scores) gate_score += layer.gate->layer_mean_score / L;
   }
-  json result = {{"sequences", sequences},
-                 {"seq_len", T},
-                 {"bos_at_position_0", o_.bos},
-                 {"from_position", o_.from_position},
-                 {"sink_threshold", o_.sink_threshold},
-                 {"loss", loss},
-                 {"f_attn", f_attn},
-                 {"f_attn_from_k", f_attn_late},
-                 {"sink_fraction", double(sink_heads) / (L * c_.num_attention_heads)},
-                 {"m_act", m_act},
-                 {"uniform",
-                  {{"f_attn", uniform_first_token(1, T)},
-                   {"f_attn_from_k", uniform_first_token(o_.from_position, T)},
-                   {"sink_fraction", uniform_first_token(1, T) > o_.sink_threshold ? 1.0 : 0.0}}},
-                 {"gate", gate_description(c_.gate)},
-                 {"layers", layers}};
-  if (site_.scores > 0) result["gate_score"] = gate_score;
-  return result;
+  r.sink_fraction = double(sink_heads) / (L * c_.num_attention_heads);
+  if (site_.scores > 0) r.gate_score = gate_score;
+  return r;
 }
 
 // The loss of the same sequences without the interventions, to report beside the changed one.
@@ -340,7 +313,7 @@ void check_options(const Config& c, const AnalysisOptions& o) {
 }
 }  // namespace
 
-json analyze(const Weights& weights, const TokenShard& shard, const AnalysisOptions& o) {
+AnalysisResult analyze(const Weights& weights, const TokenShard& shard, const AnalysisOptions& o) {
   check_options(weights.config(), o);
   const int T = o.seq_len;
   DataLoader loader(shard, {o.batch, T, o.bos ? WindowKind::bos : WindowKind::plain, 0, false});
@@ -353,7 +326,7 @@ json analyze(const Weights& weights, const TokenShard& shard, const AnalysisOpti
                                 : std::vector<PassHooks*>{&views});
   state.set_hooks(&hooks);
   Analysis analysis(weights, o);
-  json maps = json::array();
+  std::vector<AttentionMap> maps;
   std::vector<int32_t> ids(int64_t(o.batch) * T), targets(ids.size());
   double nats = 0;
   int64_t tokens = 0;
@@ -368,13 +341,85 @@ json analyze(const Weights& weights, const TokenShard& shard, const AnalysisOpti
       for (const auto& [layer, head] : o.maps)
         maps.push_back(analysis.attention_map(views, layer, head));
   }
-  json result = analysis.result(nats / double(tokens), sequences);
-  result["attention_maps"] = maps;
+  AnalysisResult result = analysis.result(nats / double(tokens), sequences);
+  result.attention_maps = std::move(maps);
   if (o.interventions.any()) {
-    result["interventions"] = o.interventions.specs;
-    result["unmodified_loss"] = unmodified_loss(weights, loader, sequences, o);
+    result.interventions = o.interventions.specs;
+    result.unmodified_loss = unmodified_loss(weights, loader, sequences, o);
   }
   return result;
+}
+
+namespace {
+json position_json(const PositionMeans& m) { return {{"first", m.first}, {"rest", m.rest}}; }
+
+json gate_json(const LayerGateStats& g) {
+  json out = {{"mean_abs_before", g.mean_abs_before},
+              {"mean_abs_after", g.mean_abs_after},
+              {"by_position",
+               {{"mean_abs_before", position_json(g.mean_abs_before_by_position)},
+                {"mean_abs_after", position_json(g.mean_abs_after_by_position)}}}};
+  if (!g.has_scores) return out;
+  out["mean_score"] = g.mean_score;
+  out["by_position"]["mean_score"] = position_json(g.mean_score_by_position);
+  out["fraction_below_0.1"] = g.fraction_below_01;
+  out["layer_mean_score"] = g.layer_mean_score;
+  out["histogram"] = {{"low", g.histogram.low},
+                      {"high", g.histogram.high},
+                      {"counts", g.histogram.counts},
+                      {"below_low", g.histogram.below_low},
+                      {"above_high", g.histogram.above_high}};
+  return out;
+}
+
+json layer_json(const LayerAnalysis& l) {
+  json out = {
+      {"layer", l.layer},
+      {"first_token_attention", l.first_token_attention},
+      {"first_token_attention_from_k", l.first_token_attention_from_k},
+      {"f_attn", l.f_attn},
+      {"f_attn_from_k", l.f_attn_from_k},
+      {"max_abs_hidden", l.max_abs_hidden},
+      {"max_at",
+       {{"sequence", l.max_sequence}, {"position", l.max_position}, {"channel", l.max_channel}}},
+      {"value_mean_abs", position_json(l.value_mean_abs)}};
+  if (l.gate) out["gate"] = gate_json(*l.gate);
+  return out;
+}
+}  // namespace
+
+json to_json(const AnalysisResult& r) {
+  json layers = json::array(), maps = json::array();
+  for (const LayerAnalysis& l : r.layers) layers.push_back(layer_json(l));
+  for (const AttentionMap& m : r.attention_maps)
+    maps.push_back({{"layer", m.layer},
+                    {"head", m.head},
+                    {"sequence", m.sequence},
+                    {"positions", m.positions},
+                    {"probabilities", m.probabilities}});
+  json out = {{"sequences", r.sequences},
+              {"seq_len", r.seq_len},
+              {"bos_at_position_0", r.bos_at_position_0},
+              {"from_position", r.from_position},
+              {"sink_threshold", r.sink_threshold},
+              {"loss", r.loss},
+              {"f_attn", r.f_attn},
+              {"f_attn_from_k", r.f_attn_from_k},
+              {"sink_fraction", r.sink_fraction},
+              {"m_act", r.m_act},
+              {"uniform",
+               {{"f_attn", r.uniform_f_attn},
+                {"f_attn_from_k", r.uniform_f_attn_from_k},
+                {"sink_fraction", r.uniform_sink_fraction}}},
+              {"gate", r.gate},
+              {"layers", layers},
+              {"attention_maps", maps}};
+  if (r.gate_score) out["gate_score"] = *r.gate_score;
+  if (!r.interventions.empty()) {
+    out["interventions"] = r.interventions;
+    out["unmodified_loss"] = r.unmodified_loss.value_or(0.0);
+  }
+  return out;
 }
 
 }  // namespace gattn

@@ -63,55 +63,49 @@ void add_analyze_command(CLI::App& app) {
     for (const std::string& spec : intervene)
       add_intervention(o.interventions, spec, weights->config().num_hidden_layers, o.seq_len);
     const HeldOutTokens tokens(data, tokenizer_path, weights->config().vocab_size);
-    const nlohmann::json r = analyze(*weights, tokens.shard(), o);
+    const AnalysisResult r = analyze(*weights, tokens.shard(), o);
     // A non-finite loss: score the windows again to name the first bad one.
-    if (!std::isfinite(r["loss"].get<double>())) {
+    if (!std::isfinite(r.loss)) {
       TrainState state(*weights);
       require_finite_loss(
           evaluate(state, tokens.shard(), o.seq_len, o.bos ? WindowKind::bos : WindowKind::plain,
                    o.sequences, 1, nullptr),
           folder);
     }
-    require_finite_metrics(r, folder);
-    std::printf("checkpoint %s, gate %s\n", folder.c_str(), r["gate"].get<std::string>().c_str());
-    std::printf("%lld sequences of %d tokens%s; loss %.4f\n",
-                (long long)r["sequences"].get<int64_t>(), o.seq_len,
-                o.bos ? ", BOS at position 0" : "", r["loss"].get<double>());
-    if (r.contains("unmodified_loss"))
+    const nlohmann::json document = to_json(r);
+    require_finite_metrics(document, folder);
+    std::printf("checkpoint %s, gate %s\n", folder.c_str(), r.gate.c_str());
+    std::printf("%lld sequences of %d tokens%s; loss %.4f\n", (long long)r.sequences, o.seq_len,
+                o.bos ? ", BOS at position 0" : "", r.loss);
+    if (r.unmodified_loss)
       std::printf("with --intervene %s; unmodified loss %.4f (%+.4f)\n",
-                  r["interventions"].dump().c_str(), r["unmodified_loss"].get<double>(),
-                  r["loss"].get<double>() - r["unmodified_loss"].get<double>());
+                  document["interventions"].dump().c_str(), *r.unmodified_loss,
+                  r.loss - *r.unmodified_loss);
     std::printf("\n  layer   F-Attn  F-Attn(>=%d)   max |h|   at (seq, pos, ch)   gate score\n",
                 o.from_position);
-    for (const auto& layer : r["layers"]) {
-      std::printf("  %5d  %7.4f  %11.4f  %8.2f   (%lld, %lld, %lld)", layer["layer"].get<int>(),
-                  layer["f_attn"].get<double>(), layer["f_attn_from_k"].get<double>(),
-                  layer["max_abs_hidden"].get<double>(),
-                  (long long)layer["max_at"]["sequence"].get<int64_t>(),
-                  (long long)layer["max_at"]["position"].get<int64_t>(),
-                  (long long)layer["max_at"]["channel"].get<int64_t>());
-      if (layer.contains("gate") && layer["gate"].contains("layer_mean_score"))
-        std::printf("   %10.4f", layer["gate"]["layer_mean_score"].get<double>());
+    for (const LayerAnalysis& layer : r.layers) {
+      std::printf("  %5d  %7.4f  %11.4f  %8.2f   (%lld, %lld, %lld)", layer.layer, layer.f_attn,
+                  layer.f_attn_from_k, layer.max_abs_hidden, (long long)layer.max_sequence,
+                  (long long)layer.max_position, (long long)layer.max_channel);
+      if (layer.gate && layer.gate->has_scores)
+        std::printf("   %10.4f", layer.gate->layer_mean_score);
       std::printf("\n");
     }
     std::printf(
         "\n  F-Attn %.4f (uniform attention: %.4f); over positions >= %d: %.4f (uniform %.4f)\n",
-        r["f_attn"].get<double>(), r["uniform"]["f_attn"].get<double>(), o.from_position,
-        r["f_attn_from_k"].get<double>(), r["uniform"]["f_attn_from_k"].get<double>());
-    std::printf("  Sink^%.1f %.3f of heads (uniform: %.0f)\n", o.sink_threshold,
-                r["sink_fraction"].get<double>(), r["uniform"]["sink_fraction"].get<double>());
-    std::printf("  M-Act %.2f (max |hidden state| per layer, averaged over layers)\n",
-                r["m_act"].get<double>());
-    if (r.contains("gate_score"))
-      std::printf("  gate score %.4f (mean over layers, tokens and channels)\n",
-                  r["gate_score"].get<double>());
+        r.f_attn, r.uniform_f_attn, o.from_position, r.f_attn_from_k, r.uniform_f_attn_from_k);
+    std::printf("  Sink^%.1f %.3f of heads (uniform: %.0f)\n", o.sink_threshold, r.sink_fraction,
+                r.uniform_sink_fraction);
+    std::printf("  M-Act %.2f (max |hidden state| per layer, averaged over layers)\n", r.m_act);
+    if (r.gate_score)
+      std::printf("  gate score %.4f (mean over layers, tokens and channels)\n", *r.gate_score);
     if (!out.empty()) {
-      const std::string text = r.dump(1) + "\n";
+      const std::string text = document.dump(1) + "\n";
       write_text_file_atomically(out, text);
       std::printf("  wrote %s\n", out.c_str());
     }
     if (!html.empty()) {
-      const std::string text = analysis_report_html(r, "gattn analyze: " + folder);
+      const std::string text = analysis_report_html(document, "gattn analyze: " + folder);
       write_text_file_atomically(html, text);
       std::printf("  wrote %s\n", html.c_str());
     }

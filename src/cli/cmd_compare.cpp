@@ -35,7 +35,7 @@ struct RunResult {
   std::string name;
   json summary, run_config;
   EvalResult eval;
-  json analysis;  // analysis/analyze.h on the first validation windows
+  AnalysisResult analysis;  // analysis/analyze.h on the first validation windows
 };
 
 json read_json(const std::string& path) { return parse_json_file(path); }
@@ -100,7 +100,7 @@ void write_reports(const std::string& a, const std::vector<RunResult>& base, con
                    const std::string& html) {
   auto analyses = [](const std::vector<RunResult>& runs) {
     std::vector<json> all;
-    for (const RunResult& r : runs) all.push_back(r.analysis);
+    for (const RunResult& r : runs) all.push_back(to_json(r.analysis));
     return all;
   };
   const json c = comparison_json(a, analyses(base), b, analyses(cand));
@@ -155,8 +155,8 @@ void add_compare_command(CLI::App& app) {
     auto summary = [](const char* key) {
       return [key](const RunResult& r) { return r.summary.at(key).get<double>(); };
     };
-    auto analysis = [](const char* key) {
-      return [key](const RunResult& r) { return r.analysis.value(key, std::nan("")); };
+    auto analysis = [](double AnalysisResult::*field) {
+      return [field](const RunResult& r) { return r.analysis.*field; };
     };
     struct Row {
       const char* label;
@@ -170,10 +170,11 @@ void add_compare_command(CLI::App& app) {
         {"val bits per byte",
          [](const RunResult& r) { return r.eval.bytes > 0 ? r.eval.bits_per_byte : std::nan(""); },
          "%.4f"},
-        {"F-Attn (first-token attn.)", analysis("f_attn"), "%.4f"},
-        {"Sink^0.3 (share of heads)", analysis("sink_fraction"), "%.3f"},
-        {"M-Act (max |hidden|, mean)", analysis("m_act"), "%.2f"},
-        {"gate score (mean)", analysis("gate_score"), "%.4f"},
+        {"F-Attn (first-token attn.)", analysis(&AnalysisResult::f_attn), "%.4f"},
+        {"Sink^0.3 (share of heads)", analysis(&AnalysisResult::sink_fraction), "%.3f"},
+        {"M-Act (max |hidden|, mean)", analysis(&AnalysisResult::m_act), "%.2f"},
+        {"gate score (mean)",
+         [](const RunResult& r) { return r.analysis.gate_score.value_or(std::nan("")); }, "%.4f"},
         {"training tokens/s", summary("tokens_per_s"), "%.0f"},
         {"training time (s)", summary("train_seconds"), "%.1f"},
         {"final train loss", summary("final_train_loss"), "%.4f"}};
@@ -204,11 +205,11 @@ void add_compare_command(CLI::App& app) {
                      values(cand, [](const RunResult& r) { return r.eval.loss; }));
     std::printf("\n  %s - %s val loss: %+.4f nats/token, %s\n", b.c_str(), a.c_str(),
                 v.mean_difference, v.text().c_str());
-    const json& a0 = base[0].analysis;
+    const AnalysisResult& a0 = base[0].analysis;
     std::printf(
         "  F-Attn, Sink, M-Act, gate score: the first %lld validation windows; F-Attn of uniform "
         "attention %.4f\n",
-        (long long)a0.at("sequences").get<int64_t>(), a0.at("uniform").at("f_attn").get<double>());
+        (long long)a0.sequences, a0.uniform_f_attn);
     std::printf(
         "  validation: %lld windows of %d tokens (%lld target tokens), the same for every run; "
         "window SE = standard error of the per-window paired difference\n",

@@ -57,6 +57,7 @@ void add_generate_command(CLI::App& app) {
     const Tokenizer tokenizer = load_model_tokenizer(f.tokenizer, folder);
     const std::string text = f.prompt_file.empty() ? f.prompt : read_text_file(f.prompt_file);
     GenerateOptions options = f.options;
+    options.exec = inference_exec();
     options.end_tokens = {tokenizer.end_of_text_id()};
     std::vector<uint32_t> ids;
     if (f.chat) {  // the user's text is text: a "<|im_end|>" in it does not end the turn
@@ -77,6 +78,12 @@ void add_generate_command(CLI::App& app) {
                    r.prompt_tokens, r.prefill_seconds, r.prompt_tokens / r.prefill_seconds,
                    r.tokens.size(), r.decode_seconds, r.tokens.size() / r.decode_seconds,
                    r.finish_reason.c_str());
+    if (f.stats)
+      std::fprintf(stderr,
+                   "memory plan: parameters %.1f MiB (%s), decode memory %.1f MiB, working set "
+                   "%.1f MiB\n",
+                   weights->parameter_bytes() / 1048576.0, weight_dtype_name(weights->storage()),
+                   r.decode_memory_bytes / 1048576.0, r.working_set_bytes / 1048576.0);
   });
 }
 

@@ -95,6 +95,7 @@ void add_serve_command(CLI::App& app) {
     const auto weights = load_inference_model(f.checkpoint, f.weights_dtype, folder);
     const Tokenizer tokenizer = load_model_tokenizer(f.tokenizer, folder);
     ServeOptions options = f.options;
+    options.exec = inference_exec();
     const int trained = weights->config().max_position_embeddings;
     if (f.context < 0 || f.context > trained)
       fail("--context ", f.context, " is outside [1, max_position_embeddings = ", trained, "]");

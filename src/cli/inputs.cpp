@@ -50,16 +50,21 @@ std::unique_ptr<Weights> load_checkpoint_model(const std::string& path, std::str
 
 CLI::Option* add_weights_dtype_option(CLI::App* cmd, std::string& dtype) {
   return cmd
-      ->add_option("--weights-dtype", dtype,
-                   "f32, or bf16: weights stored as bfloat16 (rounded to nearest even; no f32 copy), "
-                   "decode reads half the bytes")
+      ->add_option(
+          "--weights-dtype", dtype,
+          "f32, or bf16: weights stored as bfloat16 (rounded to nearest even; no f32 copy): "
+          "decode reads half the bytes; prefill runs on the CPU's bf16 GEMM where it "
+          "has one (activations rounded to bf16), else on fp32 panels widened from them")
       ->check(CLI::IsMember({"f32", "bf16"}))
       ->capture_default_str();
 }
 
+ExecContext inference_exec() { return {.bf16_weights_on_bf16_gemm = true}; }
+
 std::unique_ptr<Weights> load_inference_model(const std::string& path, const std::string& dtype,
                                               std::string& folder) {
-  return load_checkpoint_model(path, folder, dtype == "bf16" ? WeightDtype::bf16 : WeightDtype::f32);
+  return load_checkpoint_model(path, folder,
+                               dtype == "bf16" ? WeightDtype::bf16 : WeightDtype::f32);
 }
 
 Tokenizer load_model_tokenizer(const std::string& flag, const std::string& folder) {

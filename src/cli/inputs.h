@@ -8,6 +8,7 @@
 
 #include "io/token_shard.h"
 #include "model/weights.h"
+#include "ops/exec_context.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gattn {
@@ -20,6 +21,10 @@ void use_threads(int threads);
 // folder (docs/INTEROP.md). Sets `folder` to the one read.
 std::unique_ptr<Weights> load_checkpoint_model(const std::string& path, std::string& folder,
                                                WeightDtype storage = WeightDtype::f32);
+
+// How the inference commands compute: bf16 weights prefill on the CPU's bf16 GEMM where it has
+// one (ExecContext::bf16_weights_on_bf16_gemm).
+ExecContext inference_exec();
 
 // The inference commands' --weights-dtype (f32, or bf16: Weights' bf16 storage), and
 // load_checkpoint_model reading the model straight into it.

@@ -33,6 +33,9 @@ GenerateResult generate(const Weights& weights, const Tokenizer& tokenizer,
   r.prompt_tokens = int(prompt.size());
   const int chunk = std::max(1, std::min<int>(o.prefill_chunk, int(prompt.size())));
   InferState state(weights, int(needed), chunk);
+  state.set_exec(o.exec);
+  r.working_set_bytes = state.batched().activations().bytes();
+  r.decode_memory_bytes = state.batched().decode_memory_bytes();
   std::vector<int32_t> ids(prompt.begin(), prompt.end());
   std::vector<float> logits(c.vocab_size);
 

@@ -10,6 +10,7 @@
 #include "infer/continuation.h"
 #include "infer/sampler.h"
 #include "model/weights.h"
+#include "ops/exec_context.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gattn {
@@ -20,6 +21,7 @@ struct GenerateOptions {
   std::vector<std::string> stop = {};     // generation ends before the first of these strings
   std::vector<uint32_t> end_tokens = {};  // generation ends after one of these ids (not printed)
   int prefill_chunk = 256;                // prompt tokens per forward pass
+  ExecContext exec = {};                  // how the passes compute
 };
 
 struct GenerateResult {
@@ -28,6 +30,7 @@ struct GenerateResult {
   std::string finish_reason;     // "length", "stop" (stop string or end token)
   int prompt_tokens = 0;
   double prefill_seconds = 0, decode_seconds = 0;
+  int64_t working_set_bytes = 0, decode_memory_bytes = 0;  // the inference state's memory plan
 };
 
 // on_text receives the text as it is produced, in whole UTF-8 characters, never a part of a stop

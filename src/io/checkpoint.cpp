@@ -83,9 +83,8 @@ ParamSink sink_into(float* params) {
 }
 
 ParamSink sink_into(Weights& w) {
-  return [&w](int64_t offset, const float* values, int64_t count) {
-    w.store(offset, values, count);
-  };
+  return
+      [&w](int64_t offset, const float* values, int64_t count) { w.store(offset, values, count); };
 }
 
 void load_params(const std::string& path, const ParamLayout& layout, float* params) {

@@ -1,6 +1,5 @@
 #include "io/hf_weights.h"
 
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -272,7 +271,8 @@ std::unique_ptr<Weights> load_any_model(const std::string& folder, LogSink& log,
   try {
     weights = std::make_unique<Weights>(info.config, storage);
   } catch (const std::bad_alloc&) {
-    fail(folder, ": out of memory allocating ", layout.total() * (storage == WeightDtype::f32 ? 4 : 2),
+    fail(folder, ": out of memory allocating ",
+         layout.total() * (storage == WeightDtype::f32 ? 4 : 2),
          " bytes for the parameters of its config.json");
   }
   convert_hf_weights(plan, sink_into(*weights));

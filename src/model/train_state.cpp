@@ -79,8 +79,8 @@ LossSum TrainState::forward(const Batch& batch, float* logits, double* token_nat
   forward_blocks(context(), batch.ids, buffers_);
   const Config& c = w_.config();
   if (logits)
-    project(exec_, w_, w_.layout().lm_head, logits, buffers_.final_out, batch_rows(),
-            c.hidden_size, c.vocab_size);
+    project(exec_, w_, w_.layout().lm_head, logits, buffers_.final_out, batch_rows(), c.hidden_size,
+            c.vocab_size);
   if (!batch.targets) return {};
   require_f32_weights("a loss");
   const float* head = w_.at(w_.layout().lm_head);

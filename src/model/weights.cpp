@@ -79,16 +79,16 @@ int64_t Weights::parameter_bytes() const {
 
 size_t Weights::tensor_at(int64_t offset) const {
   const std::vector<TensorSpec>& t = layout_.tensors();
-  const auto after = std::upper_bound(
-      t.begin(), t.end(), offset, [](int64_t o, const TensorSpec& s) { return o < s.offset; });
+  const auto after = std::upper_bound(t.begin(), t.end(), offset,
+                                      [](int64_t o, const TensorSpec& s) { return o < s.offset; });
   GATTN_ASSERT(after != t.begin() && offset < layout_.total(), "offset ", offset,
                " is outside the parameters");
   return size_t(after - t.begin()) - 1;
 }
 
 WeightView Weights::matrix(int64_t offset, int64_t rows, int64_t cols) const {
-  GATTN_ASSERT(offset >= 0 && offset + rows * cols <= layout_.total(), "matrix [", rows, ", ",
-               cols, "] at ", offset, " is outside the parameters");
+  GATTN_ASSERT(offset >= 0 && offset + rows * cols <= layout_.total(), "matrix [", rows, ", ", cols,
+               "] at ", offset, " is outside the parameters");
   if (storage_ == WeightDtype::f32)
     return {.dtype = WeightDtype::f32, .data = values_.data() + offset, .rows = rows, .cols = cols};
   return {.dtype = storage_, .data = bf16_.data() + offset, .rows = rows, .cols = cols};
@@ -112,8 +112,8 @@ void Weights::store(int64_t offset, const float* values, int64_t count) {
   const TensorSpec& t = layout_.tensors()[i];
   GATTN_ASSERT(offset + count <= t.offset + t.numel, count, " values at ", offset,
                " run past tensor '", t.name, "'");
-  float* floats = float_index_[i] >= 0 ? floats_.data() + float_index_[i] + (offset - t.offset)
-                                       : nullptr;
+  float* floats =
+      float_index_[i] >= 0 ? floats_.data() + float_index_[i] + (offset - t.offset) : nullptr;
   for (int64_t j = 0; j < count; ++j) {
     const float v = round_to_bf16(values[j]);
     uint32_t bits;
@@ -128,7 +128,9 @@ AlignedFloats& Weights::f32_values() {
                weight_dtype_name(storage_));
   return values_;
 }
-const AlignedFloats& Weights::f32_values() const { return const_cast<Weights*>(this)->f32_values(); }
+const AlignedFloats& Weights::f32_values() const {
+  return const_cast<Weights*>(this)->f32_values();
+}
 
 AlignedFloats Weights::release() && { return std::move(f32_values()); }
 

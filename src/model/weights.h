@@ -20,8 +20,8 @@
 #include "model/config.h"
 #include "model/layer_config.h"
 #include "model/layout.h"
-#include "ops/weight_view.h"
 #include "ops/rope.h"
+#include "ops/weight_view.h"
 #include "util/aligned.h"
 
 namespace gattn {
@@ -94,9 +94,9 @@ class Weights {
   std::vector<std::unique_ptr<Block>> blocks_;
   RopeTable<float> rope_;
   WeightDtype storage_ = WeightDtype::f32;
-  AlignedFloats values_;  // f32 storage: every parameter
+  AlignedFloats values_;                                    // f32 storage: every parameter
   std::vector<uint16_t, AlignedAllocator<uint16_t>> bf16_;  // bf16 storage: every parameter
-  AlignedFloats floats_;  // bf16 storage: the 1-D tensors, packed
+  AlignedFloats floats_;                                    // bf16 storage: the 1-D tensors, packed
   std::vector<int64_t> float_index_;  // per layout tensor: its start in floats_, or -1
 };
 

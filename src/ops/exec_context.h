@@ -25,6 +25,10 @@ struct ExecContext {
   OpProfile* profile = nullptr;                   // the wall time of each op (null: none)
   GemmLog* gemm_log = nullptr;                    // every GEMM's shape (null: none)
   LogSink* log = nullptr;                         // messages of the pass's code (null: none)
+  // Prefill products of bf16-stored weight matrices (ops/typed_linear.h): true, on the CPU's bf16
+  // GEMM where it has one (the activations rounded to bf16, as llama.cpp does: several times the
+  // fp32 rate); false, exactly in fp32 on panels widened from them. GemmPrecision::bf16 implies it.
+  bool bf16_weights_on_bf16_gemm = false;
   // The thread count the host runs the pass with (0: as set). OpenMP's and OpenBLAS's pools are
   // the process's: the host applies it (ThreadScope) around the passes.
   int threads = 0;

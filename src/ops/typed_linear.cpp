@@ -45,8 +45,8 @@ void bf16_weights_widened(const ExecContext& x, float* out, const float* in, con
   for (int j0 = 0; j0 < out_dim; j0 += panel_rows) {
     const int n = std::min(panel_rows, out_dim - j0);
     widen_rows(w + int64_t(j0) * in_dim, int64_t(n) * in_dim, panel.data());
-    matmul<float>(x, out + j0, in, panel.data(), rows, n, in_dim, false, true, 1, 0, in_dim,
-                  in_dim, ld_out);
+    matmul<float>(x, out + j0, in, panel.data(), rows, n, in_dim, false, true, 1, 0, in_dim, in_dim,
+                  ld_out);
   }
 }
 }  // namespace
@@ -59,7 +59,7 @@ int bf16_panel_rows(int cols, int64_t panel_bytes) {
 int64_t bf16_panel_bytes() {
   static const int64_t bytes = [] {
     const long l2 = ::sysconf(_SC_LEVEL2_CACHE_SIZE);
-    return std::max<int64_t>(int64_t(1) << 20, l2 > 0 ? int64_t(l2) / 2 : 0);
+    return std::max<int64_t>(int64_t(4) << 20, l2 > 0 ? int64_t(l2) : 0);
   }();
   return bytes;
 }
@@ -75,7 +75,8 @@ void typed_linear_forward(const ExecContext& x, float* out, const float* in, con
     case WeightDtype::bf16:
       if (rows <= kSmallBatchRows)
         return small_batch_linear(out, in, w.bf16(), rows, in_dim, out_dim, false, ld_out);
-      if (x.precision == GemmPrecision::bf16)
+      if (x.precision == GemmPrecision::bf16 ||
+          (x.bf16_weights_on_bf16_gemm && native_bf16_gemm_available()))
         return bf16_weights_native(out, in, w.bf16(), rows, in_dim, out_dim, ld_out);
       return bf16_weights_widened(x, out, in, w.bf16(), rows, in_dim, out_dim, ld_out,
                                   panel_bytes ? panel_bytes : bf16_panel_bytes());

@@ -4,8 +4,10 @@ namespace gattn {
 
 const char* weight_dtype_name(WeightDtype dtype) {
   switch (dtype) {
-    case WeightDtype::f32: return "f32";
-    case WeightDtype::bf16: return "bf16";
+    case WeightDtype::f32:
+      return "f32";
+    case WeightDtype::bf16:
+      return "bf16";
   }
   return "?";
 }

@@ -46,7 +46,8 @@ HttpServer::HttpServer(const Weights& weights, const Tokenizer& tokenizer,
                  {.parallel = options.parallel,
                   .context = options.context,
                   .prefill_chunk = options.prefill_chunk,
-                  .timeout_s = options.timeout_s}),
+                  .timeout_s = options.timeout_s,
+                  .exec = options.exec}),
       http_(std::make_unique<httplib::Server>()) {
   if (o_.max_body_bytes < 1) fail("serve: --max-body-bytes must be positive");
   const size_t threads =

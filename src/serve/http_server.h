@@ -28,6 +28,7 @@ struct ServeOptions {
   int64_t max_body_bytes = 1 << 20;  // larger request bodies get 413
   double timeout_s = 300;            // a request's time limit (408 when exceeded)
   int http_threads = 0;              // 0: 2 * parallel + 4, at least 8
+  ExecContext exec = {};             // how the passes compute
 };
 
 class HttpServer {

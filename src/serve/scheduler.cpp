@@ -98,6 +98,7 @@ Scheduler::Scheduler(const Weights& weights, const Tokenizer& tokenizer,
   if (o_.parallel < 1) fail("serve: --parallel must be at least 1, got ", o_.parallel);
   if (o_.timeout_s <= 0) fail("serve: the time limit must be positive, got ", o_.timeout_s);
   model_.reset(new Model{.state = {w_, o_.parallel, o_.context, o_.prefill_chunk}, .logits = {}});
+  model_->state.set_exec(o_.exec);
   for (int i = 0; i < o_.parallel; ++i) {
     slots_.push_back(std::make_unique<Slot>());
     slots_.back()->index = i;

@@ -19,6 +19,7 @@
 
 #include "infer/continuation.h"
 #include "model/weights.h"
+#include "ops/exec_context.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gattn {
@@ -91,6 +92,7 @@ struct SchedulerOptions {
   int context = 0;          // positions per job (prompt + generated)
   int prefill_chunk = 256;  // prompt tokens per forward pass
   double timeout_s = 300;   // a job's time limit, from submission (queueing included)
+  ExecContext exec = {};    // how the passes compute
 };
 
 struct SchedulerStats {

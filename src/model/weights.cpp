@@ -20,34 +20,29 @@ std::string dims(const std::vector<int64_t>& shape) {
 }  // namespace
 
 Weights::Weights(const Config& config, WeightDtype storage)
-    : config_(config),
-      layout_(config),
-      layers_(layer_configs(config)),
-      rope_(make_rope_table<float>(config.rotary_dim(), config.rope_theta,
-                                   config.max_position_embeddings, config.rope_scaling)),
-      storage_(storage) {
+    : Weights(config, storage, AlignedFloats()) {
   if (storage == WeightDtype::f32) {
     values_.assign(layout_.total(), 0.0f);
   } else {
     bf16_.assign(layout_.total(), 0);
     place_float_tensors();
   }
-  make_blocks();
 }
 
 Weights::Weights(const Config& config, AlignedFloats values)
+    : Weights(config, WeightDtype::f32, std::move(values)) {
+  GATTN_ASSERT(int64_t(values_.size()) == layout_.total(), values_.size(),
+               " values given for a layout of ", layout_.total());
+}
+
+Weights::Weights(const Config& config, WeightDtype storage, AlignedFloats values)
     : config_(config),
       layout_(config),
       layers_(layer_configs(config)),
       rope_(make_rope_table<float>(config.rotary_dim(), config.rope_theta,
                                    config.max_position_embeddings, config.rope_scaling)),
+      storage_(storage),
       values_(std::move(values)) {
-  GATTN_ASSERT(int64_t(values_.size()) == layout_.total(), values_.size(),
-               " values given for a layout of ", layout_.total());
-  make_blocks();
-}
-
-void Weights::make_blocks() {
   for (int l = 0; l < config_.num_hidden_layers; ++l) {
     blocks_.push_back(make_attention_block(layers_[l].attention, layout_.layers[l].attention, l));
     blocks_.push_back(make_mlp_block(layers_[l].mlp, layout_.layers[l].mlp));

@@ -85,7 +85,8 @@ class Weights {
   const AlignedFloats& f32_values() const;
   size_t tensor_at(int64_t offset) const;  // the layout tensor holding `offset`
   void place_float_tensors();              // bf16 storage: where each 1-D tensor's floats go
-  void make_blocks();
+  // Everything but the storage's buffers.
+  Weights(const Config& config, WeightDtype storage, AlignedFloats values);
   void double_output_projections();
 
   Config config_;

@@ -28,7 +28,7 @@ using Clock = std::chrono::steady_clock;
 struct Variant {
   std::string name;
   std::function<void()> run;
-  std::vector<double> ms;
+  std::vector<double> ms = {};
 };
 
 double median(std::vector<double> v) {

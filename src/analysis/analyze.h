@@ -30,22 +30,23 @@ struct AnalysisOptions {
 
 // Per-head means over the first token of each sequence and over the rest.
 struct PositionMeans {
-  std::vector<double> first, rest;
+  std::vector<double> first = {}, rest = {};
 };
 
 struct ScoreHistogram {
-  double low = 0, high = 0;     // the binned range
-  std::vector<int64_t> counts;  // equal bins over [low, high)
+  double low = 0, high = 0;          // the binned range
+  std::vector<int64_t> counts = {};  // equal bins over [low, high)
   int64_t below_low = 0, above_high = 0;
 };
 
 // What a layer's gate does to its input, per gate head.
 struct LayerGateStats {
-  std::vector<double> mean_abs_before, mean_abs_after;  // mean |Y| into and out of the gate
+  std::vector<double> mean_abs_before = {},
+                      mean_abs_after = {};  // mean |Y| into and out of the gate
   PositionMeans mean_abs_before_by_position, mean_abs_after_by_position;
   // Gates with scores (not an additive or normalising gate without them):
   bool has_scores = false;
-  std::vector<double> mean_score, fraction_below_01;
+  std::vector<double> mean_score = {}, fraction_below_01 = {};
   PositionMeans mean_score_by_position;
   double layer_mean_score = 0;
   ScoreHistogram histogram;
@@ -54,17 +55,17 @@ struct LayerGateStats {
 struct LayerAnalysis {
   int layer = 0;
   // Attention on the first token per head, over query positions >= 1 and >= from_position.
-  std::vector<double> first_token_attention, first_token_attention_from_k;
+  std::vector<double> first_token_attention = {}, first_token_attention_from_k = {};
   double f_attn = 0, f_attn_from_k = 0;  // their means over heads
   double max_abs_hidden = 0;             // max |layer output|, and where
   int64_t max_sequence = 0, max_position = 0, max_channel = 0;
   PositionMeans value_mean_abs;
-  std::optional<LayerGateStats> gate;  // layers with a gate
+  std::optional<LayerGateStats> gate = {};  // layers with a gate
 };
 
 struct AttentionMap {
   int layer = 0, head = 0, sequence = 0, positions = 0;
-  std::vector<std::vector<double>> probabilities;  // [query][key <= query]
+  std::vector<std::vector<double>> probabilities = {};  // [query][key <= query]
 };
 
 struct AnalysisResult {
@@ -75,15 +76,15 @@ struct AnalysisResult {
   double sink_threshold = 0;
   double loss = 0;
   double f_attn = 0, f_attn_from_k = 0, sink_fraction = 0, m_act = 0;
-  std::optional<double> gate_score;  // models whose gates have scores
+  std::optional<double> gate_score = {};  // models whose gates have scores
   // The same metrics under uniform attention, for scale.
   double uniform_f_attn = 0, uniform_f_attn_from_k = 0, uniform_sink_fraction = 0;
-  std::string gate;  // the gate's description
-  std::vector<LayerAnalysis> layers;
-  std::vector<AttentionMap> attention_maps;
+  std::string gate = {};  // the gate's description
+  std::vector<LayerAnalysis> layers = {};
+  std::vector<AttentionMap> attention_maps = {};
   // With --intervene: the interventions and the loss of the same sequences without them.
-  std::vector<std::string> interventions;
-  std::optional<double> unmodified_loss;
+  std::vector<std::string> interventions = {};
+  std::optional<double> unmodified_loss = {};
 };
 
 // The analysis as docs/ANALYSIS.md's JSON (what `gattn analyze --out` writes and the reports read).

@@ -1,11 +1,11 @@
 #include "model/weights.h"
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 
 #include "model/blocks/make_block.h"
 #include "model/init.h"
+#include "ops/bf16_bits.h"
 #include "ops/matmul.h"
 #include "util/error.h"
 
@@ -111,9 +111,7 @@ void Weights::store(int64_t offset, const float* values, int64_t count) {
       float_index_[i] >= 0 ? floats_.data() + float_index_[i] + (offset - t.offset) : nullptr;
   for (int64_t j = 0; j < count; ++j) {
     const float v = round_to_bf16(values[j]);
-    uint32_t bits;
-    std::memcpy(&bits, &v, 4);
-    bf16_[offset + j] = uint16_t(bits >> 16);
+    bf16_[offset + j] = bf16_upper_bits(v);
     if (floats) floats[j] = v;
   }
 }
@@ -178,12 +176,8 @@ void Weights::convert_to_bf16() {
       floats_[float_index_[t] + j] = round_to_bf16(values_[spec.offset + j]);
   }
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < int64_t(values_.size()); ++i) {
-    const float v = round_to_bf16(values_[i]);
-    uint32_t bits;
-    std::memcpy(&bits, &v, 4);
-    bf16_[i] = uint16_t(bits >> 16);
-  }
+  for (int64_t i = 0; i < int64_t(values_.size()); ++i)
+    bf16_[i] = bf16_upper_bits(round_to_bf16(values_[i]));
   AlignedFloats().swap(values_);
 }
 

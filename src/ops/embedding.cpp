@@ -1,8 +1,8 @@
 #include "ops/embedding.h"
 
 #include <algorithm>
-#include <cstring>
 
+#include "ops/bf16_bits.h"
 #include "util/error.h"
 
 namespace gattn {
@@ -25,10 +25,7 @@ void embedding_forward(float* out, const int32_t* ids, const WeightView& table, 
 #pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < rows; ++n) {
     const uint16_t* row = table.bf16() + int64_t(ids[n]) * dim;
-    for (int c = 0; c < dim; ++c) {
-      const uint32_t bits = uint32_t(row[c]) << 16;
-      std::memcpy(out + n * dim + c, &bits, 4);
-    }
+    for (int c = 0; c < dim; ++c) out[n * dim + c] = bf16_to_float(row[c]);
   }
 }
 

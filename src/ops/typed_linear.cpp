@@ -3,9 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
+#include "ops/bf16_bits.h"
 #include "ops/bf16_gemm.h"
 #include "ops/matmul.h"
 #include "ops/small_batch_linear.h"
@@ -17,10 +17,7 @@ namespace gattn {
 namespace {
 void widen_rows(const uint16_t* w, int64_t count, float* out) {
 #pragma omp parallel for schedule(static) if (count >= (int64_t(1) << 16))
-  for (int64_t i = 0; i < count; ++i) {
-    const uint32_t bits = uint32_t(w[i]) << 16;
-    std::memcpy(out + i, &bits, 4);
-  }
+  for (int64_t i = 0; i < count; ++i) out[i] = bf16_to_float(w[i]);
 }
 
 // out = in W^T, W bf16, on the CPU's bf16 GEMM: the activations rounded, the weights read as

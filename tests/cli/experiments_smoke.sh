@@ -22,7 +22,7 @@ python3 "$experiments/long_context.py" --smoke --gattn "$gattn" --data "$work/da
 echo "long_context: $(grep -cE '^\| [0-9]+ \| [0-9]+\.[0-9]{4} \|' "$work/long_context/summary.md") lengths," \
   "$(grep -cE '^\| (none|ntk|yarn): g1_elementwise − baseline \| 1 \|' "$work/long_context/summary.md") growth tests"
 # Retrofitting a gate onto the core runner's trained baseline; the stats helpers' known values.
-source=$(ls -d "$work"/core/runs/*/train | head -n 1)
+source=$(ls -d "$work"/core/runs/*/train | sed -n 1p)
 python3 "$experiments/retrofit.py" --smoke --gattn "$gattn" --data "$work/data" --threads 1 \
   --source "$source" --out "$work/retrofit" >"$work/retrofit.log" || { cat "$work/retrofit.log"; exit 1; }
 echo "retrofit: $(grep -cE '^\| (no_gate|g1_identity|g1_random) \| 0 \|' "$work/retrofit/summary.md") runs"

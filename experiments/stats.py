@@ -64,9 +64,7 @@ def paired(differences):
     sd = statistics.stdev(differences)
     se = sd / math.sqrt(n)
     out["sd"] = sd
-    if se == 0:
-        out.update(t=math.copysign(math.inf, mean) if mean else 0.0, p=0.0 if mean else 1.0,
-                   ci95=(mean, mean))
+    if se == 0:  # every difference equal: the t test is undefined (untested), not p = 0
         return out
     t = mean / se
     half = t_quantile(0.975, n - 1) * se
@@ -111,6 +109,11 @@ def _num(x, f):
     return "–" if x is None else f.format(x)
 
 
+def format_p(p):
+    """A p value as printed: "< 0.0001" below it (never "0.0000"), "–" when untested."""
+    return "–" if p is None else "< 0.0001" if p < 0.0001 else f"{p:.4f}"
+
+
 def paired_table(title, comparisons, digits=4):
     """Markdown: one row per (label, paired()) with n, mean, sd, t, p, the Holm-adjusted p over
     the rows of this table, and the 95% interval. TITLE names the metric."""
@@ -121,7 +124,7 @@ def paired_table(title, comparisons, digits=4):
     for (label, c), h in zip(comparisons, adjusted):
         ci = "–" if c["ci95"] is None else f"[{f.format(c['ci95'][0])}, {f.format(c['ci95'][1])}]"
         lines.append(f"| {label} | {c['n']} | {f.format(c['mean'])} | {_num(c['sd'], '{:.%df}' % digits)} | "
-                     f"{_num(c['t'], '{:+.2f}')} | {_num(c['p'], '{:.4f}')} | {_num(h, '{:.4f}')} | {ci} |")
+                     f"{_num(c['t'], '{:+.2f}')} | {format_p(c['p'])} | {format_p(h)} | {ci} |")
     return "\n".join(lines) + "\n"
 
 
@@ -133,6 +136,9 @@ def self_check():
     assert abs(t_two_sided_p(1.959964, 10**6) - 0.05) < 1e-5
     assert abs(t_quantile(0.975, 2) - 4.302653) < 1e-5
     assert holm([0.01, 0.04, 0.03]) == [0.03, 0.06, 0.06]
+    same = paired([0.2, 0.2, 0.2])  # zero variance: untested, not p = 0
+    assert same["p"] is None and same["t"] is None and same["ci95"] is None and abs(same["mean"] - 0.2) < 1e-12
+    assert format_p(3e-6) == "< 0.0001" and format_p(0.04213) == "0.0421" and format_p(None) == "–"
     return "stats: t distribution and Holm checked"
 
 

@@ -5,18 +5,21 @@ and max (BENCHMARKS.md "Before and after ...").
 
     bench/decode_ab.py --old OLD_BENCH --new NEW_BENCH --config CONFIG [--dtype f32|bf16|bf16-gemm]
         [--new-dtype DTYPE] [--rounds 5] [--prompt 512] [--generate 128] [--threads 2]
-        [--env VAR=VALUE]... [--new-env VAR=VALUE]...
+        [--env VAR=VALUE]... [--new-env VAR=VALUE]... [--pause SECONDS]
 (--new-env sets a variable for the new binary only, e.g. GATTN_ISA=avx2; --env for both;
---new-dtype a dtype for the new binary only: one binary, f32 against bf16 weights)"""
+--new-dtype a dtype for the new binary only: one binary, f32 against bf16 weights; --pause sleeps before each run, so that neither binary runs
+right after the other has freed its memory)"""
 import argparse
 import os
 import re
 import statistics
 import subprocess
+import time
 
 
 def rates(binary, a, dtype, env=None):
     """Prefill and decode tokens/s of one round."""
+    time.sleep(a.pause)
     out = subprocess.run([binary, a.config, "", str(a.prompt), str(a.generate), str(a.threads),
                           "1", dtype], capture_output=True, text=True, check=True, env=env).stdout
     line = next(l for l in out.splitlines() if l.startswith("round 0"))
@@ -35,6 +38,7 @@ def main():
     parser.add_argument("--prompt", type=int, default=512)
     parser.add_argument("--generate", type=int, default=128)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--pause", type=float, default=0.0)
     parser.add_argument("--new-env", action="append", default=[], metavar="VAR=VALUE")
     parser.add_argument("--env", action="append", default=[], metavar="VAR=VALUE",
                         help="set for both binaries")

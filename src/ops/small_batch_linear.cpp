@@ -55,6 +55,18 @@ inline __m256 loaded(const float* p) {
   return v;
 }
 
+// Each weight stream is prefetched this far ahead of its loads (into L1). Rows of a stream follow
+// one another in memory, so near a row's end this fetches the start of the stream's next row.
+// The hardware prefetchers alone left decode at 30.5 GB/s on a Xeon (family 6 model 167, two
+// threads, the 0.6B shape's bf16 matrices, cold); 1 KiB ahead gave 34.0, 1.5 KiB 35.1, 2 KiB
+// 34.6, 3 KiB 34.4, 4 KiB 33.4 (one thread: 15.5 -> 17.8 GB/s at 2 KiB). Loads only: the sums
+// are unchanged.
+constexpr int kPrefetchBytes = 2048;
+
+inline void prefetch_ahead(const void* p) {
+  _mm_prefetch(static_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0);
+}
+
 // fp32 weights: R = 1 or 2 input rows, values [begin, end) in steps of 8.
 template <int R>
 inline void accumulate(const float* const x[R], const float* const w[4], int begin, int end,
@@ -65,6 +77,7 @@ inline void accumulate(const float* const x[R], const float* const w[4], int beg
   for (int k = begin; k < end; k += 8) {
     __m256 xr[R];
     for (int r = 0; r < R; ++r) xr[r] = loaded(x[r] + k);
+    for (int i = 0; i < 4; ++i) prefetch_ahead(w[i] + k);
     for (int i = 0; i < 4; ++i) {
       const __m256 wi = loaded(w[i] + k);
       for (int r = 0; r < R; ++r) a[r][i] = _mm256_fmadd_ps(xr[r], wi, a[r][i]);
@@ -96,6 +109,7 @@ inline void accumulate(const EvenOdd x[R], const uint16_t* const w[4], int begin
       even[r] = _mm256_loadu_ps(x[r].even + k / 2);
       odd[r] = _mm256_loadu_ps(x[r].odd + k / 2);
     }
+    for (int i = 0; i < 4; ++i) prefetch_ahead(w[i] + k);
     for (int i = 0; i < 4; ++i) {
       const __m256i wi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i] + k));
       const __m256 we = _mm256_castsi256_ps(_mm256_slli_epi32(wi, 16));

@@ -72,13 +72,19 @@ GateConfig gate_from_json(const json& j, const std::string& source) {
   f.read("mode", g.additive, kModes);
   f.read("after_qk_norm", g.after_qk_norm);
   f.read("init", g.identity_init, kGateInits);
+  if (f.has("logit")) {
+    double logit = 0;
+    f.read_in("logit", logit, -30, 30);
+    g.initial_logit = logit;
+  }
+  f.read("frozen", g.frozen);
   f.reject_unknown();
 
   auto must_be_absent = [&](const char* field, const std::string& because) {
     if (f.has(field)) fail(f.where(), ": field '", field, "' is not allowed ", because);
   };
-  const char* options[] = {"kind", "granularity",   "sharing", "activation",
-                           "mode", "after_qk_norm", "init"};
+  const char* options[] = {"kind",          "granularity", "sharing", "activation", "mode",
+                           "after_qk_norm", "init",        "logit",   "frozen"};
   if (g.position == GatePosition::none) {
     for (const char* field : options) must_be_absent(field, "with position 'none'");
     return g;
@@ -93,6 +99,9 @@ GateConfig gate_from_json(const json& j, const std::string& source) {
       if (std::string(field) != "kind") must_be_absent(field, kind + " (it has no scores)");
     return g;
   }
+  if (g.kind != GateKind::input_independent)
+    must_be_absent("logit", "with kind '" + name_of(kKinds, g.kind) +
+                                "' (only 'input_independent' has logits)");
   if (g.kind == GateKind::ns_sigmoid) {
     must_be_absent("activation", "with kind 'ns_sigmoid' (its activation is 0.5 + 0.5*sigmoid)");
     g.activation = GateActivation::ns_sigmoid;
@@ -247,6 +256,8 @@ json config_to_json(const Config& c) {
       const GatePositionInfo& info = gate_position_info(g.position);
       if (info.stage_after_qk_norm != info.stage) gate["after_qk_norm"] = g.after_qk_norm;
       if (g.identity_init) gate["init"] = "identity";
+      if (g.initial_logit) gate["logit"] = *g.initial_logit;
+      if (g.frozen) gate["frozen"] = true;
     }
   }
   j["gate"] = gate;
@@ -261,6 +272,7 @@ std::string gate_description(const GateConfig& g) {
        (g.kind == GateKind::ns_sigmoid ? "ns_sigmoid" : name_of(kActivations, g.activation)) + " " +
        name_of(kModes, g.additive);
   if (g.after_qk_norm) s += " after_qk_norm";
+  if (g.frozen) s += " frozen";
   return s;
 }
 

@@ -1,6 +1,7 @@
 // The model's shape and gate variant, with Hugging Face field names (docs/MODEL.md), validated.
 #pragma once
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,11 @@ struct GateConfig {
   // "init": "identity": the gate starts as the identity of the model without it: scores 0.5
   // (zero weights or logits) and o_proj doubled. Retrofits a gate without a loss spike.
   bool identity_init = false;
+  // "logit": x (kind input_independent): every logit starts at x instead of 0, e.g. the logit of
+  // a trained gate's mean score. "frozen": true: the gate's parameters get no update in training
+  // (an input-independent gate with a fixed logit and no gradient).
+  std::optional<double> initial_logit;
+  bool frozen = false;
 
   bool enabled() const { return position != GatePosition::none; }
   // A gate whose scores come from X W^T, computed in the same GEMM as q, k and v.

@@ -40,6 +40,9 @@ void init_params(float* params, const ParamLayout& layout, uint64_t seed, double
       case Init::zeros:
         std::fill_n(x, t.numel, 0.0f);
         break;
+      case Init::constant:
+        std::fill_n(x, t.numel, t.value);
+        break;
       case Init::normal: {
         const uint64_t key = stream_key(seed, t.name);
 #pragma omp parallel for schedule(static)

@@ -12,7 +12,7 @@
 
 namespace gattn {
 
-enum class Init { normal, ones, zeros };
+enum class Init { normal, ones, zeros, constant };  // constant: TensorSpec::value
 
 struct TensorSpec {
   std::string name;  // Hugging Face Qwen3 names where they exist (docs/MODEL.md)
@@ -21,6 +21,14 @@ struct TensorSpec {
   int64_t numel = 0;
   Init init = Init::normal;
   std::string component;  // for the parameter table
+  float value = 0;        // Init::constant's value
+  bool frozen = false;    // trained with no update: no gradient in the norm, no step, no decay
+};
+
+// What a tensor may add to its name, shape, init and component.
+struct TensorOptions {
+  float value = 0;  // Init::constant
+  bool frozen = false;
 };
 
 inline constexpr int64_t kAbsent = -1;
@@ -53,7 +61,8 @@ class ParamLayout {
   std::vector<std::pair<std::string, int64_t>> component_counts() const;
 
   // Appends a tensor and returns its offset (the blocks' parameter functions call it).
-  int64_t add(std::string name, std::vector<int64_t> shape, Init init, std::string component);
+  int64_t add(std::string name, std::vector<int64_t> shape, Init init, std::string component,
+              TensorOptions options = {});
 
   int64_t embed = 0, final_norm = 0, lm_head = 0;  // lm_head == embed when tied
   std::vector<LayerParams> layers;

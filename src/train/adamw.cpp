@@ -1,5 +1,6 @@
 #include "train/adamw.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace gattn {
@@ -21,6 +22,7 @@ void AdamW::step(Weights& weights, const Gradients& grads, double lr) {
   const float b1_weight = float(1 - options_.beta1), beta2 = float(options_.beta2);
   const float b2_weight = float(1 - options_.beta2), eps = float(options_.eps);
   for (const TensorSpec& t : layout_.tensors()) {
+    if (t.frozen) continue;
     const float keep = decays(t) ? float(1 - lr * options_.weight_decay) : 1.0f;
     float* p = weights.data() + t.offset;
     const float* g = grads.data() + t.offset;
@@ -34,6 +36,11 @@ void AdamW::step(Weights& weights, const Gradients& grads, double lr) {
       p[i] -= step_size * m[i] / (std::sqrt(v[i]) / bias2_sqrt_f + eps);
     }
   }
+}
+
+void zero_frozen_gradients(const ParamLayout& layout, Gradients& grads) {
+  for (const TensorSpec& t : layout.tensors())
+    if (t.frozen) std::fill_n(grads.data() + t.offset, t.numel, 0.0f);
 }
 
 double global_norm(const Gradients& grads) {

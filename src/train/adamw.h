@@ -23,7 +23,8 @@ class AdamW {
  public:
   AdamW(const ParamLayout& layout, const AdamWOptions& options);
 
-  // One update of the weights with learning rate lr; increments steps().
+  // One update of the weights with learning rate lr; increments steps(). Frozen tensors are
+  // left as they are (no step, no decay; their moments stay zero).
   void step(Weights& weights, const Gradients& grads, double lr);
 
   int64_t steps() const { return steps_; }
@@ -39,6 +40,9 @@ class AdamW {
   int64_t steps_ = 0;
 };
 
+// Frozen tensors (TensorSpec::frozen) have no gradient: zeroed before the norm and the clip, as
+// torch leaves a parameter without requires_grad out of clip_grad_norm_.
+void zero_frozen_gradients(const ParamLayout& layout, Gradients& grads);
 // The L2 norm of all gradients (accumulated in double, in a fixed order).
 double global_norm(const Gradients& grads);
 // Scales the gradients to norm max_norm when above it (as torch.nn.utils.clip_grad_norm_:

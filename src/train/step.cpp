@@ -22,6 +22,7 @@ StepResult optimizer_step(Weights& weights, TrainState& state, AdamW& optimizer,
   }
   StepResult r;
   r.loss = loss.nats / double(loss.tokens);
+  zero_frozen_gradients(weights.layout(), state.grads());
   r.grad_norm = global_norm(state.grads());
   r.updated = std::isfinite(r.loss) && std::isfinite(r.grad_norm);
   if (r.updated) {

@@ -44,6 +44,22 @@ echo "text_sink: $(grep -c '^Grows a sink' "$work/text_sink/summary.md") probes"
 python3 "$experiments/text_sink.py" --smoke --mact --gattn "$gattn" --data "$work/data" --threads 1 --jobs 2 \
   --out "$work/text_sink" >"$work/text_mact.log" || { cat "$work/text_mact.log"; exit 1; }
 echo "text_sink --mact: $(grep -cE '^Verdict .*\*\*(reproduced|contradicted|not significant)' "$work/text_sink/mact/summary.md") verdict"
+# Issue 30's three pre-registered experiments at toy size: every planned verdict is written.
+python3 "$experiments/confirm.py" --smoke --gattn "$gattn" --data "$work/data" --threads 1 \
+  --out "$work/confirm" >"$work/confirm.log" || { cat "$work/confirm.log"; exit 1; }
+verdicts=$(grep -cE '^- .+: \*\*(reproduced|contradicted|not significant|untested)\*\*' "$work/confirm/confirm/summary.md")
+[ "$verdicts" = 9 ] || { echo "confirm: $verdicts verdicts, not 3 + 4 + 2"; exit 1; }
+echo "confirm: $verdicts verdicts"
+python3 "$experiments/lr_budget.py" --smoke --gattn "$gattn" --data "$work/data" --threads 1 \
+  --out "$work/lr_budget" >"$work/lr_budget.log" || { cat "$work/lr_budget.log"; exit 1; }
+grep -qE '^Verdict .*\*\*(reproduced|contradicted|not significant|untested)\*\*' "$work/lr_budget/summary.md" ||
+  { echo "lr_budget: no verdict"; exit 1; }
+echo "lr_budget: $(grep -cE '^\| (baseline|g1) \| [0-9.e-]+ \|' "$work/lr_budget/summary.md") sweep rows"
+python3 "$experiments/sink_cause.py" --smoke --gattn "$gattn" --data "$work/data" --threads 1 \
+  --variants-out "$work/seeds" --out "$work/sink_cause" >"$work/sink_cause.log" || { cat "$work/sink_cause.log"; exit 1; }
+verdicts=$(grep -cE '^- (ii|iv)_.+ − (i|iii)_.+: \*\*' "$work/sink_cause/summary.md")
+[ "$verdicts" = 2 ] || { echo "sink_cause: $verdicts verdicts, not 2"; exit 1; }
+echo "sink_cause: $verdicts verdicts"
 python3 "$experiments/stats.py"
 (cd "$experiments" && python3 -c "import stability; print(stability.self_check())")
 python3 "$experiments/check_results.py" --self-check

@@ -29,9 +29,11 @@ AttentionParams add_full_attention_params(ParamLayout& layout, const AttentionCo
   layout.add(p + "self_attn.v_proj.weight", {kv, C}, Init::normal, qkvo);
   if (g.has_weight())
     layout.add(gate + ".weight", {c.gate.scores, C}, g.identity_init ? Init::zeros : Init::normal,
-               "gate");
+               "gate", {.frozen = g.frozen});
   if (g.has_logit())
-    o.gate_logit = layout.add(gate + ".logit", {c.gate.scores}, Init::zeros, "gate");
+    o.gate_logit =
+        layout.add(gate + ".logit", {c.gate.scores}, g.initial_logit ? Init::constant : Init::zeros,
+                   "gate", {.value = float(g.initial_logit.value_or(0)), .frozen = g.frozen});
   if (c.qk_norm) {
     o.q_norm = layout.add(p + "self_attn.q_norm.weight", {d}, Init::ones, "qk_norm");
     o.k_norm = layout.add(p + "self_attn.k_norm.weight", {d}, Init::ones, "qk_norm");

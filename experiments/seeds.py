@@ -44,11 +44,7 @@ def verdict(rows, seeds):
     for (c, r), t, h in zip(COMPARISONS, tests, adjusted):
         word = "not significant" if h is None or h >= 0.05 else "reproduced" if t["mean"] < 0 else "contradicted"
         lines.append(f"- {c} − {r}: mean {t['mean']:+.3f}, Holm p {runner.fmt('{:.4f}', h)}: **{word}**")
-    g1_ii = tests[1]
-    if g1_ii["sd"]:
-        lines.append(f"- power of {seeds} seeds for G1 − input-independent at the measured effect and sd "
-                     f"({g1_ii['mean']:+.3f}, {g1_ii['sd']:.3f}): {stats.power(g1_ii['mean'], g1_ii['sd'], seeds, 0.05, 5000):.2f} "
-                     f"at α 0.05, {stats.power(g1_ii['mean'], g1_ii['sd'], seeds, 0.01, 5000):.2f} at α 0.01")
+    # No "observed power": at the measured effect it is a function of p and adds nothing.
     return "\n".join(lines) + "\n"
 
 

@@ -64,3 +64,7 @@ python3 "$experiments/stats.py"
 (cd "$experiments" && python3 -c "import stability; print(stability.self_check())")
 python3 "$experiments/check_results.py" --self-check
 python3 "$experiments/check_results.py"
+# Benjamini–Hochberg over the summaries: known values, and summaries/bh.md is the current output.
+python3 "$experiments/bh.py" --self-check
+python3 "$experiments/bh.py" "$experiments/summaries" | diff - "$experiments/summaries/bh.md" >/dev/null ||
+  { echo "summaries/bh.md is not bh.py's output over the summaries: rerun bh.py --out"; exit 1; }

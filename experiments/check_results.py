@@ -7,8 +7,12 @@ A block between `<!-- summary: experiments/summaries/NAME.md -->` and `<!-- end 
 that summary included whole (its title left out, its headings one level down): the check fails
 when a block differs from its summary, and `--update` rewrites every block from its summary.
 A table under `<!-- synthesis: REASON -->` (the claims table: prose quoting the summaries) is
-checked by its numbers: every decimal number beyond a row's first cell must be the rounding of a
-number in the summaries of the sections the row cites (§N), or of any summary where it cites none.
+checked by its numbers: every number beyond a row's first cell (the claim, quoting the paper) —
+decimals and integers with thousands separators, with their sign — must be printed exactly so in
+the summaries of the sections the row cites (§N); a row must cite one. Quoting as printed (no
+rounding) is what makes the check discriminate: for every row and every count of decimals it
+quotes, the share of random numbers in [0, 1) with those decimals that would pass must stay below
+5% (the audit measured 70-99% for the former rounding rule), or the check fails.
 
   experiments/check_results.py [--update] [RESULTS.md] [SUMMARIES_DIR] | --self-check
 """
@@ -37,18 +41,43 @@ def tables(text):
     return out
 
 
-DECIMAL = re.compile(r"\d+\.\d+")
+NUMBER = re.compile(r"[-−+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+)")
+MAX_FALSE_ACCEPTANCE = 0.05
+
+
+def numbers(text):
+    """The numbers of TEXT as printed, signs normalised to '-' (decimals, and integers with
+    thousands separators)."""
+    return [t.replace("−", "-") for t in NUMBER.findall(text)]
 
 
 def summary_values(texts):
-    """{(decimals, value)}: every decimal number of TEXTS (signs dropped), rounded to 1-6 places."""
+    """{number as printed, sign included; unsigned positives also as '+x'}."""
     values = set()
     for text in texts:
-        for token in DECIMAL.findall(text.replace(",", "")):
-            for d in range(1, 7):  # as printed, rounded half up or half to even
-                for rounding in (decimal.ROUND_HALF_UP, decimal.ROUND_HALF_EVEN):
-                    values.add((d, float(decimal.Decimal(token).quantize(decimal.Decimal(1).scaleb(-d), rounding))))
+        for token in numbers(text):
+            values.add(token)
+            if token[0] not in "-+":
+                values.add("+" + token)
+            elif token[0] == "+":
+                values.add(token[1:])
     return values
+
+
+def shape(token):
+    """(sign, integer digits (0 for a leading 0), decimals) of a number as printed."""
+    sign = token[0] if token[0] in "-+" else ""
+    whole, _, fraction = token.lstrip("-+").replace(",", "").partition(".")
+    return sign, 0 if whole == "0" else len(whole), len(fraction)
+
+
+def false_acceptance(values, like):
+    """The share of random numbers shaped like LIKE (sign, integer digits, decimals: e.g. 0.xxx,
+    or -dd.dd) that VALUES would accept."""
+    sign, digits, decimals = shape(like)
+    space = 10 ** decimals * (1 if digits == 0 else 9 * 10 ** (digits - 1))
+    grouped = "," in like
+    return sum(shape(v) == (sign, digits, decimals) and ("," in v) == grouped for v in values) / space
 
 
 SECTION = re.compile(r"^## (\d+)\.(.*)$", re.M)
@@ -66,25 +95,25 @@ def section_summaries(text):
 
 
 def lookup(summaries):
-    """VALUES_OF(names): summary_values of those summaries ({name: text}), of all for None."""
-    every = summary_values(summaries.values())
-    return lambda names: every if names is None else summary_values(summaries[n] for n in names if n in summaries)
+    """VALUES_OF(names): summary_values of those summaries ({name: text})."""
+    return lambda names: summary_values(summaries[n] for n in names if n in summaries)
 
 
 def unquoted_numbers(rows, values_of, cited):
-    """The decimal numbers in ROWS (beyond each row's first cell, which states the claim) that
-    are not the rounding of a number in the summaries of the sections the row cites (§N), or of
-    any summary where it cites none (a cited section without summaries quotes nothing).
-    VALUES_OF is lookup()'s, CITED section_summaries()'."""
+    """The numbers in ROWS (beyond each row's first cell, which states the claim) not printed so in
+    the summaries of the sections the row cites (§N), a row citing none (or a section without
+    summaries) quoting nothing; and, as "row N: ...", each count of decimals whose false-acceptance
+    share reaches MAX_FALSE_ACCEPTANCE. VALUES_OF is lookup()'s, CITED section_summaries()'."""
     missing = []
-    for row in rows[2:]:
+    for i, row in enumerate(rows[2:], 1):
         sections = CITE.findall(row)
-        values = values_of([name for n in sections for name in cited.get(n, [])] if sections else None)
-        for cell in row.strip("|").split("|")[1:]:
-            for token in DECIMAL.findall(cell.replace(",", "")):
-                d = len(token.split(".")[1])
-                if d > 6 or (d, float(token)) not in values:
-                    missing.append(token)
+        values = values_of([name for n in sections for name in cited.get(n, [])]) if sections else set()
+        quoted = [t for cell in row.strip("|").split("|")[1:] for t in numbers(cell)]
+        missing += [t for t in quoted if t not in values]
+        for like in dict.fromkeys(quoted):
+            share = false_acceptance(values, like)
+            if share >= MAX_FALSE_ACCEPTANCE:
+                missing.append(f"row {i}: {share:.0%} of random numbers shaped like {like} would pass")
     return missing
 
 
@@ -131,20 +160,43 @@ def problems(text, summaries):
     return bad, len(found)
 
 
+def audit_rates(text, summaries):
+    """{decimals: the largest share over the synthesis rows} of random numbers 0.x with 1-4
+    decimals that the check would accept in a row: the audit's measure (it found 70-99% for 2
+    decimals under the former rounding rule). A shape whose share reaches the bound is refused
+    whatever the number, so it accepts none."""
+    values_of, cited = lookup(summaries), section_summaries(text)
+    worst = {d: 0.0 for d in range(1, 5)}
+    for _, synthesis, rows in tables(text):
+        if not synthesis:
+            continue
+        for row in rows[2:]:
+            sections = CITE.findall(row)
+            values = values_of([name for n in sections for name in cited.get(n, [])])
+            for d in worst:  # a number passes when printed so and its shape is not crowded
+                share = false_acceptance(values, "0." + "0" * d)
+                worst[d] = max(worst[d], share if share < MAX_FALSE_ACCEPTANCE else 0.0)
+    return worst
+
+
 def self_check():
     """A synthesis row passes on numbers its cited section's summary holds, fails on others; a table
     row in no summary fails, whatever marker sits above it."""
     text = ("## 1. A (`a.py`)\n<!-- summary: experiments/summaries/a.md -->\n<!-- end summary -->\n## 2. B\n"
             "<!-- summary: experiments/summaries/b.md -->\n<!-- end summary -->\n")
-    summaries = {"a.md": "| x | 0.1234 | -7.80 |", "b.md": "| y | 0.5 |", "c.md": "| z | 0.25 |"}
+    summaries = {"a.md": "| x | 0.1234 | -7.80 | 1,513 |", "b.md": "| y | 0.5 |", "c.md": "| z | 0.25 |"}
     values_of = lookup(summaries)
     cited = section_summaries(text)
     rows = ["| claim | result |", "|---|---|"]
-    assert unquoted_numbers(rows + ["| c 0.9 | 0.123, t 7.8 (§1) |"], values_of, cited) == []
+    assert unquoted_numbers(rows + ["| c 0.9 | 0.1234, t −7.80, 1,513 (§1) |"], values_of, cited) == []
+    assert unquoted_numbers(rows + ["| c | 0.123 (§1) |"], values_of, cited) == ["0.123"]  # rounded
+    assert unquoted_numbers(rows + ["| c | 7.80, 1,512 (§1) |"], values_of, cited) == ["7.80", "1,512"]
     assert unquoted_numbers(rows + ["| c | 0.5 (§1) |"], values_of, cited) == ["0.5"]
-    assert unquoted_numbers(rows + ["| c | 0.5, 0.12 |"], values_of, cited) == []
+    assert unquoted_numbers(rows + ["| c | 0.1234 |"], values_of, cited) == ["0.1234"]  # cites nothing
+    assert unquoted_numbers(rows + ["| c | 0.5 (§2) |"], values_of, cited) == [
+        "row 1: 10% of random numbers shaped like 0.5 would pass"]
     assert cited["1"] == ["a.md"] and cited["2"] == ["b.md"]
-    assert problems("| x | 0.1234 | -7.80 |\n", summaries) == ([], 1)
+    assert problems("| x | 0.1234 | -7.80 | 1,513 |\n", summaries) == ([], 1)
     assert problems("<!-- legacy table: old -->\n| x | 0.1235 | -7.80 |\n", summaries)[0] == [
         "line 2: 1 of 1 rows are in no summary, e.g. | x | 0.1235 | -7.80 |"]
     print("check_results: synthesis check checked")
@@ -176,6 +228,11 @@ def main():
     if bad:
         sys.exit("\n".join(f"{results} {b}" for b in bad))
     print(f"results: {checked} tables found in the summaries")
+    rates = audit_rates(text, summaries)
+    print("synthesis rows: random numbers in [0, 1) the check accepts, the worst row: " +
+          ", ".join(f"{d} decimals {r:.1%}" for d, r in rates.items()))
+    if any(r >= MAX_FALSE_ACCEPTANCE for d, r in rates.items() if d >= 2):
+        sys.exit(f"{results}: a synthesis row accepts {MAX_FALSE_ACCEPTANCE:.0%} or more of random numbers")
 
 
 if __name__ == "__main__":

@@ -63,7 +63,9 @@ def main():
     text = (f"{sink.REGIMES['long_1k'][0]}; seeds {len(done)} of the {planned} planned.\n\n" +
             runner.summary_table(rows, grid, a.seeds, "baseline").split("\n\n")[0] + "\n\n" +
             planned_table(rows, a.seeds, "f_attn", "F-Attn (decides)", 3) + "\n" +
-            planned_table(rows, a.seeds, "val_loss", "val loss (secondary)", 4) + "\n")
+            planned_table(rows, a.seeds, "val_loss", "val loss (secondary)", 4) + "\n" +
+            "F-Attn per seed:\n\n" + runner.per_seed_table(rows, grid, a.seeds, "f_attn", "{:.4f}") + "\n" +
+            "val loss per seed:\n\n" + runner.per_seed_table(rows, grid, a.seeds, "val_loss", "{:.5f}") + "\n")
     if len(done) >= planned:
         text += "Verdicts (section 9's plan, the header's rule):\n\n" + verdict(rows, a.seeds)
     else:

@@ -78,7 +78,7 @@ def main():
                          scale_line(base["data"]["train"]) +
                          pivot(rows, "val_loss", "{:.3f}", "val loss (mean over n seeds, 1 where not marked; "
                                "loss spikes over all seeds in brackets)") + "\n" +
-                         pivot(rows, "max_m_act_training", "{:.3g}", "largest M-Act during training (mean over seeds)") +
+                         pivot(rows, "max_m_act_training", "{:.3g}", "peak |h| during training (mean over seeds; not the paper's M-Act)") +
                          "\n" + paired_tables(rows) + "\n" + "".join(f"![{p}](plots/{p})\n" for p in plots) + "\n" +
                          per_run_table(rows))
 
@@ -162,7 +162,7 @@ def paired_tables(rows):
 
 
 def per_run_table(rows):
-    lines = ["| run | final train loss | val loss | loss spikes | skipped steps | max M-Act in training | M-Act at the end |",
+    lines = ["| run | final train loss | val loss | loss spikes | skipped steps | peak \\|h\\| in training | last step's max \\|h\\| |",
              "|---|---|---|---|---|---|---|"]
     for runs in rows.values():
         for r in runs:

@@ -68,6 +68,13 @@ def section(title, measured, seeds):
             score, value = split(m["plain"], "mean_score"), split(m["plain"], "value_mean_abs")
             cell = "–" if score[0] is None else f"{score[0]:.3f} / {score[1]:.3f}"
             text += f"| {g} | {s} | {m['plain']['f_attn']:.4f} | {cell} | {value[0]:.3f} / {value[1]:.3f} |\n"
+    text += "\nPer seed, each intervention's Δ val loss and Δ F-Attn:\n\n| gate, intervention | seed | Δ val loss | Δ F-Attn |\n|---|---|---|---|\n"
+    for spec, gates in INTERVENTIONS.items():
+        for g in gates:
+            for s in range(seeds):
+                if (g, s) in measured:
+                    d = measured[(g, s)]["interventions"][spec]
+                    text += f"| {g}, {spec} | {s} | {d['d_loss']:+.5f} | {d['d_f_attn']:+.5f} |\n"
     for key, label in (("d_loss", "Δ val loss"), ("d_f_attn", "Δ F-Attn")):
         rows = []
         for spec, gates in INTERVENTIONS.items():

@@ -48,7 +48,7 @@ def verdict_table(rows, seeds, bf16_label):
         significance = "not significant" if r["p"] >= 0.05 else "significant"
         lines.append(
             f"| {gate} | {r['n']} | {statistics.mean(fp32):.4f} ({spread:.4f}) | {r['mean']:+.4f} | {r['sd']:.4f} | "
-            f"{r['t']:+.2f} | {r['p']:.3f} | [{r['ci95'][0]:+.4f}, {r['ci95'][1]:+.4f}] | {rule}; {significance} |")
+            f"{r['t']:+.2f} | {stats.format_p(r['p'])} | [{r['ci95'][0]:+.4f}, {r['ci95'][1]:+.4f}] | {rule}; {significance} |")
     return "\n".join(lines) + "\n"
 
 
@@ -73,6 +73,8 @@ def main():
     text = runner.summary_table(rows, variants, a.seeds, variants[0]["name"])
     if not a.smoke:
         text += "\n" + verdict_table(rows, a.seeds, bf16_label)
+    for key, label, f in (("val_loss", "val loss", "{:.4f}"), ("f_attn", "F-Attn", "{:.4f}")):
+        text += f"\n{label} per seed:\n\n" + runner.per_seed_table(rows, variants, a.seeds, key, f)
     text += "\nWhere the massive activations sit (first 64 validation windows):\n\n" + runner.max_activation_table(out, variants, a.seeds)
     runner.write_summary(out, f"precision: {bf16_label} against fp32 at the quick-start scale", text)
 

@@ -72,15 +72,7 @@ def differences(rows, candidate, reference, seeds, key):
 def verdicts(tests, signs):
     """The rule above, per row of one family."""
     adjusted = stats.holm([t["p"] for t in tests])
-    words = []
-    for t, h, sign in zip(tests, adjusted, signs):
-        if h is None:
-            words.append("untested")
-        elif h >= 0.05:
-            words.append("not significant")
-        else:
-            words.append("reproduced" if (t["mean"] > 0) == (sign > 0) else "contradicted")
-    return words
+    return [stats.verdict(h, t["mean"], sign) for t, h, sign in zip(tests, adjusted, signs)]
 
 
 def family(rows, seeds, contrasts, key, label, decide):

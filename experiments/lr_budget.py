@@ -133,9 +133,7 @@ def main():
         text += f"| {s} | {b:.4f} | {g:.4f} | {g - b:+.4f} |\n"
     test = stats.paired(d)
     text += "\n" + stats.paired_table("final val loss, the primary contrast", [("g1 − baseline", test)])
-    word = ("untested" if test["p"] is None else "not significant" if test["p"] >= 0.05
-            else "reproduced" if test["mean"] < 0 else "contradicted")
-    text += f"\nVerdict (the rule above, a family of one): **{word}**\n"
+    text += f"\nVerdict (the rule above, a family of one): **{stats.verdict(test['p'], test['mean'], -1)}**\n"
     runner.write_summary(out, "lr_budget: trains faster or ends lower? (RESULTS.md section 12)", text)
 
 

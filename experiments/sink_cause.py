@@ -118,9 +118,7 @@ def main():
     text += "\n" + stats.paired_table("F-Attn at the last step, the planned family", tests)
     adjusted = stats.holm([t["p"] for _, t in tests])
     for (name, t), h, (_, _, sign) in zip(tests, adjusted, CONTRASTS):
-        word = ("untested" if h is None else "not significant" if h >= 0.05
-                else "reproduced" if (t["mean"] > 0) == (sign > 0) else "contradicted")
-        text += f"- {name}: **{word}**\n"
+        text += f"- {name}: **{stats.verdict(h, t['mean'], sign)}**\n"
     runner.write_summary(out, "sink_cause: does the gate replace the sink, causally? (RESULTS.md section 13)", text)
 
 

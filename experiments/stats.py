@@ -105,6 +105,17 @@ def seeds_for_power(effect, sd, target=0.8, alpha=0.05, most=40, trials=20000):
     return None
 
 
+def verdict(p, mean, sign, alpha=0.05):
+    """The document's verdict word for one test: P (Holm-adjusted where a family has one) below
+    ALPHA in the predicted direction (SIGN of the effect: +1 or -1) "reproduced", in the other
+    "contradicted", otherwise "not significant"; "untested" where there is no p."""
+    if p is None:
+        return "untested"
+    if p >= alpha:
+        return "not significant"
+    return "reproduced" if (mean > 0) == (sign > 0) else "contradicted"
+
+
 def _num(x, f):
     return "–" if x is None else f.format(x)
 
@@ -138,6 +149,8 @@ def self_check():
     assert holm([0.01, 0.04, 0.03]) == [0.03, 0.06, 0.06]
     same = paired([0.2, 0.2, 0.2])  # zero variance: untested, not p = 0
     assert same["p"] is None and same["t"] is None and same["ci95"] is None and abs(same["mean"] - 0.2) < 1e-12
+    assert [verdict(None, 1, 1), verdict(0.2, 1, 1), verdict(0.01, -1, -1), verdict(0.01, 1, -1)] == [
+        "untested", "not significant", "reproduced", "contradicted"]
     assert format_p(3e-6) == "< 0.0001" and format_p(0.04213) == "0.0421" and format_p(None) == "–"
     return "stats: t distribution and Holm checked"
 

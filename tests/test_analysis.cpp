@@ -12,6 +12,7 @@
 #include "io/token_shard.h"
 #include "model/train_state.h"
 #include "train/loader.h"
+#include "util/error.h"
 
 namespace gattn {
 namespace {
@@ -165,6 +166,32 @@ TEST_F(Analysis, MassiveActivationIsTheLargestHiddenState) {
     mean += max / 2.0;
   }
   EXPECT_NEAR(r["m_act"].get<double>(), mean, 1e-9);
+}
+
+// A hybrid: the Gated DeltaNet layer gets M-Act only; F-Attn, Sink and the gate score are the
+// full-attention layer's, and an attention map of the DeltaNet layer is refused by name.
+TEST_F(Analysis, AHybridAveragesAttentionOverItsFullAttentionLayers) {
+  config_.layer_specs = {{.attention = AttentionKind::linear}, {.attention = AttentionKind::full}};
+  config_.linear_num_key_heads = 1;
+  config_.linear_num_value_heads = 2;
+  config_.linear_key_head_dim = 8;
+  config_.linear_value_head_dim = 8;
+  Weights weights(config_);
+  weights.init(1);
+  options_.maps = {};
+  const AnalysisResult r = analyze(weights, TokenShard(path_), options_);
+  ASSERT_EQ(r.layers.size(), 2u);
+  EXPECT_FALSE(r.layers[0].attention);
+  EXPECT_TRUE(r.layers[0].first_token_attention.empty());
+  EXPECT_FALSE(r.layers[0].gate.has_value());
+  EXPECT_EQ(r.attention_layers, 1);
+  EXPECT_EQ(r.f_attn, r.layers[1].f_attn);
+  EXPECT_EQ(*r.gate_score, r.layers[1].gate->layer_mean_score);
+  EXPECT_NEAR(r.m_act, (r.layers[0].max_abs_hidden + r.layers[1].max_abs_hidden) / 2, 1e-9);
+  EXPECT_GT(r.layers[0].max_abs_hidden, 0);
+  EXPECT_EQ(to_json(r)["layers"][0]["kind"], "linear_attention");
+  options_.maps = {{0, 0}};
+  EXPECT_THROW(analyze(weights, TokenShard(path_), options_), Error);
 }
 
 }  // namespace

@@ -181,19 +181,56 @@ TEST_F(HfErrors, UnexpectedTensor) {
   EXPECT_CONTAINS(error_of(m), ("unexpected tensor 'model.layers.0.self_attn.extra.weight'"));
 }
 
+// A Gated DeltaNet layer's missing or misshapen tensors, and a bad geometry, are named.
+TEST_F(HfErrors, DeltaNetTensorsAndFields) {
+  const std::string n = copy("qwen3_next_hybrid_f32");
+  edit_tensors(n + "/model.safetensors", [](std::vector<OwnedTensor>& ts) {
+    std::erase_if(ts, [](const OwnedTensor& t) {
+      return t.name.ends_with("0.linear_attn.in_proj_ba.weight");
+    });
+  });
+  EXPECT_CONTAINS(error_of(n),
+                  ("tensor 'model.layers.0.linear_attn.in_proj_ba.weight' is missing"));
+  const std::string m = copy("qwen3_5_hybrid_f32");
+  edit_tensors(m + "/model.safetensors", [](std::vector<OwnedTensor>& ts) {
+    for (OwnedTensor& t : ts)
+      if (t.name.ends_with("layers.1.linear_attn.conv1d.weight"))
+        t.shape[2] = 2, t.bytes.resize(t.bytes.size() / 2);
+  });
+  EXPECT_CONTAINS(error_of(m),
+                  ("tensor 'model.language_model.layers.1.linear_attn.conv1d.weight' has shape"));
+  const std::string v = copy("qwen3_5_hybrid_tied_bf16_sharded");
+  edit_config(v, [](json& j) { j["text_config"]["linear_num_value_heads"] = 3; });
+  EXPECT_CONTAINS(
+      error_of(v),
+      ("field 'linear_num_value_heads': expected a multiple of linear_num_key_heads (2), found 3"));
+  edit_config(v, [](json& j) {
+    j["text_config"]["linear_num_value_heads"] = 4;
+    j["text_config"]["output_gate_type"] = "sigmoid";
+  });
+  EXPECT_CONTAINS(error_of(v), ("field 'output_gate_type' is 'sigmoid'"));
+}
+
 TEST_F(HfErrors, UnsupportedLayerTypes) {
   const std::string m = copy("qwen3_next_f32");
+  // A linear_attention layer is read, so a checkpoint of full-attention layers does not fit it.
   edit_config(m, [](json& j) { j["layer_types"] = {"full_attention", "linear_attention"}; });
-  EXPECT_CONTAINS(error_of(m), ("config.json: layer 1 has type 'linear_attention' (field "
-                                "'layer_types'): gattn runs only full_attention layers"));
+  EXPECT_CONTAINS(error_of(m), ("unexpected tensor 'model.layers.1.self_attn."));
   edit_config(m, [](json& j) { j.erase("layer_types"); });  // HF's default: 3 linear, 1 full
-  EXPECT_CONTAINS(error_of(m), ("layer 0 has type 'linear_attention'"));
+  EXPECT_CONTAINS(error_of(m), ("unexpected tensor 'model.layers.0.self_attn."));
+  edit_config(m, [](json& j) { j["layer_types"] = {"full_attention", "sliding_attention"}; });
+  EXPECT_CONTAINS(error_of(m), ("config.json: layer 1 has type 'sliding_attention' (field "
+                                "'layer_types'): gattn runs full_attention and linear_attention "
+                                "layers"));
   edit_config(m, [](json& j) { j["layer_types"] = {"full_attention", "full_attention"}; });
   edit_config(m, [](json& j) { j["mlp_only_layers"] = {0}; });  // num_experts 4
   EXPECT_CONTAINS(error_of(m), ("layer 1 has a mixture-of-experts MLP (num_experts 4"));
   const std::string q = copy("qwen3_f32");
   edit_config(q, [](json& j) { j["layer_types"] = {"full_attention", "sliding_attention"}; });
   EXPECT_CONTAINS(error_of(q), ("layer 1 has type 'sliding_attention'"));
+  edit_config(q, [](json& j) { j["layer_types"] = {"full_attention", "linear_attention"}; });
+  EXPECT_CONTAINS(error_of(q), ("layer 1 has type 'linear_attention' (field 'layer_types'): gattn "
+                                "runs only full_attention layers"));  // Qwen3 has none
 }
 
 TEST_F(HfErrors, UnsupportedModelType) {

@@ -68,7 +68,7 @@ struct LayerSums {
 class Analysis {
  public:
   Analysis(const Weights& w, const AnalysisOptions& o)
-      : c_(w.config()), o_(o), site_(w.layer(0).attention.gate), sums_(c_.num_hidden_layers) {
+      : c_(w.config()), o_(o), site_(attention_gate(w)), sums_(c_.num_hidden_layers) {
     const auto range = histogram_range(site_.activation);
     hist_lo_ = range.first, hist_hi_ = range.second;
     for (LayerSums& s : sums_) {
@@ -87,8 +87,9 @@ class Analysis {
   void add_batch(const LayerViewRecorder& views, int rows, int64_t first_sequence) {
     for (int l = 0; l < c_.num_hidden_layers; ++l) {
       const LayerView& v = views.layer(l);
-      add_first_token_attention(v, rows, sums_[l]);
       add_max_activation(v, rows, first_sequence, sums_[l]);
+      if (!is_attention(l)) continue;  // a Gated DeltaNet layer: M-Act only
+      add_first_token_attention(v, rows, sums_[l]);
       add_values(v, int64_t(rows) * o_.seq_len, sums_[l]);
       if (v.gate_in) add_gate(v, int64_t(rows) * o_.seq_len, sums_[l]);
     }
@@ -105,6 +106,13 @@ class Analysis {
   void add_score(double x, int h, LayerSums& s) const;
   LayerAnalysis layer_result(int l, int* sink_heads) const;
   int group() const { return c_.num_attention_heads / c_.num_key_value_heads; }
+  bool is_attention(int l) const { return c_.layer(l).attention == AttentionKind::full; }
+  // The gate of the full-attention layers (every one has the same), none without any.
+  static GateSite attention_gate(const Weights& w) {
+    for (int l = 0; l < w.config().num_hidden_layers; ++l)
+      if (w.config().layer(l).attention == AttentionKind::full) return w.layer(l).attention.gate;
+    return {};
+  }
 
   const Config& c_;
   const AnalysisOptions& o_;
@@ -205,6 +213,9 @@ PositionMeans by_position(const std::vector<double> (&sums)[2], const int64_t (&
 
 // The first sequence's attention probabilities of one head, up to map_size positions.
 AttentionMap Analysis::attention_map(const LayerViewRecorder& views, int layer, int head) const {
+  if (!is_attention(layer))
+    fail("--map ", layer, ":", head, ": layer ", layer,
+         " is a Gated DeltaNet layer (linear_attention): it has no attention map");
   const LayerView& v = views.layer(layer);
   AttentionMap map{
       .layer = layer, .head = head, .sequence = 0, .positions = std::min(o_.seq_len, o_.map_size)};
@@ -226,6 +237,10 @@ LayerAnalysis Analysis::layer_result(int l, int* sink_heads) const {
                       .max_position = s.max_position,
                       .max_channel = s.max_channel,
                       .value_mean_abs = by_position(s.value_abs, s.tokens_at, c_.head_dim)};
+  if (!is_attention(l)) {
+    layer.attention = false;
+    return layer;
+  }
   for (int h = 0; h < H; ++h) {
     const double p = s.first_token[h] / double(s.queries),
                  q = s.first_token_late[h] / double(s.late_queries);
@@ -273,16 +288,19 @@ AnalysisResult Analysis::result(double loss, int64_t sequences) const {
       .uniform_f_attn_from_k = uniform_first_token(o_.from_position, T),
       .uniform_sink_fraction = uniform_first_token(1, T) > o_.sink_threshold ? 1.0 : 0.0,
       .gate = gate_description(c_.gate)};
-  int sink_heads = 0;
+  int sink_heads = 0, A = 0;  // A: the full-attention layers, over which attention is averaged
+  for (int l = 0; l < L; ++l) A += is_attention(l);
   double gate_score = 0;
   for (int l = 0; l < L; ++l) {
     LayerAnalysis& layer = r.layers.emplace_back(layer_result(l, &sink_heads));
-    r.f_attn += layer.f_attn / L;
-    r.f_attn_from_k += layer.f_attn_from_k / L;
     r.m_act += sums_[l].max_abs / L;
-    if (layer.gate && layer.gate->has_scores) gate_score += layer.gate->layer_mean_score / L;
+    if (!layer.attention) continue;
+    r.f_attn += layer.f_attn / A;
+    r.f_attn_from_k += layer.f_attn_from_k / A;
+    if (layer.gate && layer.gate->has_scores) gate_score += layer.gate->layer_mean_score / A;
   }
-  r.sink_fraction = double(sink_heads) / (L * c_.num_attention_heads);
+  r.attention_layers = A;
+  r.sink_fraction = A ? double(sink_heads) / (A * c_.num_attention_heads) : 0.0;
   if (site_.scores > 0) r.gate_score = gate_score;
   return r;
 }
@@ -375,14 +393,16 @@ json gate_json(const LayerGateStats& g) {
 json layer_json(const LayerAnalysis& l) {
   json out = {
       {"layer", l.layer},
+      {"kind", l.attention ? "full_attention" : "linear_attention"},
       {"first_token_attention", l.first_token_attention},
       {"first_token_attention_from_k", l.first_token_attention_from_k},
-      {"f_attn", l.f_attn},
-      {"f_attn_from_k", l.f_attn_from_k},
       {"max_abs_hidden", l.max_abs_hidden},
       {"max_at",
-       {{"sequence", l.max_sequence}, {"position", l.max_position}, {"channel", l.max_channel}}},
-      {"value_mean_abs", position_json(l.value_mean_abs)}};
+       {{"sequence", l.max_sequence}, {"position", l.max_position}, {"channel", l.max_channel}}}};
+  if (!l.attention) return out;  // a Gated DeltaNet layer: no attention, values or gate
+  out["f_attn"] = l.f_attn;
+  out["f_attn_from_k"] = l.f_attn_from_k;
+  out["value_mean_abs"] = position_json(l.value_mean_abs);
   if (l.gate) out["gate"] = gate_json(*l.gate);
   return out;
 }
@@ -406,6 +426,7 @@ json to_json(const AnalysisResult& r) {
               {"f_attn", r.f_attn},
               {"f_attn_from_k", r.f_attn_from_k},
               {"sink_fraction", r.sink_fraction},
+              {"attention_layers", r.attention_layers},
               {"m_act", r.m_act},
               {"uniform",
                {{"f_attn", r.uniform_f_attn},

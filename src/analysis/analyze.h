@@ -54,6 +54,7 @@ struct LayerGateStats {
 
 struct LayerAnalysis {
   int layer = 0;
+  bool attention = true;  // false: a Gated DeltaNet layer (M-Act only; nothing of attention)
   // Attention on the first token per head, over query positions >= 1 and >= from_position.
   std::vector<double> first_token_attention = {}, first_token_attention_from_k = {};
   double f_attn = 0, f_attn_from_k = 0;  // their means over heads
@@ -75,7 +76,9 @@ struct AnalysisResult {
   int from_position = 0;
   double sink_threshold = 0;
   double loss = 0;
+  // F-Attn and Sink^eps over the full-attention layers; M-Act over every layer.
   double f_attn = 0, f_attn_from_k = 0, sink_fraction = 0, m_act = 0;
+  int attention_layers = 0;
   std::optional<double> gate_score = {};  // models whose gates have scores
   // The same metrics under uniform attention, for scale.
   double uniform_f_attn = 0, uniform_f_attn_from_k = 0, uniform_sink_fraction = 0;

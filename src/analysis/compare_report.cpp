@@ -1,6 +1,7 @@
 #include "analysis/compare_report.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "analysis/svg_charts.h"
 
@@ -53,7 +54,15 @@ std::vector<Bar> paired_head_bars(const json& c, const std::string& parent,
   std::vector<Bar> bars;
   const json& layers = c["baseline"]["analysis"]["layers"];
   for (size_t l = 0; l < layers.size(); ++l) {
-    const size_t heads = (parent.empty() ? layers[l] : layers[l][parent])[field].size();
+    // Layers both sides have, with the field (a Gated DeltaNet layer has no heads or gate).
+    size_t heads = SIZE_MAX;
+    for (int m = 0; m < 2; ++m) {
+      const json& side = c[kSides[m]]["analysis"]["layers"];
+      const json* holder = l < side.size() ? &side[l] : nullptr;
+      if (holder && !parent.empty())
+        holder = holder->contains(parent) ? &(*holder)[parent] : nullptr;
+      heads = std::min(heads, holder && holder->contains(field) ? (*holder)[field].size() : 0);
+    }
     for (size_t h = 0; h < heads; ++h)
       for (int m = 0; m < 2; ++m) {
         const json& layer = c[kSides[m]]["analysis"]["layers"][l];
@@ -98,14 +107,16 @@ std::string gate_section(const json& c) {
   std::string s;
   for (int m = 0; m < 2; ++m) {
     const json& layers = c[kSides[m]]["analysis"]["layers"];
-    if (layers.empty() || !layers[0].contains("gate") || !layers[0]["gate"].contains("histogram"))
-      continue;
+    size_t gated = 0;  // the first layer with a gate
+    while (gated < layers.size() && !layers[gated].contains("gate")) ++gated;
+    if (gated == layers.size() || !layers[gated]["gate"].contains("histogram")) continue;
     const std::string name = c[kSides[m]]["name"].get<std::string>(),
                       root = "/" + std::string(kSides[m]) + "/analysis";
     s += bar_chart(std::string(kSides[m]) + "_gate_mean_score",
                    name + ": mean gate score per layer and head",
                    per_head_bars(layers, "gate", "mean_score", root), 0);
     for (size_t l = 0; l < layers.size(); ++l) {
+      if (!layers[l].contains("gate")) continue;
       const json& h = layers[l]["gate"]["histogram"];
       s += bar_chart(std::string(kSides[m]) + "_gate_histogram_" + std::to_string(l),
                      name + ", layer " + std::to_string(l) + ": gate scores over [" +
@@ -140,19 +151,20 @@ json comparison_json(const std::string& baseline_name, const std::vector<json>& 
 
 std::string comparison_report_html(const json& c, const std::string& title) {
   const json& a = c["baseline"]["analysis"];
-  std::string s = page_start(title) + "<p>" + escape(c["baseline"]["name"].get<std::string>()) +
-                  " against " + escape(c["candidate"]["name"].get<std::string>()) + ", " +
-                  std::to_string(c["baseline"]["seeds"].get<int>()) +
-                  " seed(s) each; every figure is the mean over seeds of the analysis of the "
-                  "first " +
-                  short_num(a["sequences"].get<double>()) + " validation windows of " +
-                  short_num(a["seq_len"].get<double>()) +
-                  " tokens (attention maps: the first seed, first sequence). F-Attn leaves out "
-                  "the first query, which can only attend to itself. Definitions: "
-                  "docs/ANALYSIS.md.</p>\n" +
-                  figures_table("mean over seeds",
-                                {{c["baseline"]["name"].get<std::string>(), &a},
-                                 {c["candidate"]["name"].get<std::string>(), &c["candidate"]["analysis"]}});
+  std::string s =
+      page_start(title) + "<p>" + escape(c["baseline"]["name"].get<std::string>()) + " against " +
+      escape(c["candidate"]["name"].get<std::string>()) + ", " +
+      std::to_string(c["baseline"]["seeds"].get<int>()) +
+      " seed(s) each; every figure is the mean over seeds of the analysis of the "
+      "first " +
+      short_num(a["sequences"].get<double>()) + " validation windows of " +
+      short_num(a["seq_len"].get<double>()) +
+      " tokens (attention maps: the first seed, first sequence). F-Attn leaves out "
+      "the first query, which can only attend to itself. Definitions: "
+      "docs/ANALYSIS.md.</p>\n" +
+      figures_table("mean over seeds",
+                    {{c["baseline"]["name"].get<std::string>(), &a},
+                     {c["candidate"]["name"].get<std::string>(), &c["candidate"]["analysis"]}});
   s += "<h2>First-token attention per layer and head</h2>\n" + legend(c);
   s += bar_chart("first_token_attention",
                  "attention on position 0, mean over query positions >= 1 (dashed: uniform "

@@ -25,14 +25,22 @@ std::string analysis_report_html(const json& a, const std::string& title) {
                  per_head_bars(layers, "", "first_token_attention"), 1.0,
                  a["uniform"]["f_attn"].get<double>(), "/uniform/f_attn");
   std::vector<Bar> m_act;
-  for (size_t l = 0; l < layers.size(); ++l)
-    m_act.push_back({"/layers/" + std::to_string(l) + "/max_abs_hidden", "L" + std::to_string(l),
+  size_t gated = layers.size();  // the first layer with a gate
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const bool linear = layers[l].value("kind", "") == "linear_attention";
+    m_act.push_back({"/layers/" + std::to_string(l) + "/max_abs_hidden",
+                     "L" + std::to_string(l) + (linear ? " (DeltaNet)" : ""),
                      layers[l]["max_abs_hidden"].get<double>(), 0, 0, ""});
+    if (gated == layers.size() && layers[l].contains("gate")) gated = l;
+  }
   s += "<h2>Massive activations</h2>\n" +
-       bar_chart("max_abs_hidden", "max |hidden state| of each layer's output", m_act, 0);
-  if (!layers.empty() && layers[0].contains("gate")) {
+       bar_chart("max_abs_hidden",
+                 "max |hidden state| of each layer's output (DeltaNet: a Gated DeltaNet layer, no "
+                 "softmax attention)",
+                 m_act, 0);
+  if (gated < layers.size()) {
     s += "<h2>Gate</h2>\n";
-    const json& g0 = layers[0]["gate"];
+    const json& g0 = layers[gated]["gate"];
     if (g0.contains("mean_score")) {
       s += bar_chart("gate_mean_score", "mean gate score per layer and head",
                      per_head_bars(layers, "gate", "mean_score"), 0);
@@ -45,6 +53,7 @@ std::string analysis_report_html(const json& a, const std::string& title) {
                    per_head_bars(layers, "gate", "mean_abs_after"), 0);
     if (g0.contains("histogram")) {
       for (size_t l = 0; l < layers.size(); ++l) {
+        if (!layers[l].contains("gate")) continue;
         const json& h = layers[l]["gate"]["histogram"];
         const double lo = h["low"].get<double>(), hi = h["high"].get<double>();
         const std::vector<Bar> bins =

@@ -100,6 +100,7 @@ std::vector<Bar> per_head_bars(const json& layers, const std::string& parent,
                                const std::string& field, const std::string& root) {
   std::vector<Bar> bars;
   for (size_t l = 0; l < layers.size(); ++l) {
+    if (!parent.empty() && !layers[l].contains(parent)) continue;  // e.g. a layer with no gate
     const json& holder = parent.empty() ? layers[l] : layers[l][parent];
     const json& values = holder[field];
     const std::string prefix = root + "/layers/" + std::to_string(l) + "/" +
@@ -146,12 +147,14 @@ std::string figures_table(const std::string& corner, const std::vector<FiguresCo
   auto row = [&](const std::string& label, const char* key, bool uniform) {
     s += "<tr><td>" + escape(label) + "</td>";
     for (const auto& c : columns)
-      s += "<td>" + (c.analysis->contains(key) ? short_num((*c.analysis)[key].get<double>()) : "–") +
+      s += "<td>" +
+           (c.analysis->contains(key) ? short_num((*c.analysis)[key].get<double>()) : "–") +
            "</td>";
     s += "<td>" + (uniform ? short_num(first["uniform"][key].get<double>()) : "") + "</td></tr>\n";
   };
   row("F-Attn", "f_attn", true);
-  row("F-Attn, queries >= " + short_num(first["from_position"].get<double>()), "f_attn_from_k", true);
+  row("F-Attn, queries >= " + short_num(first["from_position"].get<double>()), "f_attn_from_k",
+      true);
   row("Sink^" + short_num(first["sink_threshold"].get<double>()), "sink_fraction", true);
   row("M-Act", "m_act", false);
   row("gate score", "gate_score", false);

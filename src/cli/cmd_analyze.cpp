@@ -84,9 +84,13 @@ void add_analyze_command(CLI::App& app) {
     std::printf("\n  layer   F-Attn  F-Attn(>=%d)   max |h|   at (seq, pos, ch)   gate score\n",
                 o.from_position);
     for (const LayerAnalysis& layer : r.layers) {
-      std::printf("  %5d  %7.4f  %11.4f  %8.2f   (%lld, %lld, %lld)", layer.layer, layer.f_attn,
-                  layer.f_attn_from_k, layer.max_abs_hidden, (long long)layer.max_sequence,
-                  (long long)layer.max_position, (long long)layer.max_channel);
+      if (layer.attention)
+        std::printf("  %5d  %7.4f  %11.4f", layer.layer, layer.f_attn, layer.f_attn_from_k);
+      else
+        std::printf("  %5d  %-20s", layer.layer, "  (Gated DeltaNet)");
+      std::printf("  %8.2f   (%lld, %lld, %lld)", layer.max_abs_hidden,
+                  (long long)layer.max_sequence, (long long)layer.max_position,
+                  (long long)layer.max_channel);
       if (layer.gate && layer.gate->has_scores)
         std::printf("   %10.4f", layer.gate->layer_mean_score);
       std::printf("\n");

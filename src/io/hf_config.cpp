@@ -18,8 +18,8 @@ namespace fs = std::filesystem;
 const char* const kSupported =
     "qwen3 (plain or the authors' gated), qwen3_next, qwen3_5, qwen3_5_text";
 
-// Keys that do not change the forward pass of a model gattn accepts (the MoE and linear-attention
-// sizes only matter for the layers refused below).
+// Keys that do not change the forward pass of a model gattn accepts (the MoE sizes only matter
+// for the layers refused below; the linear-attention sizes are read where a layer has it).
 const char* const kInformational[] = {"architectures",
                                       "model_type",
                                       "torch_dtype",
@@ -104,14 +104,17 @@ void read_rope(JsonFields& f, const json& j, json& g, const std::string& source)
   g["rope_scaling"] = rope_scaling_for_gattn(rope, source + ": rope");
 }
 
-// Every layer must be full attention with a dense MLP: gattn has no linear attention, sliding
-// window or experts.
-void check_layers(JsonFields& f, HfLayout layout, int layers, const std::string& source) {
+// Each layer's attention kind (HF's layer_types, or for qwen3_next and qwen3_5 transformers'
+// default pattern): full attention, or for those two layouts Gated DeltaNet (linear_attention);
+// every MLP dense: gattn has no sliding window or experts.
+std::vector<std::string> check_layers(JsonFields& f, HfLayout layout, int layers,
+                                      const std::string& source) {
   std::vector<std::string> types;
   f.read("layer_types", types);
   if (f.has("layer_types") && int(types.size()) != layers)
     fail(source, ": field 'layer_types' has ", types.size(), " entries for ", layers, " layers");
-  if (!f.has("layer_types") && (layout == HfLayout::qwen3_next || layout == HfLayout::qwen3_5)) {
+  const bool hybrid = layout == HfLayout::qwen3_next || layout == HfLayout::qwen3_5;
+  if (!f.has("layer_types") && hybrid) {
     int interval = 4;  // HF's default pattern: three linear-attention layers, then a full one
     f.read("full_attention_interval", interval);
     for (int l = 0; l < layers; ++l)
@@ -123,10 +126,14 @@ void check_layers(JsonFields& f, HfLayout layout, int layers, const std::string&
   if (sliding)
     fail(source, ": field 'use_sliding_window' is true: sliding-window attention is not supported");
   for (int l = 0; l < layers && l < int(types.size()); ++l)
-    if (types[l] != "full_attention")
-      fail(source, ": layer ", l, " has type '", types[l],
-           "' (field 'layer_types'): gattn runs only full_attention layers");
-
+    if (types[l] != "full_attention" && !(hybrid && types[l] == "linear_attention"))
+      fail(source, ": layer ", l, " has type '", types[l], "' (field 'layer_types'): gattn runs ",
+           hybrid ? "full_attention and linear_attention" : "only full_attention", " layers");
+  std::string output_gate = "silu";
+  f.read("output_gate_type", output_gate);
+  if (output_gate != "silu" && output_gate != "swish")
+    fail(source, ": field 'output_gate_type' is '", output_gate,
+         "': gattn's Gated DeltaNet gates its output with silu(z) (silu or swish)");
   int experts = layout == HfLayout::qwen3_next ? 512 : 0, sparse_step = 1;
   f.read_count("num_experts", experts);
   f.read("decoder_sparse_step", sparse_step);
@@ -144,6 +151,7 @@ void check_layers(JsonFields& f, HfLayout layout, int layers, const std::string&
       fail(source, ": layer ", l, " has a mixture-of-experts MLP (num_experts ", experts,
            ", decoder_sparse_step ", sparse_step,
            ", not in mlp_only_layers): gattn runs only dense MLPs");
+  return types;
 }
 
 // Fields whose only value gattn can compute.
@@ -270,7 +278,14 @@ HfModelInfo hf_model_info_from_json(const json& outer, const std::string& source
       g["num_hidden_layers"].get<int64_t>() > (int64_t(1) << 30))
     fail(where, ": field 'num_hidden_layers': expected an integer in [1, 2^30], found ",
          g.contains("num_hidden_layers") ? json_summary(g["num_hidden_layers"]) : "nothing");
-  check_layers(f, info.layout, g["num_hidden_layers"].get<int>(), where);
+  const std::vector<std::string> types =
+      check_layers(f, info.layout, g["num_hidden_layers"].get<int>(), where);
+  if (std::find(types.begin(), types.end(), "linear_attention") != types.end()) {
+    g["layer_types"] = types;
+    for (const char* key : {"linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+                            "linear_value_head_dim", "linear_conv_kernel_dim"})
+      if (j.contains(key)) g[key] = j[key];
+  }
   note_unread(f, info.notes);
   info.config = config_from_json(g, where);
   return info;

@@ -180,6 +180,8 @@ void write_shards(const std::vector<OutTensor>& tensors, const std::string& out,
 }  // namespace
 
 std::string hf_export_refusal(const Config& c, HfExportFormat format) {
+  if (c.has_linear_layers())
+    return "it has Gated DeltaNet (linear_attention) layers; exporting them is not implemented yet";
   if (!c.use_qk_norm) return "it has no QK-norm (every format has per-head q_norm and k_norm)";
   if (c.sandwich_norm) return "it has sandwich norms (the format has no such tensors)";
   if (c.block_output_clip > 0) return "it clips block outputs (the format does not)";

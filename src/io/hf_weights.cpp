@@ -21,7 +21,10 @@ using json = nlohmann::json;
 
 constexpr size_t kChunkBytes = size_t(8) << 20;  // converted, then its pages released
 
-enum class Convert { copy, plus_one, split_q_gate };
+// regroup_qkvz / regroup_ba: Qwen3-Next's per-key-head groups of a Gated DeltaNet projection
+// (in_proj_qkvz: [q | k | v | z] per group; in_proj_ba: [b | a]) into gattn's (and Qwen3.5's)
+// flat in_proj_qkv | in_proj_z and in_proj_b | in_proj_a, consecutive in the layout.
+enum class Convert { copy, plus_one, split_q_gate, regroup_qkvz, regroup_ba };
 
 // One checkpoint tensor and where its rows go.
 struct Job {
@@ -32,6 +35,8 @@ struct Job {
   const TensorSpec* gate = nullptr;    // split_q_gate: sdpa_gate.weight
   // split_q_gate: the rows come in `groups` blocks of q_rows query rows then gate_rows gate rows.
   QGateBlocks blocks{};
+  DeltaNetConfig delta{};  // regroup_*: the layer's geometry
+  int64_t rows = 0;        // regroup_*: the checkpoint tensor's rows (two layout tensors' worth)
 };
 
 // A shard's file name must stay inside the model folder.
@@ -53,6 +58,23 @@ Job split_job(const HfModelInfo& info, const ParamLayout& layout, const std::str
   job.gate = layout.find(gate_name);
   GATTN_ASSERT(job.target && job.gate, "the layout has no ", q_name, " or ", gate_name);
   job.blocks = q_gate_blocks(info.config, info.layout);
+  return job;
+}
+
+// Qwen3-Next's grouped in_proj_qkvz or in_proj_ba of layer `ours` (its gattn-side name).
+Job regroup_job(const HfModelInfo& info, const ParamLayout& layout, const std::string& ours,
+                const std::string& file) {
+  const std::string prefix = ours.substr(0, ours.rfind("in_proj_"));
+  const bool qkvz = ours.ends_with("in_proj_qkvz.weight");
+  Job job;
+  job.convert = qkvz ? Convert::regroup_qkvz : Convert::regroup_ba;
+  job.target = layout.find(prefix + (qkvz ? "in_proj_qkv.weight" : "in_proj_b.weight"));
+  job.gate = layout.find(prefix + (qkvz ? "in_proj_z.weight" : "in_proj_a.weight"));  // filled too
+  if (!job.target || !job.gate)
+    fail(file, ": unexpected tensor '", ours, "' (its layer is not linear_attention)");
+  const int l = std::stoi(ours.substr(std::string("model.layers.").size()));
+  job.delta = layer_configs(info.config)[l].attention.delta_net;
+  job.rows = qkvz ? job.delta.conv_channels() + job.delta.value_width() : 2 * job.delta.value_heads;
   return job;
 }
 
@@ -82,13 +104,20 @@ bool route(const std::string& name, const HfModelInfo& info, const ParamLayout& 
   const bool gated = info.layout != HfLayout::qwen3 && info.config.gate.has_weight();
   if (gated && ours.ends_with(".self_attn.q_proj.weight") && layout.find(ours)) {
     job = split_job(info, layout, ours);
+  } else if (info.layout == HfLayout::qwen3_next &&
+             (ours.ends_with(".linear_attn.in_proj_qkvz.weight") ||
+              ours.ends_with(".linear_attn.in_proj_ba.weight"))) {
+    job = regroup_job(info, layout, ours, file);
   } else {
     job.target = layout.find(ours);
     // gattn names its gate tensor sdpa_gate; a checkpoint of these layouts never has one.
     if (!job.target || ours.find("sdpa_gate") != std::string::npos)
       fail(file, ": unexpected tensor '", name, "' (not part of a ", hf_layout_name(info.layout),
            " model with this config.json)");
-    const bool norm = job.target->shape.size() == 1 && ours.ends_with("norm.weight");
+    // Every norm is zero-centred in these layouts but the Gated DeltaNet's output norm (w, not 1 +
+    // w).
+    const bool norm = job.target->shape.size() == 1 && ours.ends_with("norm.weight") &&
+                      !ours.ends_with("linear_attn.norm.weight");
     job.convert = info.zero_centred_norms && norm ? Convert::plus_one : Convert::copy;
   }
   job.name = name;
@@ -101,6 +130,8 @@ void check_tensor(const TensorView& t, const Job& job, const std::string& file) 
          ", expected F32, BF16 or F16");
   std::vector<int64_t> expected = job.target->shape;
   if (job.convert == Convert::split_q_gate) expected[0] += job.gate->shape[0];
+  if (job.convert == Convert::regroup_qkvz || job.convert == Convert::regroup_ba)
+    expected[0] = job.rows;
   if (t.shape != expected)
     fail(file, ": tensor '", t.name, "' has shape ", shape_string(t.shape), ", expected ",
          shape_string(expected),
@@ -110,8 +141,25 @@ void check_tensor(const TensorView& t, const Job& job, const std::string& file) 
              : "");
 }
 
+// Row r of a grouped Qwen3-Next projection as a row of the flat q | k | v | z (or b | a) rows.
+int64_t regrouped_row(const Job& job, int64_t r) {
+  const DeltaNetConfig& d = job.delta;
+  const int64_t ratio = d.value_heads / d.key_heads, dk = d.key_dim, rv = ratio * d.value_dim;
+  if (job.convert == Convert::regroup_ba) {  // per group: b (ratio rows), then a (ratio rows)
+    const int64_t g = r / (2 * ratio), w = r % (2 * ratio);
+    return w < ratio ? g * ratio + w : d.value_heads + g * ratio + w - ratio;
+  }
+  const int64_t g = r / (2 * dk + 2 * rv), w = r % (2 * dk + 2 * rv), K = d.key_width();
+  if (w < dk) return g * dk + w;                            // q
+  if (w < 2 * dk) return K + g * dk + w - dk;               // k
+  if (w < 2 * dk + rv) return 2 * K + g * rv + w - 2 * dk;  // v: heads g*ratio..
+  return d.conv_channels() + g * rv + w - 2 * dk - rv;      // z
+}
+
 // The layout offset row r of the checkpoint tensor goes to.
 int64_t destination_row(const Job& job, int64_t r, int64_t cols) {
+  if (job.convert == Convert::regroup_qkvz || job.convert == Convert::regroup_ba)
+    return job.target->offset + regrouped_row(job, r) * cols;
   if (job.convert != Convert::split_q_gate) return job.target->offset + r * cols;
   const QGateBlocks& b = job.blocks;
   const int64_t per_group = b.q_rows + b.gate_rows, g = r / per_group, w = r % per_group;
@@ -187,6 +235,19 @@ HfShards hf_shards(const std::string& folder) {
   return s;
 }
 
+std::string hf_checkpoint_name(const std::string& ours, const HfModelInfo& info) {
+  if (ours == "lm_head.weight" || !ours.starts_with("model.")) return ours;
+  std::string name = info.tensor_prefix + ours.substr(6);
+  if (info.layout == HfLayout::qwen3_next)
+    for (const auto& [flat, grouped] : {std::pair{"in_proj_qkv.", "in_proj_qkvz."},
+                                        {"in_proj_z.", "in_proj_qkvz."},
+                                        {"in_proj_b.", "in_proj_ba."},
+                                        {"in_proj_a.", "in_proj_ba."}})
+      if (const size_t at = name.find(flat); at != std::string::npos)
+        return name.replace(at, std::string(flat).size(), grouped);
+  return name;
+}
+
 namespace {
 // Every checkpoint tensor checked against the layout, before anything is converted or allocated.
 struct HfWeightPlan {
@@ -225,10 +286,8 @@ HfWeightPlan plan_hf_weights(const HfModelInfo& info, const ParamLayout& layout)
   for (const TensorSpec& spec : layout.tensors())
     if (!filled.count(spec.name))
       fail(shards.index.empty() ? shards.files[0] : shards.index, ": tensor '",
-           spec.name == "lm_head.weight" || !spec.name.starts_with("model.")
-               ? spec.name
-               : info.tensor_prefix + spec.name.substr(6),
-           "' is missing (", hf_layout_name(info.layout), " with this config.json needs it)");
+           hf_checkpoint_name(spec.name, info), "' is missing (", hf_layout_name(info.layout),
+           " with this config.json needs it)");
   if (skipped)
     plan.notes.push_back(info.folder + ": skipped " + std::to_string(skipped) +
                          " tensors of the vision tower and multi-token prediction (mtp.*)");

@@ -1,7 +1,9 @@
 // A Hugging Face checkpoint's tensors (model.safetensors, or shards listed by
 // model.safetensors.index.json) converted into gattn's parameter layout: q|gate rows split
 // (grouped by KV group for the authors' layout, interleaved per head for Qwen3-Next/Qwen3.5),
-// zero-centred norm weights w stored as 1 + w, F32/BF16/F16 to float.
+// Qwen3-Next's per-key-head groups of a Gated DeltaNet's in_proj_qkvz and in_proj_ba made flat
+// (Qwen3.5's in_proj_qkv | in_proj_z, in_proj_b | in_proj_a), zero-centred norm weights w stored
+// as 1 + w (all but a Gated DeltaNet's output norm), F32/BF16/F16 to float.
 //
 // Streamed: each tensor goes straight from its mapped file into `dest` in bounded chunks whose
 // pages are released as soon as they are converted, so loading needs the float parameters plus
@@ -32,6 +34,10 @@ HfShards hf_shards(const std::string& folder);
 // `origin` for a missing weight_map or a file name that leaves the folder.
 std::vector<std::pair<std::string, std::string>> hf_weight_map(const nlohmann::json& index,
                                                                const std::string& origin);
+
+// The checkpoint's name of a gattn layout tensor: the layout's prefix (model.language_model. for
+// Qwen3.5), and for Qwen3-Next the grouped projection a DeltaNet's flat one comes from.
+std::string hf_checkpoint_name(const std::string& ours, const HfModelInfo& info);
 
 // dest holds layout.total() floats; every tensor of the layout is written.
 // What the loader read but did not use goes to `log` as notes (info.notes are the caller's).

@@ -36,7 +36,7 @@ const std::map<std::string, RopeScaling::Type> kRopeTypes = {{"default", RopeSca
                                                              {"yarn", RopeScaling::Type::yarn}};
 
 const std::map<std::string, AttentionKind> kAttentionKinds = {
-    {"full_attention", AttentionKind::full}};
+    {"full_attention", AttentionKind::full}, {"linear_attention", AttentionKind::linear}};
 const std::map<std::string, MlpKind> kMlpKinds = {{"dense", MlpKind::dense}};
 
 // `field` (a list of one name per layer) into each layer's spec.
@@ -153,6 +153,25 @@ RopeScaling rope_scaling_from_json(const json& j, const std::string& source) {
   return r;
 }
 
+// The Gated DeltaNet fields, checked where some layer is linear attention.
+static void read_delta_net_fields(JsonFields& f, Config& c) {
+  const std::pair<const char*, int*> fields[] = {
+      {"linear_num_key_heads", &c.linear_num_key_heads},
+      {"linear_num_value_heads", &c.linear_num_value_heads},
+      {"linear_key_head_dim", &c.linear_key_head_dim},
+      {"linear_value_head_dim", &c.linear_value_head_dim},
+      {"linear_conv_kernel_dim", &c.linear_conv_kernel_dim}};
+  for (auto [name, value] : fields) {
+    f.read(name, *value);
+    const int most = std::string(name) == "linear_conv_kernel_dim" ? 16 : 4096;
+    if (*value > most) f.bad(name, "at most " + std::to_string(most));
+  }
+  if (c.has_linear_layers() && c.linear_num_value_heads % c.linear_num_key_heads != 0)
+    fail(f.where(),
+         ": field 'linear_num_value_heads': expected a multiple of linear_num_key_heads (",
+         c.linear_num_key_heads, "), found ", c.linear_num_value_heads);
+}
+
 Config config_from_json(const json& j, const std::string& source) {
   JsonFields f(j, source);
   Config c;
@@ -175,6 +194,7 @@ Config config_from_json(const json& j, const std::string& source) {
   read_layer_kinds(f, "layer_types", kAttentionKinds, c.num_hidden_layers, c.layer_specs,
                    &LayerSpec::attention);
   read_layer_kinds(f, "mlp_types", kMlpKinds, c.num_hidden_layers, c.layer_specs, &LayerSpec::mlp);
+  read_delta_net_fields(f, c);
   for (const char* info : {"model_type", "architectures", "torch_dtype", "transformers_version",
                            "bos_token_id", "eos_token_id", "pad_token_id", "use_cache"})
     f.ignore(info);
@@ -244,6 +264,13 @@ json config_to_json(const Config& c) {
   }
   j["layer_types"] = attention;
   j["mlp_types"] = mlp;
+  if (c.has_linear_layers()) {
+    j["linear_num_key_heads"] = c.linear_num_key_heads;
+    j["linear_num_value_heads"] = c.linear_num_value_heads;
+    j["linear_key_head_dim"] = c.linear_key_head_dim;
+    j["linear_value_head_dim"] = c.linear_value_head_dim;
+    j["linear_conv_kernel_dim"] = c.linear_conv_kernel_dim;
+  }
   const GateConfig& g = c.gate;
   json gate = {{"position", name_of(kPositions, g.position)}};
   if (g.enabled()) {
@@ -274,6 +301,12 @@ std::string gate_description(const GateConfig& g) {
   if (g.after_qk_norm) s += " after_qk_norm";
   if (g.frozen) s += " frozen";
   return s;
+}
+
+bool Config::has_linear_layers() const {
+  for (const LayerSpec& spec : layer_specs)
+    if (spec.attention == AttentionKind::linear) return true;
+  return false;
 }
 
 int Config::rotary_dim() const { return int(std::lround(head_dim * partial_rotary_factor)); }

@@ -41,9 +41,9 @@ struct GateConfig {
 };
 
 // What a layer is made of. Hugging Face's `layer_types` names the attention kind per layer
-// ("full_attention"; Qwen3-Next also has "linear_attention", not modelled yet); gattn's
-// `mlp_types` the MLP kind ("dense"; MoE later).
-enum class AttentionKind { full };
+// ("full_attention", or "linear_attention": Gated DeltaNet, as in Qwen3.5 and Qwen3-Next);
+// gattn's `mlp_types` the MLP kind ("dense"; MoE later).
+enum class AttentionKind { full, linear };
 enum class MlpKind { dense };
 
 struct LayerSpec {
@@ -68,14 +68,22 @@ struct Config {
   int max_position_embeddings = 4096;
   double initializer_range = 0.02;
   bool sandwich_norm = false;
-  double block_output_clip = 0;  // 0: no clamp
-  GateConfig gate;
+  double block_output_clip = 0;        // 0: no clamp
+  GateConfig gate;                     // of the full-attention layers
   std::vector<LayerSpec> layer_specs;  // empty: every layer the default spec
+  // Gated DeltaNet layers (Hugging Face's Qwen3.5 names and defaults): read where a layer is
+  // "linear_attention".
+  int linear_num_key_heads = 16;
+  int linear_num_value_heads = 32;  // a multiple of linear_num_key_heads
+  int linear_key_head_dim = 128;
+  int linear_value_head_dim = 128;
+  int linear_conv_kernel_dim = 4;
 
   LayerSpec layer(int l) const {
     return l < int(layer_specs.size()) ? layer_specs[l] : LayerSpec{};
   }
   int rotary_dim() const;
+  bool has_linear_layers() const;
   int q_dim() const { return num_attention_heads * head_dim; }
   int kv_dim() const { return num_key_value_heads * head_dim; }
 };

@@ -43,6 +43,11 @@ void init_params(float* params, const ParamLayout& layout, uint64_t seed, double
       case Init::constant:
         std::fill_n(x, t.numel, t.value);
         break;
+      case Init::log_uniform: {
+        const uint64_t key = stream_key(seed, t.name);
+        for (int64_t i = 0; i < t.numel; ++i) x[i] = float(std::log(t.value * uniform(key, i)));
+        break;
+      }
       case Init::normal: {
         const uint64_t key = stream_key(seed, t.name);
 #pragma omp parallel for schedule(static)

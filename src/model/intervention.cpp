@@ -92,6 +92,15 @@ InterventionHooks::InterventionHooks(const Interventions& interventions, const W
     : interventions_(interventions), scores_(w.config().num_hidden_layers, 0.0f) {
   for (int l = 0; l < w.config().num_hidden_layers; ++l) {
     const GateOverride forced = interventions.gate_at(l);
+    if (w.layer(l).attention.kind == AttentionKind::linear) {  // no gate or values to change
+      for (const std::vector<std::string>* specs :
+           {&interventions.gate_spec, &interventions.value_spec})
+        if (l < int(specs->size()) && (*specs)[l].rfind("layer:", 0) == 0)
+          fail("--intervene '", (*specs)[l], "': layer ", l,
+               " is a Gated DeltaNet layer (linear_attention): gate and value interventions apply "
+               "to full-attention layers");
+      continue;  // one for every layer: the full-attention ones
+    }
     if (forced.active()) scores_[l] = forced_gate_score(forced, w.layer(l).attention.gate, l);
   }
 }

@@ -11,15 +11,21 @@ std::vector<LayerConfig> layer_configs(const Config& c) {
   std::vector<LayerConfig> layers;
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     const LayerSpec spec = c.layer(l);
+    const bool full = spec.attention == AttentionKind::full;  // the gate is full attention's
     layers.push_back({.attention = {.kind = spec.attention,
                                     .hidden = c.hidden_size,
                                     .heads = c.num_attention_heads,
                                     .kv_heads = c.num_key_value_heads,
                                     .head_dim = c.head_dim,
                                     .qk_norm = c.use_qk_norm,
-                                    .gate_config = c.gate,
-                                    .gate = gate,
-                                    .output = output},
+                                    .gate_config = full ? c.gate : GateConfig{},
+                                    .gate = full ? gate : GateSite{},
+                                    .output = output,
+                                    .delta_net = {.key_heads = c.linear_num_key_heads,
+                                                  .value_heads = c.linear_num_value_heads,
+                                                  .key_dim = c.linear_key_head_dim,
+                                                  .value_dim = c.linear_value_head_dim,
+                                                  .conv_kernel = c.linear_conv_kernel_dim}},
                       .mlp = {.kind = spec.mlp,
                               .hidden = c.hidden_size,
                               .intermediate = c.intermediate_size,

@@ -18,6 +18,20 @@ struct BlockOutputConfig {
   float clip = 0;              // clamp of the block's output to [-clip, clip] (0: none)
 };
 
+// A Gated DeltaNet block's geometry (AttentionKind::linear).
+struct DeltaNetConfig {
+  int key_heads = 0, value_heads = 0, key_dim = 0, value_dim = 0, conv_kernel = 0;
+
+  int key_width() const { return key_heads * key_dim; }
+  int value_width() const { return value_heads * value_dim; }
+  // q | k | v, the channels of the convolution.
+  int conv_channels() const { return 2 * key_width() + value_width(); }
+  // Rows of the fused in_proj_qkv | in_proj_z | in_proj_b | in_proj_a projection, and its output's
+  // row stride padded to whole cache lines.
+  int projection_rows() const { return conv_channels() + value_width() + 2 * value_heads; }
+  int projection_stride() const { return (projection_rows() + 15) / 16 * 16; }
+};
+
 struct AttentionConfig {
   AttentionKind kind = AttentionKind::full;
   int hidden = 0, heads = 0, kv_heads = 0, head_dim = 0;
@@ -25,6 +39,7 @@ struct AttentionConfig {
   GateConfig gate_config;  // as configured (parameter names and initialisation)
   GateSite gate;           // where it sits and what it computes
   BlockOutputConfig output;
+  DeltaNetConfig delta_net;  // kind linear
 
   int q_dim() const { return heads * head_dim; }
   int kv_dim() const { return kv_heads * head_dim; }

@@ -33,6 +33,9 @@ ParamLayout::ParamLayout(const Config& c) {
       case AttentionKind::full:
         p.attention = add_full_attention_params(*this, configs[l].attention, prefix);
         break;
+      case AttentionKind::linear:
+        p.attention = add_gated_delta_net_params(*this, configs[l].attention, prefix);
+        break;
     }
     switch (configs[l].mlp.kind) {
       case MlpKind::dense:

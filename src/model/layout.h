@@ -12,7 +12,9 @@
 
 namespace gattn {
 
-enum class Init { normal, ones, zeros, constant };  // constant: TensorSpec::value
+// constant: TensorSpec::value; log_uniform: log(u), u uniform in (0, TensorSpec::value] (a Gated
+// DeltaNet's A_log, as transformers' Qwen3.5 initialises it).
+enum class Init { normal, ones, zeros, constant, log_uniform };
 
 struct TensorSpec {
   std::string name;  // Hugging Face Qwen3 names where they exist (docs/MODEL.md)
@@ -21,13 +23,13 @@ struct TensorSpec {
   int64_t numel = 0;
   Init init = Init::normal;
   std::string component;  // for the parameter table
-  float value = 0;        // Init::constant's value
+  float value = 0;        // Init::constant's value, Init::log_uniform's bound
   bool frozen = false;    // trained with no update: no gradient in the norm, no step, no decay
 };
 
 // What a tensor may add to its name, shape, init and component.
 struct TensorOptions {
-  float value = 0;  // Init::constant
+  float value = 0;  // Init::constant, Init::log_uniform
   bool frozen = false;
 };
 
@@ -39,6 +41,8 @@ struct AttentionParams {
   int64_t input_norm = kAbsent, proj = kAbsent, o_proj = kAbsent;
   int64_t q_norm = kAbsent, k_norm = kAbsent, gate_logit = kAbsent, sdpa_norm = kAbsent;
   int64_t output_norm = kAbsent;  // sandwich norm
+  // Gated DeltaNet (proj: in_proj_qkv | in_proj_z | in_proj_b | in_proj_a; o_proj: out_proj).
+  int64_t conv = kAbsent, dt_bias = kAbsent, a_log = kAbsent, head_norm = kAbsent;
 };
 struct MlpParams {
   // mlp.gate_proj and mlp.up_proj are consecutive from gate_up.

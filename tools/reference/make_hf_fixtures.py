@@ -7,7 +7,9 @@ relative error of transformers' fp32 computation of each (write_finetune_step);
 generate.safetensors: 64 greedy tokens from those ids and the logits behind each.
 
 Layouts: qwen3; the authors' gated qwen3 (authors_gated_qwen3.py: their code is not on PyPI);
-qwen3_next and qwen3_5 with every layer full attention and dense MLPs. Shapes: GQA with G = 2 (so
+qwen3_next and qwen3_5 with every layer full attention and dense MLPs; hybrids of both with Gated
+DeltaNet (linear_attention) layers: qwen3_5 flat projections with r = 2 (fp32) and r = 1 (bf16,
+tied, sharded), qwen3_next's per-key-head grouped in_proj_qkvz / in_proj_ba (fp32). Shapes: GQA with G = 2 (so
 grouped and interleaved gate rows differ), head_dim 12 or 20 (a SIMD tail on 8-wide AVX2), partial
 rotary, fp32 and bf16, one sharded checkpoint with an index.
 
@@ -39,12 +41,22 @@ SHAPE = dict(vocab_size=64, hidden_size=32, intermediate_size=40, num_hidden_lay
              max_position_embeddings=256)
 
 
+# Gated DeltaNet layers of the hybrids: two of them, then a full-attention one; head dims 12 and 10
+# (SIMD tails), the convolution of width 4.
+def hybrid_layers(key_heads, value_heads):
+    return dict(num_hidden_layers=3,
+                layer_types=["linear_attention", "linear_attention", "full_attention"],
+                linear_num_key_heads=key_heads, linear_num_value_heads=value_heads,
+                linear_key_head_dim=12, linear_value_head_dim=10, linear_conv_kernel_dim=4)
+
+
 def randomise(model, generator, zero_centred_norms):
     """Weights large enough that every tensor moves the logits (HF's init leaves norms at 1 or 0)."""
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if p.dim() == 1:  # norm weights
-                centre = 0.0 if zero_centred_norms else 1.0
+            if p.dim() == 1:  # norm weights (and a Gated DeltaNet's A_log and dt_bias)
+                plain = name.endswith("linear_attn.norm.weight")  # w, not 1 + w
+                centre = 0.0 if zero_centred_norms and not plain else 1.0
                 p.copy_(centre + 0.3 * torch.randn(p.shape, generator=generator))
             else:
                 p.copy_(torch.randn(p.shape, generator=generator) / p.shape[-1] ** 0.5)
@@ -66,22 +78,23 @@ def authors(generator, elementwise):
 
 
 def qwen3_next(generator, **extra):
-    config = Qwen3NextConfig(**dict(SHAPE, **extra), layer_types=["full_attention"] * 2,
+    config = Qwen3NextConfig(**dict(dict(SHAPE, layer_types=["full_attention"] * 2), **extra),
                              tie_word_embeddings=False)
     model = Qwen3NextForCausalLM(config)
     randomise(model, generator, True)
     return model
 
 
-def qwen3_5(generator):
-    text = dict(SHAPE, head_dim=20, layer_types=["full_attention"] * 2, tie_word_embeddings=False,
+def qwen3_5(generator, hybrid=None, tied=False):
+    text = dict(SHAPE, head_dim=20, layer_types=["full_attention"] * 2, tie_word_embeddings=tied,
                 rope_parameters=dict(rope_type="default", rope_theta=10000.0,
                                      partial_rotary_factor=0.5, mrope_section=[2, 2, 1],
                                      mrope_interleaved=True))
     vision = dict(depth=1, hidden_size=16, intermediate_size=16, num_heads=2, patch_size=2,
                   temporal_patch_size=1, out_hidden_size=SHAPE["hidden_size"],
                   num_position_embeddings=16)
-    config = Qwen3_5Config(text_config=text, vision_config=vision, tie_word_embeddings=False)
+    text.update(hybrid or {})
+    config = Qwen3_5Config(text_config=text, vision_config=vision, tie_word_embeddings=tied)
     model = Qwen3_5ForConditionalGeneration(config)
     randomise(model, generator, True)
     return model
@@ -229,6 +242,16 @@ FIXTURES = {
         torch.bfloat16),
     "qwen3_5_f32": lambda g: write("qwen3_5_f32", qwen3_5(g), Qwen3_5ForConditionalGeneration,
                                    g, torch.float32, after_save=add_mtp_tensor),
+    "qwen3_5_hybrid_f32": lambda g: write(
+        "qwen3_5_hybrid_f32", qwen3_5(g, hybrid_layers(2, 4)), Qwen3_5ForConditionalGeneration, g,
+        torch.float32, after_save=add_mtp_tensor),
+    "qwen3_5_hybrid_tied_bf16_sharded": lambda g: write(
+        "qwen3_5_hybrid_tied_bf16_sharded", qwen3_5(g, hybrid_layers(2, 2), tied=True),
+        Qwen3_5ForConditionalGeneration, g, torch.bfloat16, shard="8KB"),
+    "qwen3_next_hybrid_f32": lambda g: write(
+        "qwen3_next_hybrid_f32",
+        qwen3_next(g, num_experts=0, partial_rotary_factor=0.5, **hybrid_layers(2, 4)),
+        Qwen3NextForCausalLM, g, torch.float32),
 }
 
 
@@ -252,7 +275,11 @@ def write_generation(folder, cls, authors_elementwise=None):
     """folder/generate.safetensors: transformers' greedy continuation of reference.safetensors'
     input_ids (GENERATED tokens) and the logits [GENERATED, V] that chose each token, every one
     from a full forward over the sequence so far. For transformers' own classes the tokens are
-    checked against model.generate (KV cache, greedy); the authors' module has no cache."""
+    checked against model.generate (KV cache, greedy); the authors' module has no cache.
+    Also, for those classes: logits_f64, the same logits from the model in float64 (rounded to
+    fp32 to store), and fp32_err [GENERATED]: how far transformers' own fp32 logits of each step
+    (the full forward's and its cached decode's, the larger) are from them (relative L2): a step
+    where fp32 itself strays far (a near-cancellation inside the model) is told from a bug."""
     ids = load_file(os.path.join(folder, "reference.safetensors"))["input_ids"]
     model = reference_model(folder, cls, authors_elementwise).eval()
     sequence, step_logits = ids, []
@@ -262,16 +289,34 @@ def write_generation(folder, cls, authors_elementwise=None):
             step_logits.append(logits)
             sequence = torch.cat([sequence, logits.argmax().reshape(1, 1)], dim=1)
         tokens = sequence[0, ids.shape[1]:]
+        out = {"tokens": tokens.to(torch.int64), "logits": torch.stack(step_logits).contiguous()}
         if authors_elementwise is None:
-            out = model.generate(ids, max_new_tokens=GENERATED, min_new_tokens=GENERATED,
-                                 do_sample=False, num_beams=1, eos_token_id=None,
-                                 pad_token_id=0)
-            assert torch.equal(out[0, ids.shape[1]:], tokens), f"{folder}: generate differs"
-    save_file({"tokens": tokens.to(torch.int64), "logits": torch.stack(step_logits).contiguous()},
-              os.path.join(folder, "generate.safetensors"),
+            generated = model.generate(ids, max_new_tokens=GENERATED, min_new_tokens=GENERATED,
+                                       do_sample=False, num_beams=1, eos_token_id=None,
+                                       pad_token_id=0)
+            assert torch.equal(generated[0, ids.shape[1]:], tokens), f"{folder}: generate differs"
+            out.update(exact_logits(folder, cls, ids, tokens, step_logits, model))
+    save_file(out, os.path.join(folder, "generate.safetensors"),
               metadata={"transformers_version": transformers.__version__,
                         "torch_version": torch.__version__})
     print(f"{os.path.basename(folder)}: {GENERATED} greedy tokens")
+
+
+def exact_logits(folder, cls, ids, tokens, step_logits, model):
+    """logits_f64 and fp32_err of write_generation."""
+    exact = cls.from_pretrained(folder, dtype=torch.float64).eval()
+    rel = lambda a, b: ((a.double() - b).norm() / b.norm()).item()
+    cached = model(input_ids=ids, use_cache=True)
+    cache, decoded = cached.past_key_values, cached.logits[0, -1]
+    f64, err = [], []
+    for step in range(len(tokens)):
+        full = torch.cat([ids, tokens[:step].reshape(1, -1)], dim=1)
+        truth = exact(input_ids=full).logits[0, -1]
+        f64.append(truth.float())
+        err.append(max(rel(step_logits[step], truth), rel(decoded, truth)))
+        step_out = model(input_ids=tokens[step].reshape(1, 1), past_key_values=cache, use_cache=True)
+        cache, decoded = step_out.past_key_values, step_out.logits[0, -1]
+    return {"logits_f64": torch.stack(f64).contiguous(), "fp32_err": torch.tensor(err, dtype=torch.float32)}
 
 
 def main():

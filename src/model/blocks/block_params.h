@@ -11,6 +11,8 @@ namespace gattn {
 // prefix: "model.layers.<l>."
 AttentionParams add_full_attention_params(ParamLayout& layout, const AttentionConfig& c,
                                           const std::string& prefix);
+AttentionParams add_gated_delta_net_params(ParamLayout& layout, const AttentionConfig& c,
+                                           const std::string& prefix);
 MlpParams add_dense_mlp_params(ParamLayout& layout, const MlpConfig& c, const std::string& prefix);
 
 }  // namespace gattn

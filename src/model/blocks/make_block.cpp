@@ -2,6 +2,7 @@
 
 #include "model/blocks/dense_mlp.h"
 #include "model/blocks/full_attention.h"
+#include "model/blocks/gated_delta_net.h"
 
 namespace gattn {
 
@@ -10,6 +11,8 @@ std::unique_ptr<Block> make_attention_block(const AttentionConfig& c, const Atte
   switch (c.kind) {
     case AttentionKind::full:
       return std::make_unique<FullAttention>(c, p, layer);
+    case AttentionKind::linear:
+      return std::make_unique<GatedDeltaNet>(c, p, layer);
   }
   return nullptr;
 }

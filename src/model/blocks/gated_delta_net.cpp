@@ -1,0 +1,187 @@
+// The Gated DeltaNet block's parameters, memory plan, decode memory and forward pass.
+#include "model/blocks/gated_delta_net.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/blocks/block_params.h"
+#include "ops/rmsnorm.h"
+#include "util/error.h"
+
+namespace gattn {
+
+AttentionParams add_gated_delta_net_params(ParamLayout& layout, const AttentionConfig& c,
+                                           const std::string& prefix) {
+  const DeltaNetConfig& d = c.delta_net;
+  const int64_t C = c.hidden, H = d.value_heads;
+  const std::string p = prefix + "linear_attn.";
+  const char* proj = "delta_net projections";
+  AttentionParams o;
+  o.input_norm = layout.add(prefix + "input_layernorm.weight", {C}, Init::ones, "norms");
+  o.proj = layout.add(p + "in_proj_qkv.weight", {d.conv_channels(), C}, Init::normal, proj);
+  layout.add(p + "in_proj_z.weight", {d.value_width(), C}, Init::normal, proj);
+  layout.add(p + "in_proj_b.weight", {H, C}, Init::normal, proj);
+  layout.add(p + "in_proj_a.weight", {H, C}, Init::normal, proj);
+  o.conv = layout.add(p + "conv1d.weight", {d.conv_channels(), 1, d.conv_kernel}, Init::normal,
+                      "delta_net conv/gates");
+  o.dt_bias = layout.add(p + "dt_bias", {H}, Init::ones, "delta_net conv/gates");
+  o.a_log = layout.add(p + "A_log", {H}, Init::log_uniform, "delta_net conv/gates", {.value = 16});
+  o.head_norm = layout.add(p + "norm.weight", {d.value_dim}, Init::ones, "norms");
+  o.o_proj = layout.add(p + "out_proj.weight", {C, d.value_width()}, Init::normal, proj);
+  if (c.output.sandwich_norm)
+    o.output_norm = layout.add(prefix + "attn_output_norm.weight", {C}, Init::ones, "norms");
+  return o;
+}
+
+std::unique_ptr<BlockActivations> GatedDeltaNet::plan_activations(Arena& arena, int64_t N) const {
+  auto a = std::make_unique<GatedDeltaNetActivations>();
+  const int64_t C = c_.hidden, KH = d_.key_heads, VH = d_.value_heads;
+  arena.plan(&a->norm_rstd, N, "ln1 rstd");
+  arena.plan(&a->normed, N * C, "ln1 output");
+  arena.plan(&a->proj, N * d_.projection_stride(), "qkv/z/b/a projection");
+  arena.plan(&a->conv_pre, N * d_.conv_channels(), "conv output before silu");
+  arena.plan(&a->qkv, N * d_.conv_channels(), "q/k/v after conv, silu and l2 norm");
+  arena.plan(&a->q_inv_norm, N * KH, "q inverse l2 norm");
+  arena.plan(&a->k_inv_norm, N * KH, "k inverse l2 norm");
+  arena.plan(&a->g, N * VH, "delta rule log decay g");
+  arena.plan(&a->beta, N * VH, "delta rule beta");
+  arena.plan(&a->core, N * d_.value_width(), "delta rule output");
+  arena.plan(&a->core_inv_rms, N * VH, "gated norm inverse rms");
+  arena.plan(&a->gated, N * d_.value_width(), "gated norm output");
+  arena.plan(&a->o_out, N * C, "out_proj output");
+  plan_block_output(arena, c_.output, N, "attn_output_norm", a->output);
+  return a;
+}
+
+std::unique_ptr<BlockScratch> GatedDeltaNet::plan_scratch(Arena& arena, int64_t N) const {
+  auto s = std::make_unique<GatedDeltaNetScratch>();
+  plan_block_output_scratch(arena, c_.output, N, s->output);
+  arena.plan(&s->d_proj, N * d_.projection_stride(), "d qkv/z/b/a projection");
+  arena.plan(&s->d_qkv, N * d_.conv_channels(), "d q/k/v");
+  arena.plan(&s->d_g, N * d_.value_heads, "d g");
+  arena.plan(&s->d_beta, N * d_.value_heads, "d beta");
+  arena.plan(&s->d_core, N * d_.value_width(), "d delta rule output");
+  arena.plan(&s->d_gated, N * d_.value_width(), "d gated norm output");
+  arena.plan(&s->d_normed, N * c_.hidden, "d norm output");
+  return s;
+}
+
+void DeltaNetMemory::reset(int sequence) {
+  std::fill_n(conv + sequence * conv_size, conv_size, 0.0f);
+  std::fill_n(state + sequence * state_size, state_size, 0.0f);
+}
+
+std::unique_ptr<DecodeMemory> GatedDeltaNet::make_decode_memory(int sequences, int) const {
+  auto m = std::make_unique<DeltaNetMemory>();
+  m->sequences = sequences;
+  m->conv_size = int64_t(d_.conv_kernel - 1) * d_.conv_channels();
+  m->state_size = int64_t(d_.value_heads) * d_.key_dim * d_.value_dim;
+  m->storage.plan(&m->conv, sequences * m->conv_size, "delta_net conv state");
+  m->storage.plan(&m->state, sequences * m->state_size, "delta_net recurrent state (fp32)");
+  m->storage.allocate();
+  for (int s = 0; s < sequences; ++s) m->reset(s);
+  return m;
+}
+
+ShortConvShape delta_net_conv_shape(const DeltaNetConfig& d, int sequences, int tokens) {
+  return {.sequences = sequences,
+          .tokens = tokens,
+          .channels = d.conv_channels(),
+          .kernel = d.conv_kernel,
+          .in_stride = d.projection_stride(),
+          .out_stride = d.conv_channels()};
+}
+
+DeltaRuleShape delta_rule_shape(const DeltaNetConfig& d, int sequences, int tokens) {
+  return {.sequences = sequences,
+          .tokens = tokens,
+          .key_heads = d.key_heads,
+          .value_heads = d.value_heads,
+          .key_dim = d.key_dim,
+          .value_dim = d.value_dim,
+          .qk_stride = d.conv_channels(),
+          .v_stride = d.conv_channels(),
+          .gate_stride = d.value_heads,
+          .out_stride = d.value_width()};
+}
+
+DeltaRuleInputs<float> delta_rule_inputs(const DeltaNetConfig& d, const float* qkv, const float* g,
+                                         const float* beta, int64_t row0) {
+  const int64_t ch = d.conv_channels(), H = d.value_heads;
+  return {qkv + row0 * ch, qkv + row0 * ch + d.key_width(), qkv + row0 * ch + 2 * d.key_width(),
+          g + row0 * H, beta + row0 * H};
+}
+
+// The convolution, the l2 norms, the gates and the delta rule: core = o of every row.
+void GatedDeltaNet::mix(const PassContext& pass, GatedDeltaNetActivations& a,
+                        DeltaNetMemory* memory) const {
+  const Weights& w = pass.weights;
+  const int B = pass.batch, T = pass.seq_len, N = pass.rows(), P = d_.projection_stride();
+  const int64_t ch = d_.conv_channels(), vw = d_.value_width();
+  OpSections ops(pass.exec.profile);
+  ops.next("delta_net conv");
+  if (!memory) {
+    short_conv_forward<float>(delta_net_conv_shape(d_, B, T), a.proj, w.at(p_.conv), nullptr,
+                              a.conv_pre, a.qkv);
+  } else {
+    for (int b = 0; b < B; ++b) {
+      const int s = pass.memory_sequence(b);
+      if (s < 0 || s >= memory->sequences) fail("delta_net state: sequence ", s, " is not kept");
+      if (pass.positions[int64_t(b) * T] == 0) memory->reset(s);  // a sequence starts again
+      const int64_t row0 = int64_t(b) * T;
+      short_conv_forward(delta_net_conv_shape(d_, 1, T), a.proj + row0 * P, w.at(p_.conv),
+                         memory->conv + s * memory->conv_size, a.conv_pre + row0 * ch,
+                         a.qkv + row0 * ch);
+    }
+  }
+  ops.next("delta_net l2 norms and gates");
+  l2_normalize_forward(a.qkv, N, d_.key_heads, d_.key_dim, ch, 1 / std::sqrt(float(d_.key_dim)),
+                       a.q_inv_norm);
+  l2_normalize_forward(a.qkv + d_.key_width(), N, d_.key_heads, d_.key_dim, ch, 1.0f, a.k_inv_norm);
+  const float* b_in = a.proj + ch + vw;
+  delta_gates_forward(b_in + d_.value_heads, b_in, P, w.at(p_.a_log), w.at(p_.dt_bias), N,
+                      d_.value_heads, a.g, a.beta, d_.value_heads);
+  ops.next("delta rule");
+  if (!memory) {
+    const DeltaRuleShape s = delta_rule_shape(d_, B, T);
+    std::vector<float> state(size_t(B * s.state_size()), 0.0f);
+    a.chunk_states.resize(size_t(s.chunk_states_size()));
+    delta_rule_chunked(pass.exec, s, delta_rule_inputs(d_, a.qkv, a.g, a.beta, 0), state.data(),
+                       a.core, a.chunk_states.data());
+    return;
+  }
+  const DeltaRuleShape s = delta_rule_shape(d_, 1, T);
+  for (int b = 0; b < B; ++b) {
+    const int64_t row0 = int64_t(b) * T;
+    float* state = memory->state + pass.memory_sequence(b) * memory->state_size;
+    const DeltaRuleInputs<float> in = delta_rule_inputs(d_, a.qkv, a.g, a.beta, row0);
+    if (T == 1)
+      delta_rule_recurrent(pass.exec, s, in, state, a.core + row0 * vw);
+    else
+      delta_rule_chunked<float>(pass.exec, s, in, state, a.core + row0 * vw, nullptr);
+  }
+}
+
+void GatedDeltaNet::forward(const PassContext& pass, BlockActivations& activations,
+                            DecodeMemory* memory, const float* in, float* out) const {
+  auto& a = static_cast<GatedDeltaNetActivations&>(activations);
+  const Weights& w = pass.weights;
+  const int N = pass.rows(), C = c_.hidden, P = d_.projection_stride(), vw = d_.value_width();
+  OpSections ops(pass.exec.profile);
+  ops.next("norms");
+  rmsnorm_forward(a.normed, a.norm_rstd, in, w.at(p_.input_norm), {N, 1, C, C, C, 0},
+                  c_.output.eps);
+  ops.next("delta_net projection");
+  project(pass.exec, w, p_.proj, a.proj, a.normed, N, C, d_.projection_rows(), P);
+  ops.next(nullptr);
+  mix(pass, a, static_cast<DeltaNetMemory*>(memory));
+  ops.next("delta_net gated norm");
+  gated_rmsnorm_forward(a.core, a.proj + d_.conv_channels(), w.at(p_.head_norm), N, d_.value_heads,
+                        d_.value_dim, vw, P, c_.output.eps, a.gated, vw, a.core_inv_rms);
+  ops.next("delta_net out_proj");
+  project(pass.exec, w, p_.o_proj, a.o_out, a.gated, N, vw, C);
+  ops.next("residual (and sandwich norm, clip)");
+  block_output_forward(c_.output, w, p_.output_norm, N, out, in, a.o_out, a.output);
+}
+
+}  // namespace gattn

@@ -1,0 +1,174 @@
+// The gated delta rule (ops/delta_rule.h): the chunked form against the token-by-token recurrence
+// (every chunk length, partial last chunks, r = 1 and 2, head dims leaving SIMD tails, a carried
+// state), a prompt split in two against one call, and the chunked backward pass against finite
+// differences in double, the initial and final states included.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "gradcheck.h"
+#include "ops/delta_rule.h"
+
+namespace gattn {
+namespace {
+using test::dot;
+using test::gradient_error;
+using test::random_vector;
+
+DeltaRuleShape shape(int sequences, int tokens, int key_heads, int value_heads, int dk, int dv) {
+  DeltaRuleShape s;
+  s.sequences = sequences;
+  s.tokens = tokens;
+  s.key_heads = key_heads;
+  s.value_heads = value_heads;
+  s.key_dim = dk;
+  s.value_dim = dv;
+  s.qk_stride = int64_t(key_heads) * dk + 3;  // strides wider than the rows
+  s.v_stride = int64_t(value_heads) * dv + 1;
+  s.gate_stride = value_heads + 2;
+  s.out_stride = int64_t(value_heads) * dv + 5;
+  return s;
+}
+
+// Inputs as the block makes them: q, k l2-normalised (q scaled by dk^-1/2), g < 0, beta in (0, 1).
+template <typename T>
+struct Inputs {
+  std::vector<T> q, k, v, g, beta, state;
+
+  Inputs(const DeltaRuleShape& s, uint64_t seed, double decay = 1.0) {
+    std::mt19937_64 rng(seed);
+    const int64_t rows = int64_t(s.sequences) * s.tokens;
+    q = cast(random_vector(size_t(rows * s.qk_stride), rng));
+    k = cast(random_vector(size_t(rows * s.qk_stride), rng));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int h = 0; h < s.key_heads; ++h) {
+        normalise(q.data() + r * s.qk_stride + h * s.key_dim, s.key_dim,
+                  1 / std::sqrt(T(s.key_dim)));
+        normalise(k.data() + r * s.qk_stride + h * s.key_dim, s.key_dim, 1);
+      }
+    v = cast(random_vector(size_t(rows * s.v_stride), rng));
+    g = cast(random_vector(size_t(rows * s.gate_stride), rng));
+    beta = cast(random_vector(size_t(rows * s.gate_stride), rng));
+    for (T& x : g) x = -decay * std::log1p(std::exp(x));  // -softplus
+    for (T& x : beta) x = 1 / (1 + std::exp(-2 * x));
+    state = cast(random_vector(size_t(s.sequences * s.state_size()), rng, 0.5));
+  }
+  DeltaRuleInputs<T> view() const { return {q.data(), k.data(), v.data(), g.data(), beta.data()}; }
+
+  static std::vector<T> cast(const std::vector<double>& x) {
+    return std::vector<T>(x.begin(), x.end());
+  }
+  static void normalise(T* x, int n, T scale) {
+    T sum = 0;
+    for (int i = 0; i < n; ++i) sum += x[i] * x[i];
+    const T factor = scale / std::sqrt(sum + T(1e-6));
+    for (int i = 0; i < n; ++i) x[i] *= factor;
+  }
+};
+
+template <typename T>
+double relative_l2(const std::vector<T>& a, const std::vector<T>& b) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff += double(a[i] - b[i]) * double(a[i] - b[i]);
+    norm += double(b[i]) * double(b[i]);
+  }
+  return std::sqrt(diff / norm);
+}
+
+template <typename T>
+void expect_chunked_equals_recurrent(const DeltaRuleShape& s, double tolerance) {
+  const Inputs<T> in(s, 7 + s.tokens);
+  std::vector<T> out_r(size_t(s.sequences * s.tokens * s.out_stride), 0), out_c = out_r;
+  std::vector<T> state_r = in.state, state_c = in.state;
+  std::vector<T> kept(size_t(s.chunk_states_size()));
+  delta_rule_recurrent<T>({}, s, in.view(), state_r.data(), out_r.data());
+  delta_rule_chunked<T>({}, s, in.view(), state_c.data(), out_c.data(), kept.data());
+  EXPECT_LT(relative_l2(out_c, out_r), tolerance) << "tokens " << s.tokens;
+  EXPECT_LT(relative_l2(state_c, state_r), tolerance) << "tokens " << s.tokens;
+  // the first chunk's kept state is the initial state
+  for (int b = 0; b < s.sequences; ++b)
+    for (int64_t i = 0; i < s.state_size(); ++i)
+      ASSERT_EQ(kept[size_t(b * s.chunks() * s.state_size() + i)],
+                in.state[size_t(b * s.state_size() + i)]);
+}
+
+TEST(DeltaRule, ChunkedEqualsRecurrentFloat) {
+  for (int tokens : {1, 5, 63, 64, 65, 130, 200})
+    expect_chunked_equals_recurrent<float>(shape(2, tokens, 2, 4, 12, 10), 2e-5);
+  expect_chunked_equals_recurrent<float>(shape(1, 150, 2, 2, 64, 64), 2e-5);  // r = 1
+}
+
+TEST(DeltaRule, ChunkedEqualsRecurrentDouble) {
+  for (int tokens : {3, 64, 129})
+    expect_chunked_equals_recurrent<double>(shape(2, tokens, 1, 3, 5, 7), 1e-12);
+}
+
+TEST(DeltaRule, StrongDecayStaysFinite) {
+  const DeltaRuleShape s = shape(1, 128, 1, 2, 8, 8);
+  const Inputs<float> in(s, 3, 40.0);  // decays of exp(-40) per token: exp(gamma) underflows
+  std::vector<float> out_r(size_t(s.tokens * s.out_stride), 0), out_c = out_r;
+  std::vector<float> state_r = in.state, state_c = in.state;
+  delta_rule_recurrent<float>({}, s, in.view(), state_r.data(), out_r.data());
+  delta_rule_chunked<float>({}, s, in.view(), state_c.data(), out_c.data(), nullptr);
+  for (float x : out_c) ASSERT_TRUE(std::isfinite(x));
+  EXPECT_LT(relative_l2(out_c, out_r), 2e-5);
+}
+
+// A prompt of T1 + T2 tokens in two calls, the state carried, equals one call.
+TEST(DeltaRule, SplitPromptContinuesFromTheState) {
+  const DeltaRuleShape whole = shape(1, 150, 2, 4, 6, 9);
+  const Inputs<double> in(whole, 11);
+  std::vector<double> out(size_t(whole.tokens * whole.out_stride), 0), split = out;
+  std::vector<double> state = in.state, state_split = in.state;
+  delta_rule_chunked<double>({}, whole, in.view(), state.data(), out.data(), nullptr);
+  for (auto [t0, n] : {std::pair{0, 70}, std::pair{70, 80}}) {
+    DeltaRuleShape part = whole;
+    part.tokens = n;
+    const DeltaRuleInputs<double> v = in.view();
+    const DeltaRuleInputs<double> shifted{v.q + t0 * whole.qk_stride, v.k + t0 * whole.qk_stride,
+                                          v.v + t0 * whole.v_stride, v.g + t0 * whole.gate_stride,
+                                          v.beta + t0 * whole.gate_stride};
+    delta_rule_chunked<double>({}, part, shifted, state_split.data(),
+                               split.data() + t0 * whole.out_stride, nullptr);
+  }
+  EXPECT_LT(relative_l2(split, out), 1e-12);
+  EXPECT_LT(relative_l2(state_split, state), 1e-12);
+}
+
+// loss = <out, w_out> + <final state, w_state>, every input's gradient against central differences.
+TEST(DeltaRule, ChunkedBackwardMatchesFiniteDifferences) {
+  for (auto [sequences, key_heads, value_heads, tokens] :
+       {std::tuple{1, 1, 2, 66}, std::tuple{1, 2, 2, 64}, std::tuple{2, 1, 1, 9}}) {
+    const DeltaRuleShape s = shape(sequences, tokens, key_heads, value_heads, 3, 4);
+    Inputs<double> in(s, 5);
+    std::mt19937_64 rng(9);
+    const std::vector<double> w_out =
+        random_vector(size_t(s.sequences * s.tokens * s.out_stride), rng);
+    const std::vector<double> w_state = random_vector(in.state.size(), rng);
+    std::vector<double> initial = in.state;
+    auto loss = [&] {
+      std::vector<double> out(w_out.size(), 0), state = initial;
+      delta_rule_chunked<double>({}, s, in.view(), state.data(), out.data(), nullptr);
+      return dot(out, w_out) + dot(state, w_state);
+    };
+    std::vector<double> out(w_out.size(), 0), state = in.state, kept(size_t(s.chunk_states_size()));
+    delta_rule_chunked<double>({}, s, in.view(), state.data(), out.data(), kept.data());
+    std::vector<double> dq(in.q.size(), 0), dk(in.k.size(), 0), dv(in.v.size(), 0);
+    std::vector<double> dg(in.g.size(), 0), dbeta(in.beta.size(), 0), dstate = w_state;
+    delta_rule_chunked_backward<double>(
+        {}, s, in.view(), kept.data(), w_out.data(),
+        {dq.data(), dk.data(), dv.data(), dg.data(), dbeta.data(), dstate.data()});
+    const std::string where =
+        "tokens " + std::to_string(tokens) + " r " + std::to_string(value_heads / key_heads);
+    EXPECT_LT(gradient_error(in.q, dq, loss), test::kGradTolerance) << "q " << where;
+    EXPECT_LT(gradient_error(in.k, dk, loss), test::kGradTolerance) << "k " << where;
+    EXPECT_LT(gradient_error(in.v, dv, loss), test::kGradTolerance) << "v " << where;
+    EXPECT_LT(gradient_error(in.g, dg, loss), test::kGradTolerance) << "g " << where;
+    EXPECT_LT(gradient_error(in.beta, dbeta, loss), test::kGradTolerance) << "beta " << where;
+    EXPECT_LT(gradient_error(initial, dstate, loss), test::kGradTolerance) << "state " << where;
+  }
+}
+
+}  // namespace
+}  // namespace gattn

@@ -1,0 +1,160 @@
+// A hybrid model (Gated DeltaNet layers beside full-attention ones, model/blocks/gated_delta_net.h)
+// as a whole: decoding in chunks against each block's decode memory (the DeltaNet's convolution
+// and recurrent state) equals one full forward pass; every gradient of a DeltaNet layer matches a
+// central difference of the loss along a random direction; bad DeltaNet fields are named.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "io/hf_export.h"
+#include "model/infer_state.h"
+#include "model/layout.h"
+#include "model/train_state.h"
+#include "util/error.h"
+#include "util/threads.h"
+
+namespace gattn {
+namespace {
+
+// Two DeltaNet layers (r = 2, head dims leaving SIMD tails), then a G1-gated full one.
+nlohmann::json hybrid_json() {
+  return {{"vocab_size", 200},
+          {"hidden_size", 48},
+          {"num_hidden_layers", 3},
+          {"num_attention_heads", 4},
+          {"num_key_value_heads", 2},
+          {"head_dim", 12},
+          {"intermediate_size", 80},
+          {"layer_types", {"linear_attention", "linear_attention", "full_attention"}},
+          {"linear_num_key_heads", 2},
+          {"linear_num_value_heads", 4},
+          {"linear_key_head_dim", 12},
+          {"linear_value_head_dim", 10},
+          {"linear_conv_kernel_dim", 4},
+          {"gate", {{"position", "sdpa"}}}};
+}
+
+struct Tokens {
+  Tokens(int batch, int seq, int vocab, uint64_t seed) : ids(batch * seq), targets(batch * seq) {
+    std::mt19937_64 rng(seed);
+    for (auto& id : ids) id = int32_t(rng() % vocab);
+    for (size_t i = 0; i < ids.size(); ++i) targets[i] = (i + 1) % seq ? ids[i + 1] : -1;
+    b = {ids.data(), targets.data(), batch, seq};
+  }
+  std::vector<int32_t> ids, targets;
+  Batch b{};
+};
+
+double relative_l2(const float* ours, const float* ref, int64_t n) {
+  double diff = 0, norm = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    diff += (double(ours[i]) - ref[i]) * (double(ours[i]) - ref[i]);
+    norm += double(ref[i]) * ref[i];
+  }
+  return std::sqrt(diff / norm);
+}
+
+TEST(HybridModel, ChunkedDecodeEqualsTheFullForward) {
+  const ThreadScope threads(2);
+  Weights w(config_from_json(hybrid_json(), "test"));
+  w.init(3);
+  const int T = 150, V = w.config().vocab_size;
+  const Tokens t(1, T, V, 4);
+  std::vector<float> full(size_t(T) * V);
+  TrainState(w).forward(t.b, full.data());
+  for (const std::vector<int>& chunks :
+       {std::vector<int>{70, 80}, std::vector<int>{1, 2, 63, 64, 20}, std::vector<int>(T, 1)}) {
+    InferState infer(w, 160, 80);
+    std::vector<float> logits(size_t(T) * V);
+    int done = 0;
+    for (int n : chunks) {
+      infer.forward(t.ids.data() + done, n, logits.data() + size_t(done) * V);
+      done += n;
+    }
+    double worst = 0;
+    for (int p = 0; p < T; ++p)
+      worst = std::max(worst,
+                       relative_l2(logits.data() + size_t(p) * V, full.data() + size_t(p) * V, V));
+    EXPECT_LT(worst, 2e-5) << chunks.size() << " chunks";
+  }
+}
+
+// Every tensor of the first DeltaNet layer: (L(w + h v) - L(w - h v)) / 2h against g . v.
+TEST(HybridModel, DeltaNetGradientsMatchCentralDifferences) {
+  const ThreadScope threads(2);
+  Weights w(config_from_json(hybrid_json(), "test"));
+  w.init(5);
+  // Decays of 0.8-0.99 per token (A_log's initial values decay by up to exp(-16 * 1.3) per token,
+  // which leaves the state, dt_bias and A_log almost no effect on the loss to check).
+  // The DeltaNet's output, its gates' inputs scaled up, so that every one of its tensors moves the
+  // loss well above the float forward's rounding.
+  for (const TensorSpec& spec : w.layout().tensors()) {
+    float* x = w.data() + spec.offset;
+    if (spec.name.find("A_log") != std::string::npos)
+      for (int64_t i = 0; i < spec.numel; ++i) x[i] = std::log(0.01f + 0.05f * float(i));
+    for (const char* scaled : {"out_proj", "in_proj_a", "in_proj_b"})
+      if (spec.name.find(scaled) != std::string::npos)
+        for (int64_t i = 0; i < spec.numel; ++i) x[i] *= 4;
+  }
+  const Tokens t(2, 70, w.config().vocab_size, 6);  // two chunks of the delta rule per sequence
+  TrainState train(w);
+  train.zero_grads();
+  train.forward_backward(t.b, 1.0f);
+  const std::vector<float> grads(train.grads().data(), train.grads().data() + train.grads().size());
+  std::mt19937_64 rng(7);
+  int checked = 0;
+  for (const TensorSpec& spec : w.layout().tensors()) {
+    if (spec.name.rfind("model.layers.0.", 0) != 0) continue;
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> v(size_t(spec.numel));
+    double directional = 0;
+    for (int64_t i = 0; i < spec.numel; ++i)
+      directional += double(v[size_t(i)] = normal(rng)) * grads[size_t(spec.offset + i)];
+    auto loss_at = [&](float step) {
+      float* x = w.data() + spec.offset;
+      std::vector<float> saved(x, x + spec.numel);
+      for (int64_t i = 0; i < spec.numel; ++i) x[i] += step * v[size_t(i)];
+      const double nats = TrainState(w).forward(t.b).nats;
+      std::copy(saved.begin(), saved.end(), x);
+      return nats;
+    };
+    // Central differences at h and h / 2 extrapolated (Richardson): the h^2 error cancels; h as
+    // large as the float forward's rounding asks for tensors that move the loss little.
+    const float h = float(4e-3 / std::max(1.0, std::sqrt(std::abs(directional))));
+    const double wide = (loss_at(h) - loss_at(-h)) / (2 * h);
+    const double narrow = (loss_at(h / 2) - loss_at(-h / 2)) / h;
+    const double numeric = (4 * narrow - wide) / 3;
+    EXPECT_NEAR(numeric, directional, 1e-2 * std::abs(directional) + 5e-4) << spec.name;
+    EXPECT_GT(std::abs(directional), 1e-2) << spec.name << ": too small to check";
+    ++checked;
+  }
+  EXPECT_EQ(checked,
+            14);  // input norm, 4 projections, conv, dt_bias, A_log, norm, out_proj; the MLP 4
+}
+
+TEST(HybridModel, RejectsValueHeadsThatAreNoMultipleOfKeyHeads) {
+  nlohmann::json j = hybrid_json();
+  j["linear_num_value_heads"] = 3;
+  try {
+    config_from_json(j, "hybrid.json");
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("hybrid.json: field 'linear_num_value_heads'"),
+              std::string::npos)
+        << e.what();
+  }
+  j = hybrid_json();
+  j["layer_types"] = {"linear_attention", "sliding_attention", "full_attention"};
+  EXPECT_THROW(config_from_json(j, "hybrid.json"), Error);
+}
+
+TEST(HybridModel, ExportIsRefusedByName) {
+  const Config c = config_from_json(hybrid_json(), "test");
+  EXPECT_NE(hf_export_refusal(c, HfExportFormat::qwen3_next).find("Gated DeltaNet"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace gattn

@@ -194,5 +194,85 @@ TEST_F(Analysis, AHybridAveragesAttentionOverItsFullAttentionLayers) {
   EXPECT_THROW(analyze(weights, TokenShard(path_), options_), Error);
 }
 
+// A Gated DeltaNet layer's gates against values set by hand: with in_proj_z, in_proj_b and
+// in_proj_a zero, silu(z) = 0, beta = sigmoid(0) = 1/2 and exp(g) = exp(-exp(A_log)
+// softplus(dt_bias)) at every token; the gdn_gate intervention's open gate is 1 everywhere and a
+// constant scales it.
+TEST_F(Analysis, DeltaNetGatesAreMeasuredAndChangedAsSet) {
+  config_.layer_specs = {{.attention = AttentionKind::linear}, {.attention = AttentionKind::full}};
+  config_.linear_num_key_heads = 1;
+  config_.linear_num_value_heads = 2;
+  config_.linear_key_head_dim = 8;
+  config_.linear_value_head_dim = 8;
+  Weights weights(config_);
+  weights.init(1);
+  options_.maps = {};
+  const AnalysisResult random_init = analyze(weights, TokenShard(path_), options_);
+  const DeltaNetLayerStats& r0 = *random_init.layers[0].delta_net;
+  ASSERT_EQ(r0.mean_gate.size(), 2u);
+  EXPECT_FALSE(random_init.layers[1].delta_net.has_value());
+  EXPECT_NE(r0.layer_mean_gate, 0.0);
+  EXPECT_EQ(*random_init.delta_net_gate, r0.layer_mean_gate);
+  EXPECT_EQ(to_json(random_init)["layers"][0]["delta_net"]["mean_gate"].size(), 2u);
+  // A constant gate of 2: silu(z) doubled wherever the hook sees it.
+  AnalysisOptions doubled = options_;
+  add_intervention(doubled.interventions, "gdn_gate=constant:2", 2, options_.seq_len);
+  const AnalysisResult twice = analyze(weights, TokenShard(path_), doubled);
+  for (int h = 0; h < 2; ++h)
+    EXPECT_NEAR(twice.layers[0].delta_net->mean_gate[h], 2 * r0.mean_gate[h], 1e-6);
+  EXPECT_NE(twice.loss, random_init.loss);
+  EXPECT_EQ(*twice.unmodified_loss, random_init.loss);
+
+  const double dt_bias[2] = {0.3, -1.2}, a_log[2] = {-0.5, 0.7};
+  for (const TensorSpec& spec : weights.layout().tensors()) {
+    float* x = weights.data() + spec.offset;
+    for (const char* zeroed : {"in_proj_z", "in_proj_b", "in_proj_a"})
+      if (spec.name.find(zeroed) != std::string::npos) std::fill(x, x + spec.numel, 0.0f);
+    if (spec.name.find("dt_bias") != std::string::npos)
+      for (int h = 0; h < 2; ++h) x[h] = float(dt_bias[h]);
+    if (spec.name.find("A_log") != std::string::npos)
+      for (int h = 0; h < 2; ++h) x[h] = float(a_log[h]);
+  }
+  const AnalysisResult set = analyze(weights, TokenShard(path_), options_);
+  const DeltaNetLayerStats& d = *set.layers[0].delta_net;
+  for (int h = 0; h < 2; ++h) {
+    const double decay = std::exp(-std::exp(a_log[h]) * std::log1p(std::exp(dt_bias[h])));
+    EXPECT_NEAR(d.mean_decay[h], decay, 1e-6) << h;
+    EXPECT_NEAR(d.mean_beta[h], 0.5, 1e-7) << h;
+    EXPECT_EQ(d.mean_gate[h], 0.0) << h;
+    EXPECT_EQ(d.fraction_gate_below_01[h], 1.0) << h;
+  }
+  AnalysisOptions open = options_;
+  add_intervention(open.interventions, "layer:0:gdn_gate=open", 2, options_.seq_len);
+  const AnalysisResult opened = analyze(weights, TokenShard(path_), open);
+  const DeltaNetLayerStats& o = *opened.layers[0].delta_net;
+  for (int h = 0; h < 2; ++h) {
+    EXPECT_EQ(o.mean_gate[h], 1.0) << h;
+    EXPECT_EQ(o.mean_gate_first[h], 1.0) << h;
+    EXPECT_EQ(o.fraction_gate_below_01[h], 0.0) << h;
+  }
+  // gdn_gate names a Gated DeltaNet layer; gate and value name full-attention ones.
+  for (const char* wrong : {"layer:1:gdn_gate=open", "layer:0:gate=open", "layer:0:value=zero"}) {
+    AnalysisOptions bad = options_;
+    add_intervention(bad.interventions, wrong, 2, options_.seq_len);
+    EXPECT_THROW(analyze(weights, TokenShard(path_), bad), Error) << wrong;
+  }
+}
+
+// gdn_gate on a model without Gated DeltaNet layers is refused.
+TEST_F(Analysis, DeltaNetGateInterventionNeedsDeltaNetLayers) {
+  Weights weights(config_);
+  weights.init(1);
+  AnalysisOptions o = options_;
+  add_intervention(o.interventions, "gdn_gate=closed", 2, options_.seq_len);
+  try {
+    analyze(weights, TokenShard(path_), o);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("gdn_gate needs Gated DeltaNet"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace gattn

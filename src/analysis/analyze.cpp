@@ -62,6 +62,7 @@ struct LayerSums {
   // Split by position: [0] the first token, [1] the rest. Sums per head; counts of tokens.
   std::vector<double> value_abs[2], score_at[2], abs_in_at[2], abs_out_at[2];
   int64_t tokens_at[2] = {0, 0};
+  std::optional<DeltaNetSums> delta_net;  // a Gated DeltaNet layer
 };
 
 // The sums of every metric over the analysed sequences, one batch at a time.
@@ -71,6 +72,8 @@ class Analysis {
       : c_(w.config()), o_(o), site_(attention_gate(w)), sums_(c_.num_hidden_layers) {
     const auto range = histogram_range(site_.activation);
     hist_lo_ = range.first, hist_hi_ = range.second;
+    for (int l = 0; l < c_.num_hidden_layers; ++l)
+      if (!is_attention(l)) sums_[l].delta_net.emplace(w.layer(l).attention.delta_net);
     for (LayerSums& s : sums_) {
       s.first_token.assign(c_.num_attention_heads, 0);
       s.first_token_late.assign(c_.num_attention_heads, 0);
@@ -88,7 +91,8 @@ class Analysis {
     for (int l = 0; l < c_.num_hidden_layers; ++l) {
       const LayerView& v = views.layer(l);
       add_max_activation(v, rows, first_sequence, sums_[l]);
-      if (!is_attention(l)) continue;  // a Gated DeltaNet layer: M-Act only
+      if (sums_[l].delta_net) sums_[l].delta_net->add(v, int64_t(rows) * o_.seq_len, o_.seq_len);
+      if (!is_attention(l)) continue;  // a Gated DeltaNet layer: no attention to measure
       add_first_token_attention(v, rows, sums_[l]);
       add_values(v, int64_t(rows) * o_.seq_len, sums_[l]);
       if (v.gate_in) add_gate(v, int64_t(rows) * o_.seq_len, sums_[l]);
@@ -239,6 +243,7 @@ LayerAnalysis Analysis::layer_result(int l, int* sink_heads) const {
                       .value_mean_abs = by_position(s.value_abs, s.tokens_at, c_.head_dim)};
   if (!is_attention(l)) {
     layer.attention = false;
+    layer.delta_net = s.delta_net->result();
     return layer;
   }
   for (int h = 0; h < H; ++h) {
@@ -290,10 +295,11 @@ AnalysisResult Analysis::result(double loss, int64_t sequences) const {
       .gate = gate_description(c_.gate)};
   int sink_heads = 0, A = 0;  // A: the full-attention layers, over which attention is averaged
   for (int l = 0; l < L; ++l) A += is_attention(l);
-  double gate_score = 0;
+  double gate_score = 0, delta_net_gate = 0;
   for (int l = 0; l < L; ++l) {
     LayerAnalysis& layer = r.layers.emplace_back(layer_result(l, &sink_heads));
     r.m_act += sums_[l].max_abs / L;
+    if (layer.delta_net) delta_net_gate += layer.delta_net->layer_mean_gate / (L - A);
     if (!layer.attention) continue;
     r.f_attn += layer.f_attn / A;
     r.f_attn_from_k += layer.f_attn_from_k / A;
@@ -302,6 +308,7 @@ AnalysisResult Analysis::result(double loss, int64_t sequences) const {
   r.attention_layers = A;
   r.sink_fraction = A ? double(sink_heads) / (A * c_.num_attention_heads) : 0.0;
   if (site_.scores > 0) r.gate_score = gate_score;
+  if (A < L) r.delta_net_gate = delta_net_gate;
   return r;
 }
 
@@ -390,6 +397,17 @@ json gate_json(const LayerGateStats& g) {
   return out;
 }
 
+json delta_net_json(const DeltaNetLayerStats& d) {
+  return {{"mean_gate", d.mean_gate},
+          {"fraction_gate_below_0.1", d.fraction_gate_below_01},
+          {"mean_gate_by_position", {{"first", d.mean_gate_first}, {"rest", d.mean_gate_rest}}},
+          {"mean_decay", d.mean_decay},
+          {"mean_beta", d.mean_beta},
+          {"layer_mean_gate", d.layer_mean_gate},
+          {"layer_mean_decay", d.layer_mean_decay},
+          {"layer_mean_beta", d.layer_mean_beta}};
+}
+
 json layer_json(const LayerAnalysis& l) {
   json out = {
       {"layer", l.layer},
@@ -399,6 +417,7 @@ json layer_json(const LayerAnalysis& l) {
       {"max_abs_hidden", l.max_abs_hidden},
       {"max_at",
        {{"sequence", l.max_sequence}, {"position", l.max_position}, {"channel", l.max_channel}}}};
+  if (l.delta_net) out["delta_net"] = delta_net_json(*l.delta_net);
   if (!l.attention) return out;  // a Gated DeltaNet layer: no attention, values or gate
   out["f_attn"] = l.f_attn;
   out["f_attn_from_k"] = l.f_attn_from_k;
@@ -436,6 +455,7 @@ json to_json(const AnalysisResult& r) {
               {"layers", layers},
               {"attention_maps", maps}};
   if (r.gate_score) out["gate_score"] = *r.gate_score;
+  if (r.delta_net_gate) out["delta_net_gate"] = *r.delta_net_gate;
   if (!r.interventions.empty()) {
     out["interventions"] = r.interventions;
     out["unmodified_loss"] = r.unmodified_loss.value_or(0.0);

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/delta_net_stats.h"
 #include "io/token_shard.h"
 #include "model/intervention.h"
 #include "model/train_state.h"
@@ -61,7 +62,8 @@ struct LayerAnalysis {
   double max_abs_hidden = 0;             // max |layer output|, and where
   int64_t max_sequence = 0, max_position = 0, max_channel = 0;
   PositionMeans value_mean_abs;
-  std::optional<LayerGateStats> gate = {};  // layers with a gate
+  std::optional<LayerGateStats> gate = {};           // layers with a gate
+  std::optional<DeltaNetLayerStats> delta_net = {};  // Gated DeltaNet layers
 };
 
 struct AttentionMap {
@@ -79,7 +81,8 @@ struct AnalysisResult {
   // F-Attn and Sink^eps over the full-attention layers; M-Act over every layer.
   double f_attn = 0, f_attn_from_k = 0, sink_fraction = 0, m_act = 0;
   int attention_layers = 0;
-  std::optional<double> gate_score = {};  // models whose gates have scores
+  std::optional<double> gate_score = {};      // models whose gates have scores
+  std::optional<double> delta_net_gate = {};  // mean silu(z) over the Gated DeltaNet layers
   // The same metrics under uniform attention, for scale.
   double uniform_f_attn = 0, uniform_f_attn_from_k = 0, uniform_sink_fraction = 0;
   std::string gate = {};  // the gate's description

@@ -28,6 +28,15 @@ void LayerViewRecorder::on_tensor(const HookEvent& e) {
     case HookSite::layer_output:
       v.output = t.data;
       break;
+    case HookSite::delta_net_gate:
+      v.delta_net_gate = t.data, v.ld_delta_net_gate = t.ld;
+      break;
+    case HookSite::delta_net_log_decay:
+      v.delta_net_log_decay = t.data;
+      break;
+    case HookSite::delta_net_beta:
+      v.delta_net_beta = t.data;
+      break;
   }
 }
 

@@ -21,6 +21,11 @@ struct LayerView {
   const float* v = nullptr;       // the values attention read (after any value gate) [rows, K]
   int64_t ld_v = 0;
   const float* output = nullptr;  // the layer's output hidden state [rows, hidden]
+  // A Gated DeltaNet layer: its output gate silu(z) as applied, log decay g and beta
+  // [rows, value heads].
+  const float* delta_net_gate = nullptr;
+  int64_t ld_delta_net_gate = 0;
+  const float *delta_net_log_decay = nullptr, *delta_net_beta = nullptr;
 };
 
 class LayerViewRecorder final : public PassHooks {

@@ -65,6 +65,17 @@ std::string analysis_report_html(const json& a, const std::string& title) {
       }
     }
   }
+  if (a.contains("delta_net_gate")) {
+    s += "<h2>Gated DeltaNet layers</h2>\n";
+    s += bar_chart("delta_net_mean_gate", "mean output gate silu(z) per layer and value head",
+                   per_head_bars(layers, "delta_net", "mean_gate"), 0);
+    s += bar_chart("delta_net_fraction_below", "share of |silu(z)| below 0.1",
+                   per_head_bars(layers, "delta_net", "fraction_gate_below_0.1"), 1.0);
+    s += bar_chart("delta_net_mean_decay", "mean state decay exp(g) per token",
+                   per_head_bars(layers, "delta_net", "mean_decay"), 1.0);
+    s += bar_chart("delta_net_mean_beta", "mean write strength beta",
+                   per_head_bars(layers, "delta_net", "mean_beta"), 1.0);
+  }
   if (!a["attention_maps"].empty()) {
     s += "<h2>Attention maps</h2>\n";
     for (size_t i = 0; i < a["attention_maps"].size(); ++i)

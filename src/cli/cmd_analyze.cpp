@@ -17,6 +17,26 @@
 #include "util/threads.h"
 
 namespace gattn {
+namespace {
+
+// The Gated DeltaNet layers' gates, one row per layer (means over value heads and tokens).
+void print_delta_net_layers(const AnalysisResult& r) {
+  bool header = false;
+  for (const LayerAnalysis& layer : r.layers) {
+    if (!layer.delta_net) continue;
+    if (!header)
+      std::printf(
+          "\n  layer   Gated DeltaNet: gate silu(z)  |gate| < 0.1  decay exp(g)     beta\n");
+    header = true;
+    const DeltaNetLayerStats& d = *layer.delta_net;
+    double below = 0;
+    for (double f : d.fraction_gate_below_01) below += f / double(d.fraction_gate_below_01.size());
+    std::printf("  %5d  %29.4f  %12.4f  %12.4f  %7.4f\n", layer.layer, d.layer_mean_gate, below,
+                d.layer_mean_decay, d.layer_mean_beta);
+  }
+}
+
+}  // namespace
 
 void add_analyze_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
@@ -95,6 +115,7 @@ void add_analyze_command(CLI::App& app) {
         std::printf("   %10.4f", layer.gate->layer_mean_score);
       std::printf("\n");
     }
+    print_delta_net_layers(r);
     std::printf(
         "\n  F-Attn %.4f (uniform attention: %.4f); over positions >= %d: %.4f (uniform %.4f)\n",
         r.f_attn, r.uniform_f_attn, o.from_position, r.f_attn_from_k, r.uniform_f_attn_from_k);
@@ -103,6 +124,9 @@ void add_analyze_command(CLI::App& app) {
     std::printf("  M-Act %.2f (max |hidden state| per layer, averaged over layers)\n", r.m_act);
     if (r.gate_score)
       std::printf("  gate score %.4f (mean over layers, tokens and channels)\n", *r.gate_score);
+    if (r.delta_net_gate)
+      std::printf("  Gated DeltaNet output gate silu(z) %.4f (mean over its layers)\n",
+                  *r.delta_net_gate);
     if (!out.empty()) {
       const std::string text = document.dump(1) + "\n";
       write_text_file_atomically(out, text);

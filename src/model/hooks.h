@@ -17,6 +17,12 @@ enum class HookSite {
   attention_lse,  // after attention: each query's log-sum-exp of its scaled scores [rows, H]
   gate_output,    // the gate's output [rows, width]; writable (read on by the model afterwards)
   layer_output,   // the layer's output hidden state [rows, hidden]
+  // A Gated DeltaNet layer: its output gate silu(z) [rows, value heads * value dim] (writable: the
+  // model multiplies by what it holds afterwards), its log decay g and its beta [rows, value
+  // heads].
+  delta_net_gate,
+  delta_net_log_decay,
+  delta_net_beta,
 };
 
 struct HookTensor {

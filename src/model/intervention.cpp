@@ -88,26 +88,55 @@ float forced_gate_score(const GateOverride& forced, const GateSite& site, int la
   return float(forced.score);
 }
 
+namespace {
+// A spec that named its layer (layer:L:...), not one for every layer of the target's kind.
+bool names_layer(const std::vector<std::string>& specs, int l) {
+  return l < int(specs.size()) && specs[l].rfind("layer:", 0) == 0;
+}
+}  // namespace
+
 InterventionHooks::InterventionHooks(const Interventions& interventions, const Weights& w)
     : interventions_(interventions), scores_(w.config().num_hidden_layers, 0.0f) {
+  const Interventions& in = interventions;
+  bool any_linear = false;
   for (int l = 0; l < w.config().num_hidden_layers; ++l) {
-    const GateOverride forced = interventions.gate_at(l);
-    if (w.layer(l).attention.kind == AttentionKind::linear) {  // no gate or values to change
-      for (const std::vector<std::string>* specs :
-           {&interventions.gate_spec, &interventions.value_spec})
-        if (l < int(specs->size()) && (*specs)[l].rfind("layer:", 0) == 0)
-          fail("--intervene '", (*specs)[l], "': layer ", l,
-               " is a Gated DeltaNet layer (linear_attention): gate and value interventions apply "
-               "to full-attention layers");
-      continue;  // one for every layer: the full-attention ones
-    }
-    if (forced.active()) scores_[l] = forced_gate_score(forced, w.layer(l).attention.gate, l);
+    const bool linear = w.layer(l).attention.kind == AttentionKind::linear;
+    any_linear = any_linear || linear;
+    for (const std::vector<std::string>* specs :
+         {linear ? &in.gate_spec : &in.delta_net_gate_spec, linear ? &in.value_spec : nullptr})
+      if (specs && names_layer(*specs, l))
+        fail("--intervene '", (*specs)[l], "': layer ", l, " is ",
+             linear ? "a Gated DeltaNet layer (linear_attention): gate and value interventions "
+                      "apply to full-attention layers"
+                    : "a full-attention layer: gdn_gate applies to Gated DeltaNet layers");
+    const GateOverride forced = in.gate_at(l);
+    if (!linear && forced.active())
+      scores_[l] = forced_gate_score(forced, w.layer(l).attention.gate, l);
   }
+  if (!any_linear && !in.delta_net_gate.empty())
+    fail(
+        "--intervene: gdn_gate needs Gated DeltaNet (linear_attention) layers; the model has none");
 }
 
 void InterventionHooks::on_tensor(const HookEvent& event) {
   if (event.site == HookSite::gate_output) force_gate(event);
   if (event.site == HookSite::attention_v) zero_values(event);
+  if (event.site == HookSite::delta_net_gate) force_delta_net_gate(event);
+}
+
+// open: silu(z) replaced by 1; closed: by 0; constant:X: multiplied by X.
+void InterventionHooks::force_delta_net_gate(const HookEvent& e) const {
+  const GateOverride forced = interventions_.delta_net_gate_at(e.layer);
+  if (!forced.active()) return;
+  using Kind = GateOverride::Kind;
+  for (int64_t r = 0; r < e.tensor.rows; ++r) {
+    if (!forced.everywhere() && e.positions[r] != forced.position) continue;
+    float* g = e.tensor.data + r * e.tensor.ld;
+    for (int c = 0; c < e.tensor.cols; ++c)
+      g[c] = forced.kind == Kind::open     ? 1.0f
+             : forced.kind == Kind::closed ? 0.0f
+                                           : g[c] * forced.score;
+  }
 }
 
 namespace {
@@ -174,8 +203,16 @@ void add_intervention(Interventions& into, const std::string& spec, int layers, 
     into.value_spec.resize(layers);
     claim(into.value_spec, first, last, "value", spec);
     for (int l = first; l <= last; ++l) into.value[l] = {.zero = true, .position = position};
+  } else if (target == "gdn_gate") {
+    GateOverride gate = gate_action(action, spec);
+    gate.position = position;
+    into.delta_net_gate.resize(layers);
+    into.delta_net_gate_spec.resize(layers);
+    claim(into.delta_net_gate_spec, first, last, "gdn_gate", spec);
+    for (int l = first; l <= last; ++l) into.delta_net_gate[l] = gate;
   } else {
-    fail("--intervene '", spec, "': unknown target '", target, "' (supported: gate, value)");
+    fail("--intervene '", spec, "': unknown target '", target,
+         "' (supported: gate, value, gdn_gate)");
   }
   into.specs.push_back(spec);
 }

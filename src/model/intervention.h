@@ -6,10 +6,13 @@
 //   gate@first=open         only the first token's gate is held open (a G2 gate: the first
 //                           token's value passes ungated; G1: the first query's output)
 //   value@first=zero        every layer's value vectors of the first token are zero
+//   layer:0:gdn_gate=closed a Gated DeltaNet layer's output gate silu(z) replaced by 0 (open: 1;
+//                           constant:X: silu(z) multiplied by X)
 // Grammar: [layer:L:]TARGET[@POSITION]=ACTION, POSITION a sequence position or `first` (0);
 // without it the change applies at every position. Targets: gate (ACTION constant:X | open |
-// closed) and value (ACTION zero). New targets are new names in add_intervention() and new
-// fields here.
+// closed) and value (ACTION zero) of full-attention layers, gdn_gate (the same actions as gate)
+// of Gated DeltaNet layers; without a layer, every layer of the target's kind. New targets are new
+// names in add_intervention() and new fields here.
 #pragma once
 #include <string>
 #include <vector>
@@ -36,10 +39,11 @@ struct ValueOverride {
 };
 
 struct Interventions {
-  std::vector<GateOverride> gate;                  // per layer; empty: none
-  std::vector<ValueOverride> value;                // per layer; empty: none
-  std::vector<std::string> gate_spec, value_spec;  // per layer: the spec that set it, or ""
-  std::vector<std::string> specs;                  // as given, for reports
+  std::vector<GateOverride> gate;                                       // per layer; empty: none
+  std::vector<ValueOverride> value;                                     // per layer; empty: none
+  std::vector<GateOverride> delta_net_gate;                             // per layer; empty: none
+  std::vector<std::string> gate_spec, value_spec, delta_net_gate_spec;  // the spec that set it
+  std::vector<std::string> specs;                                       // as given, for reports
 
   bool any() const { return !specs.empty(); }
   GateOverride gate_at(int layer) const {
@@ -47,6 +51,9 @@ struct Interventions {
   }
   ValueOverride value_at(int layer) const {
     return layer < int(value.size()) ? value[layer] : ValueOverride{};
+  }
+  GateOverride delta_net_gate_at(int layer) const {
+    return layer < int(delta_net_gate.size()) ? delta_net_gate[layer] : GateOverride{};
   }
 };
 
@@ -76,6 +83,7 @@ class InterventionHooks final : public PassHooks {
  private:
   void force_gate(const HookEvent& event) const;
   void zero_values(const HookEvent& event) const;
+  void force_delta_net_gate(const HookEvent& event) const;
 
   const Interventions& interventions_;
   std::vector<float> scores_;  // per layer: the forced gate's score

@@ -156,10 +156,12 @@ void delta_gates_backward(const T* a, const T* /*b*/, int64_t in_stride, const T
     }
 }
 
-template <typename T>
-void gated_rmsnorm_forward(const T* o, const T* z, const T* w, int64_t rows, int heads, int dim,
-                           int64_t o_stride, int64_t z_stride, T eps, T* out, int64_t out_stride,
-                           T* inv_rms) {
+namespace {
+// out = w o_hat gate_of(z) per row and head.
+template <typename T, typename GateOf>
+void rmsnorm_times_gate(const T* o, const T* z, const T* w, int64_t rows, int heads, int dim,
+                        int64_t o_stride, int64_t z_stride, T eps, T* out, int64_t out_stride,
+                        T* inv_rms, GateOf gate_of) {
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r)
     for (int h = 0; h < heads; ++h) {
@@ -169,9 +171,32 @@ void gated_rmsnorm_forward(const T* o, const T* z, const T* w, int64_t rows, int
       T sum = 0;
       for (int c = 0; c < dim; ++c) sum += ov[c] * ov[c];
       const T inv = T(1) / std::sqrt(sum / T(dim) + eps);
-      for (int c = 0; c < dim; ++c) yv[c] = w[c] * (ov[c] * inv) * silu(zv[c]);
+      for (int c = 0; c < dim; ++c) yv[c] = w[c] * (ov[c] * inv) * gate_of(zv[c]);
       if (inv_rms) inv_rms[r * heads + h] = inv;
     }
+}
+}  // namespace
+
+template <typename T>
+void gated_rmsnorm_forward(const T* o, const T* z, const T* w, int64_t rows, int heads, int dim,
+                           int64_t o_stride, int64_t z_stride, T eps, T* out, int64_t out_stride,
+                           T* inv_rms) {
+  rmsnorm_times_gate(o, z, w, rows, heads, dim, o_stride, z_stride, eps, out, out_stride, inv_rms,
+                     [](T x) { return silu(x); });
+}
+
+template <typename T>
+void gated_rmsnorm_forward_with_gate(const T* o, const T* gate, const T* w, int64_t rows, int heads,
+                                     int dim, int64_t o_stride, int64_t gate_stride, T eps, T* out,
+                                     int64_t out_stride, T* inv_rms) {
+  rmsnorm_times_gate(o, gate, w, rows, heads, dim, o_stride, gate_stride, eps, out, out_stride,
+                     inv_rms, [](T x) { return x; });
+}
+
+template <typename T>
+void silu_rows(const T* z, int64_t rows, int cols, int64_t z_stride, T* gate, int64_t gate_stride) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) gate[r * gate_stride + c] = silu(z[r * z_stride + c]);
 }
 
 template <typename T>
@@ -218,6 +243,9 @@ void gated_rmsnorm_backward(const T* o, const T* z, const T* w, const T* inv_rms
                                         T*, T*, T*);                                               \
   template void gated_rmsnorm_forward<T>(const T*, const T*, const T*, int64_t, int, int, int64_t, \
                                          int64_t, T, T*, int64_t, T*);                             \
+  template void gated_rmsnorm_forward_with_gate<T>(const T*, const T*, const T*, int64_t, int,     \
+                                                   int, int64_t, int64_t, T, T*, int64_t, T*);     \
+  template void silu_rows<T>(const T*, int64_t, int, int64_t, T*, int64_t);                        \
   template void gated_rmsnorm_backward<T>(const T*, const T*, const T*, const T*, const T*,        \
                                           int64_t, int, int, int64_t, int64_t, int64_t, T*, T*,    \
                                           T*);

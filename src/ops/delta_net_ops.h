@@ -60,6 +60,15 @@ template <typename T>
 void gated_rmsnorm_forward(const T* o, const T* z, const T* w, int64_t rows, int heads, int dim,
                            int64_t o_stride, int64_t z_stride, T eps, T* out, int64_t out_stride,
                            T* inv_rms);
+// The same with the gate's values given (gate, stride gate_stride: silu(z), or what an analysis
+// hook made of it): out = w o_hat gate.
+template <typename T>
+void gated_rmsnorm_forward_with_gate(const T* o, const T* gate, const T* w, int64_t rows, int heads,
+                                     int dim, int64_t o_stride, int64_t gate_stride, T eps, T* out,
+                                     int64_t out_stride, T* inv_rms);
+// gate[r, c] = silu(z[r, c]) for `cols` columns of every row.
+template <typename T>
+void silu_rows(const T* z, int64_t rows, int cols, int64_t z_stride, T* gate, int64_t gate_stride);
 // d_o, d_z written (o_stride, z_stride), d_w added to, from d_out.
 template <typename T>
 void gated_rmsnorm_backward(const T* o, const T* z, const T* w, const T* inv_rms, const T* d_out,

@@ -162,6 +162,38 @@ void GatedDeltaNet::mix(const PassContext& pass, GatedDeltaNetActivations& a,
   }
 }
 
+void GatedDeltaNet::show(const PassContext& pass, HookSite site, float* data, int cols) const {
+  pass.hooks->on_tensor({.layer = layer_,
+                         .site = site,
+                         .tensor = {data, pass.rows(), cols, cols},
+                         .positions = pass.positions,
+                         .seq_len = pass.seq_len,
+                         .gate = nullptr,
+                         .gate_input = {},
+                         .gate_scores = {}});
+}
+
+// y = norm.weight * rmsnorm(core) * silu(z). With hooks: silu(z) made first and shown (an
+// analysis records it, an intervention may change it), then applied as it is.
+void GatedDeltaNet::gated_norm(const PassContext& pass, GatedDeltaNetActivations& a) const {
+  const Weights& w = pass.weights;
+  const int N = pass.rows(), P = d_.projection_stride(), vw = d_.value_width();
+  const float* z = a.proj + d_.conv_channels();
+  if (!pass.hooks) {
+    gated_rmsnorm_forward(a.core, z, w.at(p_.head_norm), N, d_.value_heads, d_.value_dim, vw, P,
+                          c_.output.eps, a.gated, vw, a.core_inv_rms);
+    return;
+  }
+  show(pass, HookSite::delta_net_log_decay, a.g, d_.value_heads);
+  show(pass, HookSite::delta_net_beta, a.beta, d_.value_heads);
+  a.gate_values.resize(size_t(N) * vw);
+  silu_rows(z, N, vw, P, a.gate_values.data(), vw);
+  show(pass, HookSite::delta_net_gate, a.gate_values.data(), vw);
+  gated_rmsnorm_forward_with_gate(a.core, a.gate_values.data(), w.at(p_.head_norm), N,
+                                  d_.value_heads, d_.value_dim, vw, vw, c_.output.eps, a.gated, vw,
+                                  a.core_inv_rms);
+}
+
 void GatedDeltaNet::forward(const PassContext& pass, BlockActivations& activations,
                             DecodeMemory* memory, const float* in, float* out) const {
   auto& a = static_cast<GatedDeltaNetActivations&>(activations);
@@ -176,8 +208,7 @@ void GatedDeltaNet::forward(const PassContext& pass, BlockActivations& activatio
   ops.next(nullptr);
   mix(pass, a, static_cast<DeltaNetMemory*>(memory));
   ops.next("delta_net gated norm");
-  gated_rmsnorm_forward(a.core, a.proj + d_.conv_channels(), w.at(p_.head_norm), N, d_.value_heads,
-                        d_.value_dim, vw, P, c_.output.eps, a.gated, vw, a.core_inv_rms);
+  gated_norm(pass, a);
   ops.next("delta_net out_proj");
   project(pass.exec, w, p_.o_proj, a.o_out, a.gated, N, vw, C);
   ops.next("residual (and sandwich norm, clip)");

@@ -36,6 +36,7 @@ struct GatedDeltaNetActivations : BlockActivations {
   // The state at every chunk's start, for the backward pass (its size depends on the batch's
   // shape, not only on the rows: kept here, not in the arena).
   std::vector<float> chunk_states;
+  std::vector<float> gate_values;  // silu(z), made only for a pass with hooks (analysis)
 };
 
 struct GatedDeltaNetScratch : BlockScratch {
@@ -80,6 +81,8 @@ class GatedDeltaNet final : public Block {
 
  private:
   void mix(const PassContext& pass, GatedDeltaNetActivations& a, DeltaNetMemory* memory) const;
+  void gated_norm(const PassContext& pass, GatedDeltaNetActivations& a) const;
+  void show(const PassContext& pass, HookSite site, float* data, int cols) const;
 
   AttentionConfig c_;
   DeltaNetConfig d_;

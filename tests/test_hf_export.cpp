@@ -149,7 +149,8 @@ TEST_F(HfExport, MatchesTheFoldersTransformersWrote) {
   } cases[] = {{"qwen3_f32", HfExportFormat::qwen3, Dtype::F32, 0},
                {"authors_elementwise_f32", HfExportFormat::authors, Dtype::F32, 0},
                {"authors_headwise_bf16", HfExportFormat::authors, Dtype::BF16, 0},
-               {"qwen3_next_f32", HfExportFormat::qwen3_next, Dtype::F32, 6e-8f}};
+               {"qwen3_next_f32", HfExportFormat::qwen3_next, Dtype::F32, 6e-8f},
+               {"qwen3_next_hybrid_f32", HfExportFormat::qwen3_next, Dtype::F32, 6e-8f}};
   for (const auto& c : cases) {
     const std::unique_ptr<Weights> weights = load_any_model(kHfDir + "/" + c.fixture);
     export_hf(*weights, out(c.fixture), {.format = c.format, .dtype = c.dtype});
@@ -166,6 +167,63 @@ TEST_F(HfExport, MatchesTheFoldersTransformersWrote) {
       EXPECT_LE(worst, c.tolerance) << c.fixture << ": " << t.name;
     }
   }
+}
+
+// A hybrid (Gated DeltaNet layers, r = 2 value heads per key head) in both hybrid formats:
+// Qwen3.5's flat projections and Qwen3-Next's grouped ones load back bitwise.
+TEST_F(HfExport, HybridRoundTripIsBitwiseInFp32) {
+  for (const bool tied : {false, true})
+    for (const HfExportFormat format : {HfExportFormat::qwen3_5, HfExportFormat::qwen3_next}) {
+      json j = config_to_json(tiny({{"position", "sdpa"}}, tied));
+      j.erase("mlp_types");
+      j.update({{"num_hidden_layers", 4},
+                {"layer_types",
+                 {"linear_attention", "linear_attention", "linear_attention", "full_attention"}},
+                {"linear_num_key_heads", 2},
+                {"linear_num_value_heads", 4},
+                {"linear_key_head_dim", 12},
+                {"linear_value_head_dim", 10},
+                {"partial_rotary_factor", 0.5}});
+      const Config config = config_from_json(j, "test");
+      const std::unique_ptr<Weights> weights = random_weights(config);
+      const std::string name =
+          std::string(format == HfExportFormat::qwen3_5 ? "q35" : "next") + (tied ? "_tied" : "");
+      export_hf(*weights, out(name), {.format = format, .dtype = Dtype::F32});
+      const std::unique_ptr<Weights> back = load_any_model(out(name));
+      EXPECT_EQ(config_to_json(back->config()), config_to_json(config)) << name;
+      EXPECT_TRUE(back->values() == weights->values()) << name << ": parameters differ";
+      const SafetensorsReader file(out(name) + "/model.safetensors");
+      const bool next = format == HfExportFormat::qwen3_next;
+      EXPECT_EQ(file.find("model.layers.0.linear_attn.in_proj_qkvz.weight") != nullptr, next);
+      EXPECT_EQ(file.find("model.layers.0.linear_attn.in_proj_qkv.weight") != nullptr, !next);
+    }
+}
+
+// The qwen3_5 export of the Qwen3.5 hybrid transformers wrote holds its text model's tensors
+// exactly (as Qwen3_5ForCausalLM names them: model.layers.*, not model.language_model.*).
+TEST_F(HfExport, Qwen35ExportHoldsTheTextModelTransformersWrote) {
+  const std::unique_ptr<Weights> weights = load_any_model(kHfDir + "/qwen3_5_hybrid_f32");
+  export_hf(*weights, out("q35"), {.format = HfExportFormat::qwen3_5, .dtype = Dtype::F32});
+  const SafetensorsReader theirs(kHfDir + "/qwen3_5_hybrid_f32/model.safetensors");
+  const SafetensorsReader ours(out("q35") + "/model.safetensors");
+  size_t compared = 0;
+  for (const TensorView& t : theirs.tensors()) {
+    const std::string prefix = "model.language_model.";
+    if (t.name != "lm_head.weight" && !t.name.starts_with(prefix)) continue;  // vision, mtp
+    const std::string name =
+        t.name == "lm_head.weight" ? t.name : "model." + t.name.substr(prefix.size());
+    ASSERT_NE(ours.find(name), nullptr) << name;
+    EXPECT_EQ(ours.get(name).shape, t.shape) << name;
+    const std::vector<float> a = ours.read_floats(name), b = theirs.read_floats(t.name);
+    float worst = 0;
+    for (size_t i = 0; i < b.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+    EXPECT_LE(worst, 1.2e-7f) << name;  // norms: w -> 1 + w -> w rounds 1 + w (in [1, 4))
+    ++compared;
+  }
+  EXPECT_EQ(compared, ours.tensors().size());
+  const json config = json::parse(std::ifstream(out("q35") + "/config.json"));
+  EXPECT_EQ(config["model_type"], "qwen3_5_text");
+  EXPECT_EQ(config["rope_parameters"]["partial_rotary_factor"], 0.5);
 }
 
 TEST_F(HfExport, CopiesTheTokenizer) {
@@ -212,6 +270,12 @@ TEST_F(HfExport, RefusesModelsWithoutAnEquivalent) {
       std::string::npos);
   EXPECT_NE(
       refusal(g1, HfExportFormat::authors, {{"partial_rotary_factor", 0.5}}).find("partial rotary"),
+      std::string::npos);
+
+  json hybrid = {{"num_hidden_layers", 2}, {"layer_types", {"linear_attention", "full_attention"}}};
+  EXPECT_EQ(refusal(g1, HfExportFormat::qwen3_5, hybrid), "");
+  EXPECT_NE(
+      refusal(g1, HfExportFormat::authors, hybrid).find("only --format qwen3_5 and qwen3_next"),
       std::string::npos);
 
   const Config gated = tiny({{"position", "value"}});

@@ -14,12 +14,13 @@ namespace gattn {
 
 void add_export_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "export", "Write a model as a Hugging Face folder (qwen3 | authors | qwen3_next layout)");
+      "export",
+      "Write a model as a Hugging Face folder (qwen3 | authors | qwen3_next | qwen3_5 layout)");
   static std::string checkpoint, out, format = "qwen3", dtype = "bf16", tokenizer;
   static int64_t max_shard_bytes = int64_t(5) << 30;
   cmd->add_option("--checkpoint", checkpoint, "model folder (gattn or Hugging Face)")->required();
-  cmd->add_option("--format", format, "qwen3 | authors | qwen3_next")
-      ->check(CLI::IsMember({"qwen3", "authors", "qwen3_next"}));
+  cmd->add_option("--format", format, "qwen3 | authors | qwen3_next | qwen3_5")
+      ->check(CLI::IsMember({"qwen3", "authors", "qwen3_next", "qwen3_5"}));
   cmd->add_option("--out", out, "output folder")->required();
   cmd->add_option("--dtype", dtype, "bf16 | f32")->check(CLI::IsMember({"bf16", "f32"}));
   cmd->add_option("--max-shard-bytes", max_shard_bytes,
@@ -33,7 +34,8 @@ void add_export_command(CLI::App& app) {
     static const std::map<std::string, HfExportFormat> formats = {
         {"qwen3", HfExportFormat::qwen3},
         {"authors", HfExportFormat::authors},
-        {"qwen3_next", HfExportFormat::qwen3_next}};
+        {"qwen3_next", HfExportFormat::qwen3_next},
+        {"qwen3_5", HfExportFormat::qwen3_5}};
     const ExistingFolder existing = force ? ExistingFolder::replace : ExistingFolder::refuse;
     check_output_folder(out, existing, "--out");
     check_output_apart_from_source(checkpoint, out);

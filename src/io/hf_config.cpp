@@ -226,6 +226,19 @@ QGateBlocks q_gate_blocks(const Config& c, HfLayout layout) {
   return {.groups = c.num_attention_heads, .q_rows = d, .gate_rows = d};
 }
 
+int64_t qwen3_next_flat_row(const DeltaNetConfig& d, bool ba, int64_t r) {
+  const int64_t ratio = d.value_heads / d.key_heads, dk = d.key_dim, rv = ratio * d.value_dim;
+  if (ba) {  // per group: b (ratio rows), then a (ratio rows)
+    const int64_t g = r / (2 * ratio), w = r % (2 * ratio);
+    return w < ratio ? g * ratio + w : d.value_heads + g * ratio + w - ratio;
+  }
+  const int64_t g = r / (2 * dk + 2 * rv), w = r % (2 * dk + 2 * rv), K = d.key_width();
+  if (w < dk) return g * dk + w;                            // q
+  if (w < 2 * dk) return K + g * dk + w - dk;               // k
+  if (w < 2 * dk + rv) return 2 * K + g * rv + w - 2 * dk;  // v: heads g*ratio..
+  return d.conv_channels() + g * rv + w - 2 * dk - rv;      // z
+}
+
 bool is_hf_model_folder(const std::string& folder) {
   const fs::path dir(folder);
   if (!fs::is_regular_file(dir / "config.json")) return false;

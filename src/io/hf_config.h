@@ -8,6 +8,7 @@
 #include <string>
 
 #include "model/config.h"
+#include "model/layer_config.h"
 
 namespace gattn {
 
@@ -34,6 +35,12 @@ struct QGateBlocks {
   int64_t groups, q_rows, gate_rows;
 };
 QGateBlocks q_gate_blocks(const Config& config, HfLayout layout);
+
+// Qwen3-Next groups a Gated DeltaNet layer's projections per key head: in_proj_qkvz holds, per
+// group, q (d_k rows), k (d_k), v and z (r * d_v each, r = value heads / key heads); in_proj_ba
+// holds b (r rows) then a (r). Row r of the grouped tensor as a row of the flat q | k | v | z
+// (ba: b | a) rows, the order of Qwen3.5's in_proj_qkv, in_proj_z (in_proj_b, in_proj_a).
+int64_t qwen3_next_flat_row(const DeltaNetConfig& d, bool ba, int64_t r);
 
 // True when the folder has a config.json with a model_type and model.safetensors or
 // model.safetensors.index.json (a gattn checkpoint has no model_type).

@@ -23,6 +23,8 @@ const char* format_name(HfExportFormat f) {
       return "authors";
     case HfExportFormat::qwen3_next:
       return "qwen3_next";
+    case HfExportFormat::qwen3_5:
+      return "qwen3_5";
   }
   return "?";
 }
@@ -49,6 +51,39 @@ void merge_q_gate(float* out, const float* q, const float* gate, QGateBlocks b, 
   }
 }
 
+// The layer's DeltaNet geometry, from a tensor name "model.layers.L.linear_attn...".
+const DeltaNetConfig& delta_net_of(const Weights& weights, const std::string& name) {
+  const int l = std::stoi(name.substr(std::string("model.layers.").size()));
+  return weights.layer(l).attention.delta_net;
+}
+
+// Qwen3-Next's grouped in_proj_qkvz (in_proj_ba) from gattn's flat in_proj_qkv | in_proj_z
+// (in_proj_b | in_proj_a), which the layout keeps consecutive: `first` is in_proj_qkv (in_proj_b).
+OutTensor grouped_projection(const Weights& weights, const TensorSpec& first, bool ba) {
+  const ParamLayout& layout = weights.layout();
+  const std::string stem = first.name.substr(0, first.name.size() - (ba ? 8 : 10));  // ..in_proj_
+  const TensorSpec* second = layout.find(stem + (ba ? "a.weight" : "z.weight"));
+  if (!second || second->offset != first.offset + first.numel)
+    fail("export: ", first.name, " and its partner are not consecutive in the layout");
+  const DeltaNetConfig d = delta_net_of(weights, first.name);
+  const int64_t rows = first.shape[0] + second->shape[0], cols = first.shape[1];
+  const float* base = weights.at(first.offset);
+  return {.name = stem + (ba ? "ba.weight" : "qkvz.weight"),
+          .shape = {rows, cols},
+          .fill = [=](float* dst) {
+            for (int64_t r = 0; r < rows; ++r)
+              std::memcpy(dst + r * cols, base + qwen3_next_flat_row(d, ba, r) * cols,
+                          size_t(cols) * sizeof(float));
+          }};
+}
+
+// Norm weights the format stores zero-centred (w - 1): every RMSNorm but the Gated DeltaNet's
+// output norm, in Qwen3-Next and Qwen3.5.
+bool zero_centred(HfExportFormat format, const std::string& name) {
+  return (format == HfExportFormat::qwen3_next || format == HfExportFormat::qwen3_5) &&
+         name.ends_with("norm.weight") && !name.ends_with("linear_attn.norm.weight");
+}
+
 std::vector<OutTensor> out_tensors(const Weights& weights, HfExportFormat format) {
   const Config& c = weights.config();
   const ParamLayout& layout = weights.layout();
@@ -60,6 +95,16 @@ std::vector<OutTensor> out_tensors(const Weights& weights, HfExportFormat format
     const float* src = weights.at(t.offset);
     const std::string& name = t.name;
     if (name.find("sdpa_gate.weight") != std::string::npos) continue;  // inside q_proj
+    if (format == HfExportFormat::qwen3_next) {
+      if (name.ends_with("linear_attn.in_proj_z.weight") ||
+          name.ends_with("linear_attn.in_proj_a.weight"))
+        continue;  // inside in_proj_qkvz, in_proj_ba
+      if (name.ends_with("linear_attn.in_proj_qkv.weight") ||
+          name.ends_with("linear_attn.in_proj_b.weight")) {
+        out.push_back(grouped_projection(weights, t, name.ends_with("in_proj_b.weight")));
+        continue;
+      }
+    }
     OutTensor o{.name = name, .shape = t.shape, .fill = nullptr};
     const int64_t n = t.numel;
     if (gated && name.ends_with("self_attn.q_proj.weight")) {
@@ -68,8 +113,8 @@ std::vector<OutTensor> out_tensors(const Weights& weights, HfExportFormat format
       const QGateBlocks blocks = q_gate_blocks(c, hf);
       o.shape[0] += layout.find(gate_name)->shape[0];
       o.fill = [=](float* dst) { merge_q_gate(dst, src, gate, blocks, t.shape[1]); };
-    } else if (format == HfExportFormat::qwen3_next && t.shape.size() == 1) {
-      // Zero-centred norms: transformers multiplies by 1 + w; exact for w in [0.5, 2] (Sterbenz).
+    } else if (zero_centred(format, name)) {
+      // Transformers multiplies by 1 + w; exact for w in [0.5, 2] (Sterbenz).
       o.fill = [=](float* dst) {
         for (int64_t i = 0; i < n; ++i) dst[i] = src[i] - 1.0f;
       };
@@ -81,10 +126,31 @@ std::vector<OutTensor> out_tensors(const Weights& weights, HfExportFormat format
   return out;
 }
 
+std::vector<std::string> layer_types(const Config& c) {
+  std::vector<std::string> types;
+  for (int l = 0; l < c.num_hidden_layers; ++l)
+    types.push_back(c.layer(l).attention == AttentionKind::linear ? "linear_attention"
+                                                                  : "full_attention");
+  return types;
+}
+
+const char* architecture(HfExportFormat f) {
+  switch (f) {
+    case HfExportFormat::qwen3_next:
+      return "Qwen3NextForCausalLM";
+    case HfExportFormat::qwen3_5:
+      return "Qwen3_5ForCausalLM";
+    default:
+      return "Qwen3ForCausalLM";
+  }
+}
+
 json hf_config_json(const Config& c, HfExportFormat format, Dtype dtype) {
-  const bool next = format == HfExportFormat::qwen3_next;
-  json j = {{"architectures", {next ? "Qwen3NextForCausalLM" : "Qwen3ForCausalLM"}},
-            {"model_type", next ? "qwen3_next" : "qwen3"},
+  const bool next = format == HfExportFormat::qwen3_next, q35 = format == HfExportFormat::qwen3_5;
+  json j = {{"architectures", {architecture(format)}},
+            {"model_type", next  ? "qwen3_next"
+                           : q35 ? "qwen3_5_text"
+                                 : "qwen3"},
             {"vocab_size", c.vocab_size},
             {"hidden_size", c.hidden_size},
             {"intermediate_size", c.intermediate_size},
@@ -98,19 +164,34 @@ json hf_config_json(const Config& c, HfExportFormat format, Dtype dtype) {
             {"tie_word_embeddings", c.tie_word_embeddings},
             {"max_position_embeddings", c.max_position_embeddings},
             {"initializer_range", c.initializer_range},
-            {"rope_theta", c.rope_theta},
-            {"rope_scaling", config_to_json(c)["rope_scaling"]},
-            {"layer_types", std::vector<std::string>(c.num_hidden_layers, "full_attention")},
+            {"layer_types", layer_types(c)},
             {"torch_dtype", dtype == Dtype::BF16 ? "bfloat16" : "float32"}};
+  const json scaling = config_to_json(c)["rope_scaling"];
+  if (q35) {  // transformers 5's form: theta and partial rotary inside rope_parameters
+    json rope = scaling.is_object() ? scaling : json{{"rope_type", "default"}};
+    rope["rope_theta"] = c.rope_theta;
+    rope["partial_rotary_factor"] = c.partial_rotary_factor;
+    j["rope_parameters"] = rope;
+  } else {
+    j["rope_theta"] = c.rope_theta;
+    j["rope_scaling"] = scaling;
+  }
   if (next) {
     j["partial_rotary_factor"] = c.partial_rotary_factor;
     j["num_experts"] = 0;
     j["mlp_only_layers"] = json::array();
     j["decoder_sparse_step"] = 1;
-  } else {
+  } else if (!q35) {
     j["use_sliding_window"] = false;
     j["sliding_window"] = nullptr;
   }
+  if (next || q35)
+    for (const auto& [key, value] : {std::pair{"linear_num_key_heads", c.linear_num_key_heads},
+                                     {"linear_num_value_heads", c.linear_num_value_heads},
+                                     {"linear_key_head_dim", c.linear_key_head_dim},
+                                     {"linear_value_head_dim", c.linear_value_head_dim},
+                                     {"linear_conv_kernel_dim", c.linear_conv_kernel_dim}})
+      j[key] = value;
   if (format == HfExportFormat::authors) {
     j["elementwise_attn_output_gate"] = !c.gate.headwise;
     j["headwise_attn_output_gate"] = c.gate.headwise;
@@ -180,16 +261,19 @@ void write_shards(const std::vector<OutTensor>& tensors, const std::string& out,
 }  // namespace
 
 std::string hf_export_refusal(const Config& c, HfExportFormat format) {
-  if (c.has_linear_layers())
-    return "it has Gated DeltaNet (linear_attention) layers; exporting them is not implemented yet";
+  const bool hybrid_format =
+      format == HfExportFormat::qwen3_next || format == HfExportFormat::qwen3_5;
+  if (c.has_linear_layers() && !hybrid_format)
+    return "it has Gated DeltaNet (linear_attention) layers, which only --format qwen3_5 and "
+           "qwen3_next have";
   if (!c.use_qk_norm) return "it has no QK-norm (every format has per-head q_norm and k_norm)";
   if (c.sandwich_norm) return "it has sandwich norms (the format has no such tensors)";
   if (c.block_output_clip > 0) return "it clips block outputs (the format does not)";
   if (c.rotary_dim() == 0) return "it has no RoPE (partial_rotary_factor 0)";
   if (c.rope_scaling.type == RopeScaling::Type::ntk)
     return "its rope_scaling 'ntk' is not a Hugging Face RoPE type";
-  if (format != HfExportFormat::qwen3_next && c.partial_rotary_factor != 1.0)
-    return "it uses partial rotary, which Qwen3 does not (--format qwen3_next has it)";
+  if (!hybrid_format && c.partial_rotary_factor != 1.0)
+    return "it uses partial rotary, which Qwen3 does not (--format qwen3_next or qwen3_5 has it)";
   const GateConfig& g = c.gate;
   if (format == HfExportFormat::qwen3)
     return g.enabled() ? "it has a gate (" + gate_description(g) +
@@ -201,8 +285,10 @@ std::string hf_export_refusal(const Config& c, HfExportFormat format) {
     return "its gate (" + gate_description(g) +
            ") is not G1 as the format has it: sdpa, input-dependent, head-specific, sigmoid, "
            "multiplicative";
-  if (format == HfExportFormat::qwen3_next && g.headwise)
-    return "its gate is headwise; Qwen3-Next's is elementwise (--format authors has headwise)";
+  if (hybrid_format && g.headwise)
+    return std::string("its gate is headwise; ") +
+           (format == HfExportFormat::qwen3_5 ? "Qwen3.5's" : "Qwen3-Next's") +
+           " is elementwise (--format authors has headwise)";
   return "";
 }
 

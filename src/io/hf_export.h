@@ -1,7 +1,8 @@
 // A gattn model written as a Hugging Face folder in one of the layouts the loader reads
 // (docs/INTEROP.md): plain Qwen3, the authors' gated Qwen3 (gate rows grouped by KV group inside
-// q_proj) or Qwen3-Next (interleaved per head, norms stored as w - 1). Models the format cannot
-// express are refused with the reason.
+// q_proj), Qwen3-Next (interleaved per head, norms stored as w - 1, Gated DeltaNet projections
+// grouped per key head) or Qwen3.5's text model (Qwen3_5ForCausalLM: as Qwen3-Next but the
+// DeltaNet projections flat). Models the format cannot express are refused with the reason.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -14,13 +15,13 @@
 
 namespace gattn {
 
-enum class HfExportFormat { qwen3, authors, qwen3_next };
+enum class HfExportFormat { qwen3, authors, qwen3_next, qwen3_5 };
 
 struct HfExportOptions {
   HfExportFormat format = HfExportFormat::qwen3;
-  Dtype dtype = Dtype::BF16;                   // BF16 (round to nearest even) or F32
-  int64_t max_shard_bytes = int64_t(5) << 30;  // larger checkpoints are sharded with an index
-  std::string tokenizer_json = "";             // copied beside the model when not empty
+  Dtype dtype = Dtype::BF16;                         // BF16 (round to nearest even) or F32
+  int64_t max_shard_bytes = int64_t(5) << 30;        // larger checkpoints are sharded with an index
+  std::string tokenizer_json = "";                   // copied beside the model when not empty
   ExistingFolder existing = ExistingFolder::refuse;  // replace: --force
 };
 

@@ -141,25 +141,11 @@ void check_tensor(const TensorView& t, const Job& job, const std::string& file) 
              : "");
 }
 
-// Row r of a grouped Qwen3-Next projection as a row of the flat q | k | v | z (or b | a) rows.
-int64_t regrouped_row(const Job& job, int64_t r) {
-  const DeltaNetConfig& d = job.delta;
-  const int64_t ratio = d.value_heads / d.key_heads, dk = d.key_dim, rv = ratio * d.value_dim;
-  if (job.convert == Convert::regroup_ba) {  // per group: b (ratio rows), then a (ratio rows)
-    const int64_t g = r / (2 * ratio), w = r % (2 * ratio);
-    return w < ratio ? g * ratio + w : d.value_heads + g * ratio + w - ratio;
-  }
-  const int64_t g = r / (2 * dk + 2 * rv), w = r % (2 * dk + 2 * rv), K = d.key_width();
-  if (w < dk) return g * dk + w;                            // q
-  if (w < 2 * dk) return K + g * dk + w - dk;               // k
-  if (w < 2 * dk + rv) return 2 * K + g * rv + w - 2 * dk;  // v: heads g*ratio..
-  return d.conv_channels() + g * rv + w - 2 * dk - rv;      // z
-}
-
 // The layout offset row r of the checkpoint tensor goes to.
 int64_t destination_row(const Job& job, int64_t r, int64_t cols) {
   if (job.convert == Convert::regroup_qkvz || job.convert == Convert::regroup_ba)
-    return job.target->offset + regrouped_row(job, r) * cols;
+    return job.target->offset +
+           qwen3_next_flat_row(job.delta, job.convert == Convert::regroup_ba, r) * cols;
   if (job.convert != Convert::split_q_gate) return job.target->offset + r * cols;
   const QGateBlocks& b = job.blocks;
   const int64_t per_group = b.q_rows + b.gate_rows, g = r / per_group, w = r % per_group;

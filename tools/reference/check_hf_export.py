@@ -1,7 +1,8 @@
 """gattn export, checked by transformers: exports each golden fixture (tests/fixtures/hf/) with
 `gattn export --dtype f32` into a Hugging Face layout, loads the result with transformers'
 AutoModelForCausalLM and compares its fp32 logits with the fixture's reference logits.
-The authors' and Qwen3.5 fixtures are exported as qwen3_next: the same function in another layout.
+The authors' and Qwen3.5 fixtures are exported as qwen3_next too, the hybrids (Gated DeltaNet
+layers) as qwen3_5 (Qwen3_5ForCausalLM) and qwen3_next: the same function in another layout.
 
 usage (venv of make_hf_fixtures.sh): .venv-hf/bin/python check_hf_export.py GATTN_BINARY
 """
@@ -18,7 +19,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "..", "tests", "fixtures", "hf")
 CASES = [("qwen3_f32", "qwen3"), ("qwen3_bf16_sharded", "qwen3"), ("qwen3_next_f32", "qwen3_next"),
          ("authors_elementwise_f32", "qwen3_next"), ("authors_headwise_bf16", "authors"),
-         ("qwen3_5_f32", "qwen3_next")]
+         ("qwen3_5_f32", "qwen3_next"), ("qwen3_5_f32", "qwen3_5"),
+         ("qwen3_5_hybrid_f32", "qwen3_5"), ("qwen3_5_hybrid_f32", "qwen3_next"),
+         ("qwen3_5_hybrid_tied_bf16_sharded", "qwen3_5"), ("qwen3_next_hybrid_f32", "qwen3_next"),
+         ("qwen3_next_hybrid_f32", "qwen3_5")]
 
 
 def main():
@@ -26,7 +30,7 @@ def main():
     worst = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         for fixture, fmt in CASES:
-            out = os.path.join(tmp, fixture)
+            out = os.path.join(tmp, f"{fixture}-{fmt}")
             subprocess.run([gattn, "export", "--checkpoint", os.path.join(FIXTURES, fixture),
                             "--format", fmt, "--dtype", "f32", "--out", out], check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -18,10 +18,12 @@
 #include "cli/validators.h"
 #include "io/checkpoint.h"
 #include "model/batched_infer_state.h"
+#include "model/block.h"
 #include "model/flops.h"
 #include "model/train_state.h"
 #include "model/weights.h"
 #include "ops/bf16_gemm.h"
+#include "ops/delta_rule.h"
 #include "ops/gemm_floor.h"
 #include "ops/gemm_log.h"
 #include "ops/matmul.h"
@@ -241,9 +243,36 @@ void print_arena(const Arena& arena, const char* title, int64_t tokens) {
                 e.shared ? "  (shared)" : "");
 }
 
+// Each layer's attention block alone, per token: what it keeps for the backward pass, what it
+// needs only while it runs (shared by every block), its backward scratch (shared too) and, for a
+// Gated DeltaNet, the chunk-start states its backward pass computes again (one block at a time).
+void print_block_memory(const Weights& w, int64_t tokens) {
+  std::printf(
+      "per token, each layer's attention block (KiB): kept for backward | transient | "
+      "backward scratch | chunk states in its backward\n");
+  for (int l = 0; l < w.config().num_hidden_layers; ++l) {
+    const Block& block = w.block(2 * l);
+    Arena kept, transient, scratch;
+    std::unique_ptr<BlockActivations> a = block.plan_activations(kept, tokens);
+    block.plan_transient(transient, tokens, *a);
+    block.plan_scratch(scratch, tokens);
+    const AttentionConfig& c = w.layer(l).attention;
+    const bool linear = c.kind == AttentionKind::linear;
+    const double states = linear ? double(c.delta_net.value_heads) * c.delta_net.key_dim *
+                                       c.delta_net.value_dim / kDeltaRuleChunk * 4
+                                 : 0.0;
+    auto kib = [&](double bytes) { return bytes / 1024.0 / double(tokens); };
+    std::printf("  layer %3d %-15s %9.2f %11.2f %18.2f %15.2f\n", l,
+                linear ? "Gated DeltaNet" : "full attention", kib(double(kept.planned_bytes())),
+                kib(double(transient.planned_bytes())), kib(double(scratch.planned_bytes())),
+                states / 1024.0);
+  }
+}
+
 // Every buffer of the plan with its size, as llm.c prints its activation count; and the plan of
 // inference over one prefill chunk of seq tokens (one block's working set at a time).
 void print_memory_plan(const TrainState& state, int64_t tokens, int seq) {
+  print_block_memory(state.weights(), tokens);
   print_arena(state.activations(), "activations kept for backward", tokens);
   print_arena(state.scratch(), "scratch", tokens);
   const BatchedInferState inference(state.weights(), 1, seq, seq);

@@ -40,6 +40,10 @@ class Block {
   virtual ~Block() = default;
 
   virtual std::unique_ptr<BlockActivations> plan_activations(Arena& arena, int64_t rows) const = 0;
+  // Buffers of `a` its forward pass needs only while it runs, planned in a region every block
+  // shares (Arena::begin_shared): they hold nothing once the next block has run, and a backward
+  // pass that reads them computes them again from what plan_activations kept.
+  virtual void plan_transient(Arena& /*arena*/, int64_t /*rows*/, BlockActivations& /*a*/) const {}
   virtual std::unique_ptr<BlockScratch> plan_scratch(Arena& arena, int64_t rows) const = 0;
   // Null: the block keeps nothing between decode passes.
   virtual std::unique_ptr<DecodeMemory> make_decode_memory(int /*sequences*/,

@@ -27,6 +27,12 @@ void plan_pass_buffers(Arena& arena, const Weights& w, int64_t N, PassBuffers& b
   b.activations.clear();
   for (int i = 0; i < w.blocks(); ++i)
     b.activations.push_back(w.block(i).plan_activations(arena, N));
+  arena.begin_shared();
+  for (int i = 0; i < w.blocks(); ++i) {
+    arena.next_sharer();
+    w.block(i).plan_transient(arena, N, *b.activations[i]);
+  }
+  arena.end_shared();
   plan_final_norm(arena, w, N, b);
 }
 
@@ -38,6 +44,7 @@ void plan_inference_buffers(Arena& arena, const Weights& w, int64_t N, PassBuffe
   for (int i = 0; i < w.blocks(); ++i) {
     arena.next_sharer();
     b.activations.push_back(w.block(i).plan_activations(arena, N));
+    w.block(i).plan_transient(arena, N, *b.activations.back());
   }
   arena.end_shared();
   plan_final_norm(arena, w, N, b);

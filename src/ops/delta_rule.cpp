@@ -101,8 +101,9 @@ void delta_rule_chunked(const ExecContext& x, const DeltaRuleShape& s, const Del
         const int64_t row0 = int64_t(b) * s.tokens + int64_t(c) * kDeltaRuleChunk;
         chunk.prepare(in, row0, std::min(kDeltaRuleChunk, s.tokens - c * kDeltaRuleChunk), h);
         chunk.corrected_values(head_state);
-        chunk.output(head_state, out + row0 * s.out_stride + int64_t(h) * s.value_dim,
-                     s.out_stride);
+        if (out)
+          chunk.output(head_state, out + row0 * s.out_stride + int64_t(h) * s.value_dim,
+                       s.out_stride);
         chunk.advance(head_state);
       }
     }

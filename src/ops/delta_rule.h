@@ -9,8 +9,8 @@
 //
 // Two forms: the recurrent one (decode, and the oracle) and the chunked one (prefill and training:
 // chunks of kDeltaRuleChunk tokens, the WY/UT form, GEMM-shaped), equal in exact arithmetic. The
-// backward pass is the chunked form's: it keeps only the state at each chunk's start (saved by
-// the forward pass) and recomputes a chunk's intermediates from it.
+// backward pass is the chunked form's: it works from the state at each chunk's start (computed
+// again by a states-only forward pass) and recomputes a chunk's intermediates from it.
 #pragma once
 #include <cstdint>
 
@@ -55,7 +55,8 @@ void delta_rule_recurrent(const ExecContext& x, const DeltaRuleShape& s,
                           const DeltaRuleInputs<T>& in, T* state, T* out);
 
 // Chunk by chunk. chunk_states (null: not kept) receives the state at the start of every chunk,
-// [sequences, chunks, value_heads, key_dim, value_dim], for the backward pass.
+// [sequences, chunks, value_heads, key_dim, value_dim], for the backward pass; out null: the
+// states only (the backward pass computes them again rather than keep them).
 template <typename T>
 void delta_rule_chunked(const ExecContext& x, const DeltaRuleShape& s, const DeltaRuleInputs<T>& in,
                         T* state, T* out, T* chunk_states);

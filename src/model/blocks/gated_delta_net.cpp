@@ -35,22 +35,27 @@ AttentionParams add_gated_delta_net_params(ParamLayout& layout, const AttentionC
 
 std::unique_ptr<BlockActivations> GatedDeltaNet::plan_activations(Arena& arena, int64_t N) const {
   auto a = std::make_unique<GatedDeltaNetActivations>();
-  const int64_t C = c_.hidden, KH = d_.key_heads, VH = d_.value_heads;
+  const int64_t C = c_.hidden, VH = d_.value_heads;
   arena.plan(&a->norm_rstd, N, "ln1 rstd");
   arena.plan(&a->normed, N * C, "ln1 output");
   arena.plan(&a->proj, N * d_.projection_stride(), "qkv/z/b/a projection");
-  arena.plan(&a->conv_pre, N * d_.conv_channels(), "conv output before silu");
-  arena.plan(&a->qkv, N * d_.conv_channels(), "q/k/v after conv, silu and l2 norm");
-  arena.plan(&a->q_inv_norm, N * KH, "q inverse l2 norm");
-  arena.plan(&a->k_inv_norm, N * KH, "k inverse l2 norm");
   arena.plan(&a->g, N * VH, "delta rule log decay g");
   arena.plan(&a->beta, N * VH, "delta rule beta");
   arena.plan(&a->core, N * d_.value_width(), "delta rule output");
   arena.plan(&a->core_inv_rms, N * VH, "gated norm inverse rms");
-  arena.plan(&a->gated, N * d_.value_width(), "gated norm output");
   arena.plan(&a->o_out, N * C, "out_proj output");
   plan_block_output(arena, c_.output, N, "attn_output_norm", a->output);
   return a;
+}
+
+void GatedDeltaNet::plan_transient(Arena& arena, int64_t N, BlockActivations& activations) const {
+  auto& a = static_cast<GatedDeltaNetActivations&>(activations);
+  const int64_t KH = d_.key_heads;
+  arena.plan(&a.conv_pre, N * d_.conv_channels(), "conv output before silu");
+  arena.plan(&a.qkv, N * d_.conv_channels(), "q/k/v after conv, silu and l2 norm");
+  arena.plan(&a.q_inv_norm, N * KH, "q inverse l2 norm");
+  arena.plan(&a.k_inv_norm, N * KH, "k inverse l2 norm");
+  arena.plan(&a.gated, N * d_.value_width(), "gated norm output");
 }
 
 std::unique_ptr<BlockScratch> GatedDeltaNet::plan_scratch(Arena& arena, int64_t N) const {
@@ -112,6 +117,22 @@ DeltaRuleInputs<float> delta_rule_inputs(const DeltaNetConfig& d, const float* q
           g + row0 * H, beta + row0 * H};
 }
 
+// The convolution over whole sequences from position 0 (training, and the backward pass's
+// recomputation) and the l2 norms of q and k.
+void GatedDeltaNet::conv_and_norms(const PassContext& pass,
+                                   const GatedDeltaNetActivations& a) const {
+  short_conv_forward<float>(delta_net_conv_shape(d_, pass.batch, pass.seq_len), a.proj,
+                            pass.weights.at(p_.conv), nullptr, a.conv_pre, a.qkv);
+  normalize_qk(pass.rows(), a);
+}
+
+void GatedDeltaNet::normalize_qk(int64_t N, const GatedDeltaNetActivations& a) const {
+  const int64_t ch = d_.conv_channels();
+  l2_normalize_forward(a.qkv, N, d_.key_heads, d_.key_dim, ch, 1 / std::sqrt(float(d_.key_dim)),
+                       a.q_inv_norm);
+  l2_normalize_forward(a.qkv + d_.key_width(), N, d_.key_heads, d_.key_dim, ch, 1.0f, a.k_inv_norm);
+}
+
 // The convolution, the l2 norms, the gates and the delta rule: core = o of every row.
 void GatedDeltaNet::mix(const PassContext& pass, GatedDeltaNetActivations& a,
                         DeltaNetMemory* memory) const {
@@ -119,10 +140,9 @@ void GatedDeltaNet::mix(const PassContext& pass, GatedDeltaNetActivations& a,
   const int B = pass.batch, T = pass.seq_len, N = pass.rows(), P = d_.projection_stride();
   const int64_t ch = d_.conv_channels(), vw = d_.value_width();
   OpSections ops(pass.exec.profile);
-  ops.next("delta_net conv");
+  ops.next("delta_net conv and l2 norms");
   if (!memory) {
-    short_conv_forward<float>(delta_net_conv_shape(d_, B, T), a.proj, w.at(p_.conv), nullptr,
-                              a.conv_pre, a.qkv);
+    conv_and_norms(pass, a);
   } else {
     for (int b = 0; b < B; ++b) {
       const int s = pass.memory_sequence(b);
@@ -133,11 +153,9 @@ void GatedDeltaNet::mix(const PassContext& pass, GatedDeltaNetActivations& a,
                          memory->conv + s * memory->conv_size, a.conv_pre + row0 * ch,
                          a.qkv + row0 * ch);
     }
+    normalize_qk(N, a);
   }
-  ops.next("delta_net l2 norms and gates");
-  l2_normalize_forward(a.qkv, N, d_.key_heads, d_.key_dim, ch, 1 / std::sqrt(float(d_.key_dim)),
-                       a.q_inv_norm);
-  l2_normalize_forward(a.qkv + d_.key_width(), N, d_.key_heads, d_.key_dim, ch, 1.0f, a.k_inv_norm);
+  ops.next("delta_net gates");
   const float* b_in = a.proj + ch + vw;
   delta_gates_forward(b_in + d_.value_heads, b_in, P, w.at(p_.a_log), w.at(p_.dt_bias), N,
                       d_.value_heads, a.g, a.beta, d_.value_heads);
@@ -145,9 +163,8 @@ void GatedDeltaNet::mix(const PassContext& pass, GatedDeltaNetActivations& a,
   if (!memory) {
     const DeltaRuleShape s = delta_rule_shape(d_, B, T);
     std::vector<float> state(size_t(B * s.state_size()), 0.0f);
-    a.chunk_states.resize(size_t(s.chunk_states_size()));
     delta_rule_chunked(pass.exec, s, delta_rule_inputs(d_, a.qkv, a.g, a.beta, 0), state.data(),
-                       a.core, a.chunk_states.data());
+                       a.core, static_cast<float*>(nullptr));
     return;
   }
   const DeltaRuleShape s = delta_rule_shape(d_, 1, T);

@@ -24,18 +24,16 @@ namespace gattn {
 struct GatedDeltaNetActivations : BlockActivations {
   float *norm_rstd = nullptr, *normed = nullptr;  // input_layernorm
   float* proj = nullptr;                          // [rows, projection_stride] = qkv | z | b | a
-  float* conv_pre = nullptr;                      // [rows, conv channels] before the SiLU
-  float* qkv = nullptr;                           // after it, q and k l2-normalised
-  float *q_inv_norm = nullptr, *k_inv_norm = nullptr;  // [rows, key heads]
-  float *g = nullptr, *beta = nullptr;                 // [rows, value heads]
-  float* core = nullptr;          // [rows, value width] the delta rule's output
-  float* core_inv_rms = nullptr;  // [rows, value heads]
-  float* gated = nullptr;         // the gated norm's output
-  float* o_out = nullptr;         // out_proj's output
+  float *g = nullptr, *beta = nullptr;            // [rows, value heads]
+  float* core = nullptr;                          // [rows, value width] the delta rule's output
+  float* core_inv_rms = nullptr;                  // [rows, value heads]
+  float* o_out = nullptr;                         // out_proj's output
   BlockOutputActivations output;
-  // The state at every chunk's start, for the backward pass (its size depends on the batch's
-  // shape, not only on the rows: kept here, not in the arena).
-  std::vector<float> chunk_states;
+  // Transient (plan_transient): made again from proj, core and core_inv_rms by the backward pass.
+  float* conv_pre = nullptr;                           // [rows, conv channels] before the SiLU
+  float* qkv = nullptr;                                // after it, q and k l2-normalised
+  float *q_inv_norm = nullptr, *k_inv_norm = nullptr;  // [rows, key heads]
+  float* gated = nullptr;                              // the gated norm's output
   std::vector<float> gate_values;  // silu(z), made only for a pass with hooks (analysis)
 };
 
@@ -43,6 +41,9 @@ struct GatedDeltaNetScratch : BlockScratch {
   float *d_proj = nullptr, *d_qkv = nullptr, *d_g = nullptr, *d_beta = nullptr;
   float *d_core = nullptr, *d_gated = nullptr, *d_normed = nullptr;
   BlockOutputScratch output;
+  // The delta rule's state at every chunk's start, computed again by the backward pass (its size
+  // depends on the batch's shape, not only on the rows: outside the arena).
+  std::vector<float> chunk_states;
 };
 
 // Every sequence's last kernel - 1 convolution inputs and its delta rule state.
@@ -68,6 +69,7 @@ class GatedDeltaNet final : public Block {
       : c_(c), d_(c.delta_net), p_(p), layer_(layer) {}
 
   std::unique_ptr<BlockActivations> plan_activations(Arena& arena, int64_t rows) const override;
+  void plan_transient(Arena& arena, int64_t rows, BlockActivations& a) const override;
   std::unique_ptr<BlockScratch> plan_scratch(Arena& arena, int64_t rows) const override;
   std::unique_ptr<DecodeMemory> make_decode_memory(int sequences, int capacity) const override;
   void forward(const PassContext& pass, BlockActivations& a, DecodeMemory* memory, const float* in,
@@ -81,6 +83,8 @@ class GatedDeltaNet final : public Block {
 
  private:
   void mix(const PassContext& pass, GatedDeltaNetActivations& a, DeltaNetMemory* memory) const;
+  void conv_and_norms(const PassContext& pass, const GatedDeltaNetActivations& a) const;
+  void normalize_qk(int64_t rows, const GatedDeltaNetActivations& a) const;
   void gated_norm(const PassContext& pass, GatedDeltaNetActivations& a) const;
   void show(const PassContext& pass, HookSite site, float* data, int cols) const;
 

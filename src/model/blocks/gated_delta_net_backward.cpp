@@ -17,6 +17,10 @@ void GatedDeltaNet::backward(const PassContext& pass, const BlockActivations& ac
   const int P = d_.projection_stride(), ch = d_.conv_channels(), vw = d_.value_width();
   const int VH = d_.value_heads;
   OpSections ops(pass.exec.profile);
+  ops.next("delta_net recomputed: conv, l2 norms, gated norm");
+  conv_and_norms(pass, a);
+  gated_rmsnorm_forward(a.core, a.proj + ch, w.at(p_.head_norm), N, VH, d_.value_dim, vw, P,
+                        c_.output.eps, a.gated, vw, static_cast<float*>(nullptr));
   ops.next("residual (and sandwich norm, clip)");
   const float* d_raw =
       block_output_backward(c_.output, w, p_.output_norm, N, d, a.o_out, a.output, s.output, g);
@@ -26,11 +30,16 @@ void GatedDeltaNet::backward(const PassContext& pass, const BlockActivations& ac
   std::fill_n(s.d_proj, int64_t(N) * P, 0.0f);  // the padding columns stay zero
   gated_rmsnorm_backward(a.core, a.proj + ch, w.at(p_.head_norm), a.core_inv_rms, s.d_gated, N, VH,
                          d_.value_dim, vw, P, vw, s.d_core, s.d_proj + ch, g.at(p_.head_norm));
-  ops.next("delta rule");
   const DeltaRuleShape shape = delta_rule_shape(d_, B, T);
-  const float* qkv = a.qkv;
+  const DeltaRuleInputs<float> inputs = delta_rule_inputs(d_, a.qkv, a.g, a.beta, 0);
+  ops.next("delta rule: chunk states recomputed");
+  std::vector<float> state(size_t(B * shape.state_size()), 0.0f);
+  s.chunk_states.resize(size_t(shape.chunk_states_size()));
+  delta_rule_chunked(pass.exec, shape, inputs, state.data(), static_cast<float*>(nullptr),
+                     s.chunk_states.data());  // the states only, computed again
+  ops.next("delta rule");
   delta_rule_chunked_backward<float>(
-      pass.exec, shape, delta_rule_inputs(d_, qkv, a.g, a.beta, 0), a.chunk_states.data(), s.d_core,
+      pass.exec, shape, inputs, s.chunk_states.data(), s.d_core,
       {s.d_qkv, s.d_qkv + d_.key_width(), s.d_qkv + 2 * d_.key_width(), s.d_g, s.d_beta, nullptr});
   ops.next("delta_net l2 norms and gates");
   const float* b_in = a.proj + ch + vw;

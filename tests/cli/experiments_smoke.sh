@@ -68,3 +68,9 @@ python3 "$experiments/check_results.py"
 python3 "$experiments/bh.py" --self-check
 python3 "$experiments/bh.py" "$experiments/summaries" | diff - "$experiments/summaries/bh.md" >/dev/null ||
   { echo "summaries/bh.md is not bh.py's output over the summaries: rerun bh.py --out"; exit 1; }
+# Issue 31's pre-registered hybrid experiment at toy size: both primary verdicts are written.
+python3 "$experiments/hybrid.py" --smoke --gattn "$gattn" --data "$work/data" --threads 1 \
+  --out "$work/hybrid" >"$work/hybrid.log" || { cat "$work/hybrid.log"; exit 1; }
+verdicts=$(grep -cE '^- (val loss|M-Act): hybrid_g1 − hybrid_none: \*\*' "$work/hybrid/summary.md")
+[ "$verdicts" = 2 ] || { echo "hybrid: $verdicts verdicts, not 2"; exit 1; }
+echo "hybrid: $verdicts verdicts"

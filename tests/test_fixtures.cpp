@@ -48,7 +48,9 @@ const std::vector<std::string> kFixtures = {"baseline",
                                             "g4_after_qk_norm_head_shared",
                                             "g4_elementwise",
                                             "g5_elementwise",
-                                            "g5_input_independent_additive"};
+                                            "g5_input_independent_additive",
+                                            "hybrid_g1",
+                                            "hybrid_r1_baseline"};
 
 TEST(GoldenSet, TheFolderHoldsExactlyTheListedFixtures) {
   std::vector<std::string> found;

@@ -50,7 +50,7 @@ struct ChunkGradient {
     gemm<T>(x, dkr.data(), c.vp.data(), ds, n, dk, dv, false, true, 1, 0);
     gemm<T>(x, dw.data(), dvp.data(), state, n, dk, dv, false, true, -1, 0);
     gemm<T>(x, ds_before.data(), c.qg.data(), d_out.data(), dk, dv, n, true, false, 1, 0);
-    const T carried = std::exp(c.gamma[n - 1]);
+    const T carried = T(std::exp(c.gamma[n - 1]));
     for (int64_t i = 0; i < int64_t(dk) * dv; ++i) ds_before[i] += carried * ds[i];
     gemm<T>(x, ds_before.data(), c.w.data(), dvp.data(), dk, dv, n, true, false, -1, 1);
     gemm<T>(x, dvb.data(), c.t.data(), dvp.data(), n, dv, n, true, false, 1, 0);
@@ -67,7 +67,7 @@ struct ChunkGradient {
     for (int i = 0; i < n; ++i)
       for (int j = 0; j < n; ++j) {
         const int64_t ij = int64_t(i) * n + j;
-        const T decay = j <= i ? std::exp(c.gamma[i] - c.gamma[j]) : T(0);
+        const T decay = j <= i ? T(std::exp(c.gamma[i] - c.gamma[j])) : T(0);
         const T from_m = dm[ij] * c.m[ij], from_a = j < i ? da[ij] * c.a[ij] : T(0);
         dgamma[i] += from_m + from_a;
         dgamma[j] -= from_m + from_a;

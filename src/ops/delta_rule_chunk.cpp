@@ -22,7 +22,8 @@ Chunk<T>::Chunk(const DeltaRuleShape& s, const ExecContext& x)
   for (auto* rows_k : {&q, &k, &w, &qg, &kr, &kb}) rows_k->resize(c * dk);
   for (auto* rows_v : {&v, &u, &vp, &vb}) rows_v->resize(c * dv);
   for (auto* square : {&a, &t, &kk, &m}) square->resize(c * c);
-  for (auto* row : {&gamma, &beta, &decay_in, &decay_out}) row->resize(c);
+  gamma.resize(c);
+  for (auto* row : {&beta, &decay_in, &decay_out}) row->resize(c);
 }
 
 template <typename T>
@@ -33,17 +34,17 @@ void Chunk<T>::gather(const DeltaRuleInputs<T>& in, int64_t row0, int h) {
     std::copy_n(in.q + r * shape.qk_stride + int64_t(kh) * dk, dk, q.data() + i * dk);
     std::copy_n(in.k + r * shape.qk_stride + int64_t(kh) * dk, dk, k.data() + i * dk);
     std::copy_n(in.v + r * shape.v_stride + int64_t(h) * dv, dv, v.data() + i * dv);
-    gamma[i] = in.g[r * shape.gate_stride + h] + (i ? gamma[i - 1] : T(0));
+    gamma[i] = double(in.g[r * shape.gate_stride + h]) + (i ? gamma[i - 1] : 0.0);
     beta[i] = in.beta[r * shape.gate_stride + h];
   }
 }
 
 template <typename T>
 void Chunk<T>::decays() {
-  const T last = gamma[n - 1];
+  const double last = gamma[n - 1];
   for (int i = 0; i < n; ++i) {
-    decay_in[i] = std::exp(gamma[i]);
-    decay_out[i] = std::exp(last - gamma[i]);
+    decay_in[i] = T(std::exp(gamma[i]));
+    decay_out[i] = T(std::exp(last - gamma[i]));
   }
 }
 
@@ -69,7 +70,7 @@ void Chunk<T>::state_free_products() {
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j) {
       const int64_t ij = int64_t(i) * n + j;
-      const T decay = j <= i ? std::exp(gamma[i] - gamma[j]) : T(0);
+      const T decay = j <= i ? T(std::exp(gamma[i] - gamma[j])) : T(0);
       a[ij] = j < i ? beta[i] * kk[ij] * decay : T(0);
       m[ij] *= decay;
     }
@@ -110,7 +111,7 @@ void Chunk<T>::output(const T* state, T* out, int64_t out_stride) {
 
 template <typename T>
 void Chunk<T>::advance(T* state) const {
-  const T carried = std::exp(gamma[n - 1]);
+  const T carried = T(std::exp(gamma[n - 1]));
   for (int64_t i = 0; i < int64_t(dk) * dv; ++i) state[i] *= carried;
   gemm<T>(exact, state, kr.data(), vp.data(), dk, dv, n, true, false, 1, 1);
 }

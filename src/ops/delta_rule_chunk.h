@@ -30,7 +30,10 @@ class Chunk {
   int n = 0, dk = 0, dv = 0;
   ExecContext exact;           // the caller's context, fp32 GEMMs
   std::vector<T> q, k, v;      // n x dk, n x dk, n x dv, packed
-  std::vector<T> gamma, beta;  // n
+  // n: gamma in double whatever T: the decays exp(gamma_i - gamma_j) of a fast-decaying head
+  // subtract running sums of up to 64 log decays, which in float lose their low digits.
+  std::vector<double> gamma;
+  std::vector<T> beta;
   std::vector<T> decay_in;     // exp(gamma_i)
   std::vector<T> decay_out;    // exp(gamma_last - gamma_i)
   std::vector<T> a, t, kk, m;  // n x n: A, (I + A)^-1, K K^T, M

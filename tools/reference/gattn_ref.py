@@ -75,6 +75,19 @@ class Cfg:
         g.update(c.get("gate", {}))
         self.gate = g
         self.pos = g["position"]
+        # Gated DeltaNet layers (layer_types "linear_attention"; MODEL.md "Gated DeltaNet")
+        self.layer_types = list(c.get("layer_types", ["full_attention"] * self.L))
+        assert len(self.layer_types) == self.L
+        assert all(t in ("full_attention", "linear_attention") for t in self.layer_types)
+        self.lin_Hk = c.get("linear_num_key_heads", 16)
+        self.lin_Hv = c.get("linear_num_value_heads", 32)
+        self.lin_dk = c.get("linear_key_head_dim", 128)
+        self.lin_dv = c.get("linear_value_head_dim", 128)
+        self.lin_conv = c.get("linear_conv_kernel_dim", 4)
+        assert self.lin_Hv % self.lin_Hk == 0
+
+    def linear(self, l):
+        return self.layer_types[l] == "linear_attention"
 
     def gate_heads(self):
         """(nh, width) of the tensor gated at this position."""
@@ -100,6 +113,12 @@ def param_shapes(cfg):
     for l in range(c.L):
         p = "model.layers.%d." % l
         s[p + "input_layernorm.weight"] = (c.C,)
+        if c.linear(l):
+            delta_net_shapes(c, p + "linear_attn.", s)
+            if c.sandwich:
+                s[p + "attn_output_norm.weight"] = (c.C,)
+            mlp_shapes(c, p, s)
+            continue
         s[p + "self_attn.q_proj.weight"] = (c.H * c.d, c.C)
         s[p + "self_attn.k_proj.weight"] = (c.K * c.d, c.C)
         s[p + "self_attn.v_proj.weight"] = (c.K * c.d, c.C)
@@ -116,16 +135,34 @@ def param_shapes(cfg):
         s[p + "self_attn.o_proj.weight"] = (c.C, c.H * c.d)
         if c.sandwich:
             s[p + "attn_output_norm.weight"] = (c.C,)
-        s[p + "post_attention_layernorm.weight"] = (c.C,)
-        s[p + "mlp.gate_proj.weight"] = (c.I, c.C)
-        s[p + "mlp.up_proj.weight"] = (c.I, c.C)
-        s[p + "mlp.down_proj.weight"] = (c.C, c.I)
-        if c.sandwich:
-            s[p + "mlp_output_norm.weight"] = (c.C,)
+        mlp_shapes(c, p, s)
     s["model.norm.weight"] = (c.C,)
     if not c.tied:
         s["lm_head.weight"] = (c.V, c.C)
     return s
+
+
+def mlp_shapes(c, p, s):
+    s[p + "post_attention_layernorm.weight"] = (c.C,)
+    s[p + "mlp.gate_proj.weight"] = (c.I, c.C)
+    s[p + "mlp.up_proj.weight"] = (c.I, c.C)
+    s[p + "mlp.down_proj.weight"] = (c.C, c.I)
+    if c.sandwich:
+        s[p + "mlp_output_norm.weight"] = (c.C,)
+
+
+def delta_net_shapes(c, p, s):
+    """A Gated DeltaNet layer's tensors (Qwen3.5's names and shapes)."""
+    kw, vw = c.lin_Hk * c.lin_dk, c.lin_Hv * c.lin_dv
+    s[p + "in_proj_qkv.weight"] = (2 * kw + vw, c.C)
+    s[p + "in_proj_z.weight"] = (vw, c.C)
+    s[p + "in_proj_b.weight"] = (c.lin_Hv, c.C)
+    s[p + "in_proj_a.weight"] = (c.lin_Hv, c.C)
+    s[p + "conv1d.weight"] = (2 * kw + vw, 1, c.lin_conv)
+    s[p + "dt_bias"] = (c.lin_Hv,)
+    s[p + "A_log"] = (c.lin_Hv,)
+    s[p + "norm.weight"] = (c.lin_dv,)
+    s[p + "out_proj.weight"] = (c.C, vw)
 
 
 # ----------------------------------------------------------------------------- primitives
@@ -225,6 +262,43 @@ def apply_gate(c, P, prefix, Y, X, stats=None):
     raise ValueError(g["mode"])
 
 
+def delta_net(c, P, p, X):
+    """MODEL.md's Gated DeltaNet on X = input_layernorm(in) [B,T,C], token by token (the
+    recurrence itself, no chunking), in the dtype of P. Returns out_proj(y) [B,T,C]."""
+    B, T, _ = X.shape
+    Hk, Hv, dk, dv, K = c.lin_Hk, c.lin_Hv, c.lin_dk, c.lin_dv, c.lin_conv
+    kw = Hk * dk
+    qkv = linear(X, P[p + "in_proj_qkv.weight"])  # [B,T,2kw+vw]
+    z = linear(X, P[p + "in_proj_z.weight"]).reshape(B, T, Hv, dv)
+    b = linear(X, P[p + "in_proj_b.weight"])  # [B,T,Hv]
+    a = linear(X, P[p + "in_proj_a.weight"])
+    w = P[p + "conv1d.weight"][:, 0, :]  # [ch, K]: out[t, c] = sum_j w[c, j] qkv[t - K + 1 + j, c]
+    padded = torch.cat([torch.zeros(B, K - 1, qkv.shape[2], dtype=qkv.dtype), qkv], dim=1)
+    conv = sum(padded[:, j:j + T, :] * w[:, j] for j in range(K))
+    act = silu(conv)
+    q = act[..., :kw].reshape(B, T, Hk, dk)
+    k = act[..., kw:2 * kw].reshape(B, T, Hk, dk)
+    v = act[..., 2 * kw:].reshape(B, T, Hv, dv)
+    q = q / torch.sqrt((q * q).sum(-1, keepdim=True) + 1e-6) / math.sqrt(dk)
+    k = k / torch.sqrt((k * k).sum(-1, keepdim=True) + 1e-6)
+    g = -torch.exp(P[p + "A_log"]) * torch.nn.functional.softplus(a + P[p + "dt_bias"])  # [B,T,Hv]
+    beta = torch.sigmoid(b)
+    r = Hv // Hk  # value head h reads key head h // r
+    q = q.repeat_interleave(r, dim=2)
+    k = k.repeat_interleave(r, dim=2)
+    S = torch.zeros(B, Hv, dk, dv, dtype=X.dtype)
+    outs = []
+    for t in range(T):
+        S = S * torch.exp(g[:, t])[..., None, None]
+        kt, vt = k[:, t], v[:, t]  # [B,Hv,dk], [B,Hv,dv]
+        pred = torch.einsum("bhkv,bhk->bhv", S, kt)
+        S = S + torch.einsum("bhk,bhv->bhkv", kt, beta[:, t][..., None] * (vt - pred))
+        outs.append(torch.einsum("bhkv,bhk->bhv", S, q[:, t]))
+    o = torch.stack(outs, dim=1)  # [B,T,Hv,dv]
+    y = rmsnorm(o, P[p + "norm.weight"], c.eps) * silu(z)
+    return linear(y.reshape(B, T, Hv * dv), P[p + "out_proj.weight"])
+
+
 # ----------------------------------------------------------------------------- model
 
 def forward(cfg, P, ids, stats=None):
@@ -239,6 +313,10 @@ def forward(cfg, P, ids, stats=None):
     for l in range(c.L):
         p = "model.layers.%d." % l
         X = rmsnorm(h, P[p + "input_layernorm.weight"], c.eps)
+        if c.linear(l):
+            h = block_output(c, P, p, h, delta_net(c, P, p + "linear_attn.", X), stats)
+            h = mlp_block(c, P, p, h, stats)
+            continue
         q = linear(X, P[p + "self_attn.q_proj.weight"]).reshape(B, T, c.H, c.d)
         k = linear(X, P[p + "self_attn.k_proj.weight"]).reshape(B, T, c.K, c.d)
         v = linear(X, P[p + "self_attn.v_proj.weight"]).reshape(B, T, c.K, c.d)
@@ -263,25 +341,28 @@ def forward(cfg, P, ids, stats=None):
         a = linear(y.reshape(B, T, c.H * c.d), P[p + "self_attn.o_proj.weight"])
         if pos == "dense":
             a = apply_gate(c, P, p, a.reshape(B, T, 1, c.C), X, stats).reshape(B, T, c.C)
-        if c.sandwich:
-            a = rmsnorm(a, P[p + "attn_output_norm.weight"], c.eps)
-        if stats is not None:
-            stats.setdefault("block_out", []).append(a.detach().reshape(-1))
-        if c.clip is not None:
-            a = torch.clamp(a, -c.clip, c.clip)
-        h = h + a
-        X2 = rmsnorm(h, P[p + "post_attention_layernorm.weight"], c.eps)
-        m = linear(silu(linear(X2, P[p + "mlp.gate_proj.weight"])) * linear(X2, P[p + "mlp.up_proj.weight"]),
-                   P[p + "mlp.down_proj.weight"])
-        if c.sandwich:
-            m = rmsnorm(m, P[p + "mlp_output_norm.weight"], c.eps)
-        if stats is not None:
-            stats.setdefault("block_out", []).append(m.detach().reshape(-1))
-        if c.clip is not None:
-            m = torch.clamp(m, -c.clip, c.clip)
-        h = h + m
+        h = block_output(c, P, p, h, a, stats)
+        h = mlp_block(c, P, p, h, stats)
     W = E if c.tied else P["lm_head.weight"]
     return linear(rmsnorm(h, P["model.norm.weight"], c.eps), W)
+
+
+def block_output(c, P, p, h, a, stats, norm="attn_output_norm.weight"):
+    """h + a, a through the sandwich norm and the clip when the config has them."""
+    if c.sandwich:
+        a = rmsnorm(a, P[p + norm], c.eps)
+    if stats is not None:
+        stats.setdefault("block_out", []).append(a.detach().reshape(-1))
+    if c.clip is not None:
+        a = torch.clamp(a, -c.clip, c.clip)
+    return h + a
+
+
+def mlp_block(c, P, p, h, stats):
+    X2 = rmsnorm(h, P[p + "post_attention_layernorm.weight"], c.eps)
+    m = linear(silu(linear(X2, P[p + "mlp.gate_proj.weight"])) * linear(X2, P[p + "mlp.up_proj.weight"]),
+               P[p + "mlp.down_proj.weight"])
+    return block_output(c, P, p, h, m, stats, "mlp_output_norm.weight")
 
 
 def loss_fn(logits, targets):

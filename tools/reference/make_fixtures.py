@@ -36,6 +36,10 @@ BASE = {
     "use_qk_norm": True, "max_position_embeddings": 128, "initializer_range": 0.02,
 }
 
+HYBRID = {"num_hidden_layers": 3, "layer_types": ["linear_attention", "full_attention", "linear_attention"],
+          "linear_num_key_heads": 2, "linear_key_head_dim": 12, "linear_value_head_dim": 10,
+          "linear_conv_kernel_dim": 4}
+
 # name -> (config overrides, gate object or None). "block_output_clip": "auto" is resolved below.
 FIXTURES = [
     ("baseline", {}, None),
@@ -72,6 +76,10 @@ FIXTURES = [
     ("g1_sandwich_clip", {"sandwich_norm": True, "block_output_clip": "auto"}, {"position": "sdpa"}),
     ("g5_input_independent_additive", {},
      {"position": "dense", "kind": "input_independent", "activation": "silu", "mode": "additive"}),
+    # Gated DeltaNet layers (MODEL.md): r = 2 value heads per key head, head dims 12 and 10 (SIMD
+    # tails), 72 tokens = one chunk of 64 and a tail of 8; and r = 1 without a gate, tied.
+    ("hybrid_g1", dict(HYBRID, linear_num_value_heads=4), {"position": "sdpa"}),
+    ("hybrid_r1_baseline", dict(HYBRID, linear_num_value_heads=2, tie_word_embeddings=True), None),
 ]
 
 CLIP_QUANTILE = 0.75  # aim: ~25% of block-output elements clipped
@@ -145,6 +153,14 @@ def init_scale(name, shape, c):
         return "normal", 1.3 / math.sqrt(shape[1])
     if leaf in ("v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"):
         return "normal", 1.0 / math.sqrt(shape[1])
+    # Gated DeltaNet: projections as the others; the conv over its K taps; dt_bias and A_log so
+    # that the per-token decays exp(g) spread over about (0.2, 0.95) (log decay near -softplus(0)).
+    if leaf in ("in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj"):
+        return "normal", 1.0 / math.sqrt(shape[1])
+    if leaf == "conv1d":
+        return "normal", 1.0 / math.sqrt(shape[2])
+    if name.endswith("linear_attn.dt_bias") or name.endswith("linear_attn.A_log"):
+        return "normal", 0.7
     raise KeyError(name)
 
 
@@ -202,6 +218,9 @@ def _patch_hf_fp64(model, norm_cls, zero_centred, rotary_mod, cfg):
     assert torch.allclose(inv64.float(), rotary_mod.inv_freq.float(), rtol=1e-6), (inv64, rotary_mod.inv_freq)
 
     def rot_fwd(self, x, position_ids):
+        if position_ids.dim() == 3:  # Qwen3.5's M-RoPE rows (text, height, width): equal for text
+            assert (position_ids == position_ids[0]).all()
+            position_ids = position_ids[0]
         freqs = position_ids[..., None].to(torch.float64) * inv64
         emb = torch.cat((freqs, freqs), dim=-1)
         return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
@@ -316,6 +335,84 @@ def anchor_qwen3next():
     return ok, res
 
 
+def _fp64_source(name, module, owner=None):
+    """Function NAME of MODULE (a method of class OWNER there) recompiled from the module's source
+    text with every float32 cast (torch.float32, .float()) made float64: transformers computes the gated delta rule and its
+    gated norm in float32 whatever the model's dtype; the formulas stay its own."""
+    import inspect
+    import textwrap
+    text = inspect.getsource(module)
+    if owner is not None:
+        text = text[text.index("class %s(" % owner):]
+    start = text.index("def %s(" % name)
+    indent = len(text[:start]) - len(text[:start].rstrip(" "))
+    lines = text[start - indent:].splitlines()
+    body = [lines[0]]
+    for line in lines[1:]:
+        if line.strip() and len(line) - len(line.lstrip(" ")) <= indent and not line.lstrip().startswith(")"):
+            break
+        body.append(line)
+    src = textwrap.dedent("\n".join(body)).replace("torch.float32", "torch.float64")
+    src = src.replace(".float()", ".double()")
+    namespace = dict(vars(module))
+    exec(compile(src, "<fp64 %s>" % name, "exec"), namespace)  # noqa: S102
+    return namespace[name]
+
+
+def anchor_qwen35_hybrid():
+    from transformers.models.qwen3_5 import Qwen3_5ForCausalLM, Qwen3_5TextConfig
+    from transformers.models.qwen3_5 import modeling_qwen3_5 as mn
+
+    cfg = dict(BASE, **HYBRID, linear_num_value_heads=4, head_dim=16, partial_rotary_factor=0.25,
+               rope_theta=1000.0, gate={"position": "sdpa"})
+    c = ref.Cfg(cfg)
+    P = to_torch(make_params(cfg, 9003), torch.float64)
+    ids, _ = make_batch(cfg, 9003)
+    ids = torch.from_numpy(ids)
+    hc = Qwen3_5TextConfig(vocab_size=c.V, hidden_size=c.C, intermediate_size=c.I, num_hidden_layers=c.L,
+                           num_attention_heads=c.H, num_key_value_heads=c.K, head_dim=c.d, rms_norm_eps=c.eps,
+                           rope_parameters={"rope_type": "default", "rope_theta": c.theta,
+                                            "partial_rotary_factor": 0.25},
+                           max_position_embeddings=c.max_pos, tie_word_embeddings=False, attention_bias=False,
+                           layer_types=c.layer_types, linear_num_key_heads=c.lin_Hk,
+                           linear_num_value_heads=c.lin_Hv, linear_key_head_dim=c.lin_dk,
+                           linear_value_head_dim=c.lin_dv, linear_conv_kernel_dim=c.lin_conv)
+    torch.manual_seed(0)
+    model = Qwen3_5ForCausalLM(hc).to(torch.float64).eval()
+    H, d = c.H, c.d
+    sd = {}
+    for k, v in P.items():
+        if k.endswith("self_attn.sdpa_gate.weight"):
+            continue
+        if k.endswith("norm.weight") and not k.endswith("linear_attn.norm.weight"):
+            sd[k] = v - 1.0  # zero-centred: HF computes x_normed * (1 + w)
+        elif k.endswith("self_attn.q_proj.weight"):
+            g = P[k.replace("q_proj", "sdpa_gate")]
+            sd[k] = torch.cat([v.reshape(H, d, -1), g.reshape(H, d, -1)], dim=1).reshape(2 * H * d, -1)
+        else:
+            sd[k] = v.clone()
+    hsd = model.state_dict()
+    assert set(hsd) == set(sd), sorted(set(hsd) ^ set(sd))
+    model.load_state_dict(sd, strict=True)
+    ours = ref.forward(c, P, ids)
+    with torch.no_grad():
+        _set_attn(model, "eager")
+        stock = model(input_ids=ids).logits
+        for name in ("torch_chunk_gated_delta_rule", "torch_recurrent_gated_delta_rule"):
+            setattr(mn, name, _fp64_source(name, mn))
+        mn.Qwen3_5RMSNormGated.forward = _fp64_source("forward", mn, "Qwen3_5RMSNormGated")
+        mn.Qwen3_5GatedDeltaNet.forward = _fp64_source("forward", mn, "Qwen3_5GatedDeltaNet")
+        for m in model.modules():  # the layers hold the chunk function as an attribute
+            if isinstance(m, mn.Qwen3_5GatedDeltaNet):
+                for attr in ("chunk_gated_delta_rule", "recurrent_gated_delta_rule"):
+                    if hasattr(m, attr):
+                        setattr(m, attr, getattr(mn, "torch_" + attr))
+        _patch_hf_fp64(model, mn.Qwen3_5RMSNorm, True, model.model.rotary_emb, hc)
+        _set_attn(model, "sdpa")
+        hf = model(input_ids=ids).logits
+    return _compare("Qwen3.5", ours, stock, hf)
+
+
 def run_anchor():
     try:
         import transformers
@@ -327,10 +424,11 @@ def run_anchor():
     print("HF anchor (transformers %s, torch %s, float64):" % (transformers.__version__, torch.__version__))
     ok1, r1 = anchor_qwen3()
     ok2, r2 = anchor_qwen3next()
-    if not (ok1 and ok2):
+    ok3, r3 = anchor_qwen35_hybrid()
+    if not (ok1 and ok2 and ok3):
         print("HF ANCHOR FAILED", file=sys.stderr)
         sys.exit(1)
-    return {"qwen3": r1, "qwen3_next": r2}
+    return {"qwen3": r1, "qwen3_next": r2, "qwen3_5_hybrid": r3}
 
 
 # ----------------------------------------------------------------------------- self-test

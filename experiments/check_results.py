@@ -244,7 +244,7 @@ def prose_rows(text, cited, code=None, summaries=None):
     return rows
 
 
-BLOCK = re.compile(r"(<!-- summary: experiments/summaries/([\w.-]+\.md) -->\n)(.*?)(<!-- end summary -->)", re.S)
+BLOCK = re.compile(r"(<!-- summary: experiments/summaries/((?:history/)?[\w.-]+\.md) -->\n)(.*?)(<!-- end summary -->)", re.S)
 
 
 def included(folder, name):
@@ -362,9 +362,10 @@ def main():
         sys.exit(f"{results}: summary blocks differ from their summaries ({', '.join(stale)}); "
                  f"run experiments/check_results.py --update")
     summaries = {}
-    for path in sorted(glob.glob(os.path.join(folder, "*.md"))):
+    # history/: superseded runs a section keeps beside its current summary (bh.py leaves them out)
+    for path in sorted(glob.glob(os.path.join(folder, "*.md")) + glob.glob(os.path.join(folder, "history", "*.md"))):
         with open(path) as f:
-            summaries[os.path.basename(path)] = f.read()
+            summaries[os.path.relpath(path, folder)] = f.read()
     code = {}
     for path in glob.glob(os.path.join(HERE, "*.py")):
         with open(path) as f:

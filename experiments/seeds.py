@@ -42,8 +42,8 @@ def verdict(rows, seeds):
     adjusted = stats.holm([t["p"] for t in tests])
     lines = []
     for (c, r), t, h in zip(COMPARISONS, tests, adjusted):
-        word = "not significant" if h is None or h >= 0.05 else "reproduced" if t["mean"] < 0 else "contradicted"
-        lines.append(f"- {c} − {r}: mean {t['mean']:+.3f}, Holm p {runner.fmt('{:.4f}', h)}: **{word}**")
+        lines.append(f"- {c} − {r}: mean {t['mean']:+.3f}, Holm p {stats.format_p(h)}: "
+                     f"**{stats.verdict(h, t['mean'], -1)}**")
     # No "observed power": at the measured effect it is a function of p and adds nothing.
     return "\n".join(lines) + "\n"
 

@@ -71,6 +71,25 @@ const Weights& model() {
   return *w;
 }
 
+// model() as a hybrid: Gated DeltaNet layers around its full-attention one (r = 2).
+const Weights& hybrid_model() {
+  static const std::unique_ptr<Weights> w = [] {
+    Config c = model().config();
+    c.num_hidden_layers = 3;
+    c.layer_specs = {{.attention = AttentionKind::linear},
+                     {.attention = AttentionKind::full},
+                     {.attention = AttentionKind::linear}};
+    c.linear_num_key_heads = 1;
+    c.linear_num_value_heads = 2;
+    c.linear_key_head_dim = 12;
+    c.linear_value_head_dim = 10;
+    auto weights = std::make_unique<Weights>(c);
+    weights->init(6);
+    return weights;
+  }();
+  return *w;
+}
+
 // model() whose final norm holds a NaN: every logit is NaN.
 const Weights& nan_model() {
   static const std::unique_ptr<Weights> w = [] {
@@ -148,15 +167,16 @@ std::vector<std::string> sse_data(const std::string& body) {
 
 // generate()'s greedy text as JSON carries it (the random model writes invalid UTF-8 too,
 // which the server replaces with U+FFFD).
-std::string greedy(const std::vector<uint32_t>& prompt, int max_tokens, bool chat = false) {
+std::string greedy(const std::vector<uint32_t>& prompt, int max_tokens, bool chat = false,
+                   const Weights& weights = model()) {
   GenerateOptions o{.max_tokens = max_tokens, .sampling = {.temperature = 0}};
   o.end_tokens = {chat_tokenizer().end_of_text_id()};
   if (chat) o.end_tokens.push_back(*chat_tokenizer().token_to_id("<|im_end|>"));
-  const std::string text = generate(model(), chat_tokenizer(), prompt, o).text;
+  const std::string text = generate(weights, chat_tokenizer(), prompt, o).text;
   return json::parse(json_text(text)).get<std::string>();
 }
-std::string greedy(const std::string& prompt, int max_tokens) {
-  return greedy(chat_tokenizer().encode(prompt), max_tokens);
+std::string greedy(const std::string& prompt, int max_tokens, const Weights& weights = model()) {
+  return greedy(chat_tokenizer().encode(prompt), max_tokens, false, weights);
 }
 
 // Polls /health until `done` holds or `limit` passes; returns the last answer.
@@ -367,9 +387,33 @@ TEST(Serve, ConcurrentRequestsEachEqualGenerate) {
   for (size_t i = 0; i < prompts.size(); ++i)
     EXPECT_EQ(texts[i], greedy(prompts[i], 16 + 3 * int(i))) << prompts[i];
   // The scheduler counts a job when it frees its slot, which may come after the response.
-  EXPECT_EQ(health_until(s, [](const json& h) { return h["completed"] == 6; },
-                         std::chrono::seconds(5))["completed"],
+  EXPECT_EQ(health_until(
+                s, [](const json& h) { return h["completed"] == 6; },
+                std::chrono::seconds(5))["completed"],
             6);
+}
+
+// A hybrid's slots keep each sequence's convolution columns and delta-rule state; a slot that
+// serves a second request starts it from zero: 6 requests on 3 slots equal generate's text.
+TEST(Serve, AHybridsConcurrentRequestsEachEqualGenerate) {
+  TestServer s(options(), hybrid_model());
+  const std::vector<std::string> prompts = {"And God said", "The LORD is my shepherd",
+                                            "Blessed",      "In the beginning",
+                                            "Praise ye",    "O give thanks"};
+  std::vector<std::string> texts(prompts.size());
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < prompts.size(); ++i)
+    clients.emplace_back([&, i] {
+      auto [status, r] = post(s, "/v1/completions",
+                              {{"prompt", prompts[i]},
+                               {"max_tokens", 12 + 5 * int(i)},
+                               {"temperature", 0},
+                               {"stream", false}});
+      if (status == 200) texts[i] = r["choices"][0]["text"].get<std::string>();
+    });
+  for (auto& c : clients) c.join();
+  for (size_t i = 0; i < prompts.size(); ++i)
+    EXPECT_EQ(texts[i], greedy(prompts[i], 12 + 5 * int(i), hybrid_model())) << prompts[i];
 }
 
 TEST(Serve, EchoWithLogprobsScoresThePrompt) {
@@ -602,9 +646,10 @@ TEST(Serve, NonFiniteLogitsEndTheRequestWithAnError) {
                  json::parse(events[i])["choices"][0]["delta"]["content"] != "")
         << events[i];
   // The scheduler counts a job when it frees its slot, which may come after the response.
-  EXPECT_EQ(health_until(s, [](const json& h) { return h["failed"] == 3; },
-                         std::chrono::seconds(5))["failed"],
-            3);
+  EXPECT_EQ(
+      health_until(
+          s, [](const json& h) { return h["failed"] == 3; }, std::chrono::seconds(5))["failed"],
+      3);
 }
 
 // A fault in one job of a batch (NaN logits in one, an exception in another) fails that job
@@ -665,8 +710,9 @@ TEST(Serve, ARequestOverTheTimeLimitGets408) {
   EXPECT_NE(events[events.size() - 2].find("time limit"), std::string::npos);
   EXPECT_EQ(events.back(), "[DONE]");
   // The scheduler counts a job when it frees its slot, which may come after the response.
-  EXPECT_EQ(health_until(s, [](const json& h) { return h["timed_out"] == 2; },
-                         std::chrono::seconds(5))["timed_out"],
+  EXPECT_EQ(health_until(
+                s, [](const json& h) { return h["timed_out"] == 2; },
+                std::chrono::seconds(5))["timed_out"],
             2);
 }
 

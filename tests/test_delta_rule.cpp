@@ -152,12 +152,10 @@ TEST(DeltaRule, ChunkedBackwardMatchesFiniteDifferences) {
       delta_rule_chunked<double>({}, s, in.view(), state.data(), out.data(), nullptr);
       return dot(out, w_out) + dot(state, w_state);
     };
-    std::vector<double> out(w_out.size(), 0), state = in.state, kept(size_t(s.chunk_states_size()));
-    delta_rule_chunked<double>({}, s, in.view(), state.data(), out.data(), kept.data());
     std::vector<double> dq(in.q.size(), 0), dk(in.k.size(), 0), dv(in.v.size(), 0);
     std::vector<double> dg(in.g.size(), 0), dbeta(in.beta.size(), 0), dstate = w_state;
     delta_rule_chunked_backward<double>(
-        {}, s, in.view(), kept.data(), w_out.data(),
+        {}, s, in.view(), initial.data(), w_out.data(),
         {dq.data(), dk.data(), dv.data(), dg.data(), dbeta.data(), dstate.data()});
     const std::string where =
         "tokens " + std::to_string(tokens) + " r " + std::to_string(value_heads / key_heads);

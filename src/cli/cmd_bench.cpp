@@ -245,11 +245,12 @@ void print_arena(const Arena& arena, const char* title, int64_t tokens) {
 
 // Each layer's attention block alone, per token: what it keeps for the backward pass, what it
 // needs only while it runs (shared by every block), its backward scratch (shared too) and, for a
-// Gated DeltaNet, the chunk-start states its backward pass computes again (one block at a time).
-void print_block_memory(const Weights& w, int64_t tokens) {
+// Gated DeltaNet, what each thread of its delta rule's backward pass holds (one value head's
+// prepared chunks and chunk-start states, per token of one sequence).
+void print_block_memory(const Weights& w, int64_t tokens, int seq) {
   std::printf(
       "per token, each layer's attention block (KiB): kept for backward | transient | "
-      "backward scratch | chunk states in its backward\n");
+      "backward scratch | delta rule backward per thread\n");
   for (int l = 0; l < w.config().num_hidden_layers; ++l) {
     const Block& block = w.block(2 * l);
     Arena kept, transient, scratch;
@@ -258,9 +259,13 @@ void print_block_memory(const Weights& w, int64_t tokens) {
     block.plan_scratch(scratch, tokens);
     const AttentionConfig& c = w.layer(l).attention;
     const bool linear = c.kind == AttentionKind::linear;
-    const double states = linear ? double(c.delta_net.value_heads) * c.delta_net.key_dim *
-                                       c.delta_net.value_dim / kDeltaRuleChunk * 4
-                                 : 0.0;
+    const DeltaRuleShape one{.sequences = 1,
+                             .tokens = seq,
+                             .key_heads = c.delta_net.key_heads,
+                             .value_heads = c.delta_net.value_heads,
+                             .key_dim = c.delta_net.key_dim,
+                             .value_dim = c.delta_net.value_dim};
+    const double states = linear ? double(one.backward_values_per_thread()) * 4 / seq : 0.0;
     auto kib = [&](double bytes) { return bytes / 1024.0 / double(tokens); };
     std::printf("  layer %3d %-15s %9.2f %11.2f %18.2f %15.2f\n", l,
                 linear ? "Gated DeltaNet" : "full attention", kib(double(kept.planned_bytes())),
@@ -272,7 +277,7 @@ void print_block_memory(const Weights& w, int64_t tokens) {
 // Every buffer of the plan with its size, as llm.c prints its activation count; and the plan of
 // inference over one prefill chunk of seq tokens (one block's working set at a time).
 void print_memory_plan(const TrainState& state, int64_t tokens, int seq) {
-  print_block_memory(state.weights(), tokens);
+  print_block_memory(state.weights(), tokens, seq);
   print_arena(state.activations(), "activations kept for backward", tokens);
   print_arena(state.scratch(), "scratch", tokens);
   const BatchedInferState inference(state.weights(), 1, seq, seq);

@@ -9,8 +9,8 @@
 //
 // Two forms: the recurrent one (decode, and the oracle) and the chunked one (prefill and training:
 // chunks of kDeltaRuleChunk tokens, the WY/UT form, GEMM-shaped), equal in exact arithmetic. The
-// backward pass is the chunked form's: it works from the state at each chunk's start (computed
-// again by a states-only forward pass) and recomputes a chunk's intermediates from it.
+// backward pass is the chunked form's: a forward sweep per value head finds the state at each
+// chunk's start and prepares the chunks, then a reverse sweep takes their gradients.
 #pragma once
 #include <cstdint>
 
@@ -33,6 +33,13 @@ struct DeltaRuleShape {
   // Values of one sequence's state, and of the chunk-start states the chunked forward keeps.
   int64_t state_size() const { return int64_t(value_heads) * key_dim * value_dim; }
   int64_t chunk_states_size() const { return int64_t(sequences) * chunks() * state_size(); }
+  // Values one thread of the backward pass keeps: one value head's prepared chunks (Chunk in
+  // delta_rule_chunk.h) and the state at each chunk's start.
+  int64_t backward_values_per_thread() const {
+    const int64_t c = kDeltaRuleChunk;
+    return int64_t(chunks()) *
+           (6 * c * key_dim + 4 * c * value_dim + 4 * c * c + 6 * c + int64_t(key_dim) * value_dim);
+  }
 };
 
 // The inputs of one call; state [sequences, value_heads, key_dim, value_dim] holds each
@@ -61,10 +68,12 @@ template <typename T>
 void delta_rule_chunked(const ExecContext& x, const DeltaRuleShape& s, const DeltaRuleInputs<T>& in,
                         T* state, T* out, T* chunk_states);
 
-// The gradients of a chunked forward pass (same shape and inputs, its chunk_states): written, not
-// added, to d_q, d_k (key rows), d_v (value rows), d_g and d_beta (gate rows), with the strides of
-// their inputs. d_out uses out_stride. d_state: dL/d(the final state) on entry (null: zero),
-// dL/d(the initial state) on exit.
+// The gradients of a chunked forward pass (same shape, inputs and initial state: null for zero):
+// written, not added, to d_q, d_k (key rows), d_v (value rows), d_g and d_beta (gate rows), with
+// the strides of their inputs. d_out uses out_stride. d_state: dL/d(the final state) on entry
+// (null: zero), dL/d(the initial state) on exit. The chunk-start states are found again inside,
+// one value head at a time (each thread keeps one head's prepared chunks: about
+// 6 dk + 4 dv + 4 * 64 values per token of the sequence), so the forward pass need not keep them.
 template <typename T>
 struct DeltaRuleGradients {
   T* q = nullptr;
@@ -77,7 +86,7 @@ struct DeltaRuleGradients {
 
 template <typename T>
 void delta_rule_chunked_backward(const ExecContext& x, const DeltaRuleShape& s,
-                                 const DeltaRuleInputs<T>& in, const T* chunk_states,
+                                 const DeltaRuleInputs<T>& in, const T* initial_state,
                                  const T* d_out, const DeltaRuleGradients<T>& d);
 
 }  // namespace gattn

@@ -1,6 +1,6 @@
-// The chunked gated delta rule's backward pass (ops/delta_rule.h), chunk by chunk in reverse:
-// each chunk's intermediates recomputed from the state saved at its start (delta_rule_chunk.h),
-// then, with dS the gradient of the state after the chunk and dO of its output,
+// The chunked gated delta rule's backward pass (ops/delta_rule.h), per value head: a forward
+// sweep prepares every chunk (delta_rule_chunk.h) and finds the state at each chunk's start, then
+// the chunks in reverse, with dS the gradient of the state after the chunk and dO of its output,
 //   dV' = M^T dO + K_out dS                     (K_out = diag(exp(gamma_last - gamma)) K)
 //   dS_before = Q_in^T dO + exp(gamma_last) dS - W^T dV'   (Q_in = diag(exp(gamma)) Q)
 //   dU = dV',  dW = -dV' S^T,  d(diag(beta) V) = T^T dU,  d(diag(beta exp(gamma)) K) = T^T dW
@@ -131,16 +131,18 @@ void scatter_add(T* dst, int64_t stride, const T* rows, int n, int width) {
 
 template <typename T>
 void delta_rule_chunked_backward(const ExecContext& x, const DeltaRuleShape& s,
-                                 const DeltaRuleInputs<T>& in, const T* chunk_states,
+                                 const DeltaRuleInputs<T>& in, const T* initial_state,
                                  const T* d_out, const DeltaRuleGradients<T>& d) {
   check_delta_rule_shape(s);
   const int dk = s.key_dim, dv = s.value_dim, r = s.ratio(), chunks = s.chunks();
   const int64_t items = int64_t(s.sequences) * s.key_heads, head_size = int64_t(dk) * dv;
 #pragma omp parallel
   {
-    Chunk<T> chunk(s, x);
+    // One value head's chunks, prepared once by the forward sweep and kept for the reverse one,
+    // with the state at each chunk's start.
+    std::vector<Chunk<T>> prepared(size_t(chunks), Chunk<T>(s, x));
+    std::vector<T> starts(size_t(chunks * head_size)), running(head_size), ds(head_size);
     ChunkGradient<T> grad(s);
-    std::vector<T> ds(head_size);
 #pragma omp for schedule(static)
     for (int64_t item = 0; item < items; ++item) {
       const int b = int(item / s.key_heads), kh = int(item % s.key_heads);
@@ -150,22 +152,31 @@ void delta_rule_chunked_backward(const ExecContext& x, const DeltaRuleShape& s,
         std::fill_n(d.k + (first + t) * s.qk_stride + int64_t(kh) * dk, dk, T(0));
       }
       for (int h = kh * r; h < (kh + 1) * r; ++h) {
-        T* head_ds = d.state ? d.state + (int64_t(b) * s.value_heads + h) * head_size : nullptr;
+        const int64_t head = int64_t(b) * s.value_heads + h;
+        if (initial_state)
+          std::copy_n(initial_state + head * head_size, head_size, running.data());
+        else
+          std::fill(running.begin(), running.end(), T(0));
+        for (int c = 0; c < chunks; ++c) {  // the forward sweep: states and V'
+          std::copy_n(running.data(), head_size, starts.data() + c * head_size);
+          const int n = std::min(kDeltaRuleChunk, s.tokens - c * kDeltaRuleChunk);
+          prepared[c].prepare(in, first + int64_t(c) * kDeltaRuleChunk, n, h);
+          prepared[c].corrected_values(running.data());
+          prepared[c].advance(running.data());
+        }
+        T* head_ds = d.state ? d.state + head * head_size : nullptr;
         if (head_ds)
           std::copy_n(head_ds, head_size, ds.data());
         else
           std::fill(ds.begin(), ds.end(), T(0));
         for (int c = chunks - 1; c >= 0; --c) {
+          const Chunk<T>& chunk = prepared[c];
           const int64_t row0 = first + int64_t(c) * kDeltaRuleChunk;
-          const int n = std::min(kDeltaRuleChunk, s.tokens - c * kDeltaRuleChunk);
-          const T* state =
-              chunk_states + ((int64_t(b) * chunks + c) * s.value_heads + h) * head_size;
-          chunk.prepare(in, row0, n, h);
-          chunk.corrected_values(state);
+          const int n = chunk.n;
           for (int i = 0; i < n; ++i)
             std::copy_n(d_out + (row0 + i) * s.out_stride + int64_t(h) * dv, dv,
                         grad.d_out.data() + int64_t(i) * dv);
-          grad.run(chunk, state, ds.data());
+          grad.run(chunk, starts.data() + c * head_size, ds.data());
           scatter_add(d.q + row0 * s.qk_stride + int64_t(kh) * dk, s.qk_stride, grad.dq.data(), n,
                       dk);
           scatter_add(d.k + row0 * s.qk_stride + int64_t(kh) * dk, s.qk_stride, grad.dk_rows.data(),

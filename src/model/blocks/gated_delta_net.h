@@ -41,9 +41,6 @@ struct GatedDeltaNetScratch : BlockScratch {
   float *d_proj = nullptr, *d_qkv = nullptr, *d_g = nullptr, *d_beta = nullptr;
   float *d_core = nullptr, *d_gated = nullptr, *d_normed = nullptr;
   BlockOutputScratch output;
-  // The delta rule's state at every chunk's start, computed again by the backward pass (its size
-  // depends on the batch's shape, not only on the rows: outside the arena).
-  std::vector<float> chunk_states;
 };
 
 // Every sequence's last kernel - 1 convolution inputs and its delta rule state.

@@ -32,14 +32,9 @@ void GatedDeltaNet::backward(const PassContext& pass, const BlockActivations& ac
                          d_.value_dim, vw, P, vw, s.d_core, s.d_proj + ch, g.at(p_.head_norm));
   const DeltaRuleShape shape = delta_rule_shape(d_, B, T);
   const DeltaRuleInputs<float> inputs = delta_rule_inputs(d_, a.qkv, a.g, a.beta, 0);
-  ops.next("delta rule: chunk states recomputed");
-  std::vector<float> state(size_t(B * shape.state_size()), 0.0f);
-  s.chunk_states.resize(size_t(shape.chunk_states_size()));
-  delta_rule_chunked(pass.exec, shape, inputs, state.data(), static_cast<float*>(nullptr),
-                     s.chunk_states.data());  // the states only, computed again
   ops.next("delta rule");
   delta_rule_chunked_backward<float>(
-      pass.exec, shape, inputs, s.chunk_states.data(), s.d_core,
+      pass.exec, shape, inputs, nullptr, s.d_core,
       {s.d_qkv, s.d_qkv + d_.key_width(), s.d_qkv + 2 * d_.key_width(), s.d_g, s.d_beta, nullptr});
   ops.next("delta_net l2 norms and gates");
   const float* b_in = a.proj + ch + vw;

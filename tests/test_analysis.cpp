@@ -51,6 +51,15 @@ class Analysis : public ::testing::Test {
     options_.map_size = 40;
   }
   void TearDown() override { fs::remove(path_); }
+  // Layer 0 a Gated DeltaNet (1 key head, 2 value heads of 8), layer 1 full attention.
+  void make_hybrid() {
+    config_.layer_specs = {{.attention = AttentionKind::linear},
+                           {.attention = AttentionKind::full}};
+    config_.linear_num_key_heads = 1;
+    config_.linear_num_value_heads = 2;
+    config_.linear_key_head_dim = 8;
+    config_.linear_value_head_dim = 8;
+  }
   // The first two sequences through a forward pass, as the analysis's first batch saw them.
   void forward_first_batch(TrainState& state) {
     const TokenShard shard(path_);
@@ -171,11 +180,7 @@ TEST_F(Analysis, MassiveActivationIsTheLargestHiddenState) {
 // A hybrid: the Gated DeltaNet layer gets M-Act only; F-Attn, Sink and the gate score are the
 // full-attention layer's, and an attention map of the DeltaNet layer is refused by name.
 TEST_F(Analysis, AHybridAveragesAttentionOverItsFullAttentionLayers) {
-  config_.layer_specs = {{.attention = AttentionKind::linear}, {.attention = AttentionKind::full}};
-  config_.linear_num_key_heads = 1;
-  config_.linear_num_value_heads = 2;
-  config_.linear_key_head_dim = 8;
-  config_.linear_value_head_dim = 8;
+  make_hybrid();
   Weights weights(config_);
   weights.init(1);
   options_.maps = {};
@@ -199,11 +204,7 @@ TEST_F(Analysis, AHybridAveragesAttentionOverItsFullAttentionLayers) {
 // softplus(dt_bias)) at every token; the gdn_gate intervention's open gate is 1 everywhere and a
 // constant scales it.
 TEST_F(Analysis, DeltaNetGatesAreMeasuredAndChangedAsSet) {
-  config_.layer_specs = {{.attention = AttentionKind::linear}, {.attention = AttentionKind::full}};
-  config_.linear_num_key_heads = 1;
-  config_.linear_num_value_heads = 2;
-  config_.linear_key_head_dim = 8;
-  config_.linear_value_head_dim = 8;
+  make_hybrid();
   Weights weights(config_);
   weights.init(1);
   options_.maps = {};

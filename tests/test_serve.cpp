@@ -191,6 +191,26 @@ json health_until(const TestServer& s, const std::function<bool(const json&)>& d
   return h;
 }
 
+// Greedy completions of every prompt, each from its own client thread at once (prompt i asks
+// for max_tokens(i) tokens); "" where a request failed.
+std::vector<std::string> concurrent_completions(const TestServer& s,
+                                                const std::vector<std::string>& prompts,
+                                                const std::function<int(size_t)>& max_tokens) {
+  std::vector<std::string> texts(prompts.size());
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < prompts.size(); ++i)
+    clients.emplace_back([&, i] {
+      auto [status, r] = post(s, "/v1/completions",
+                              {{"prompt", prompts[i]},
+                               {"max_tokens", max_tokens(i)},
+                               {"temperature", 0},
+                               {"stream", false}});
+      if (status == 200) texts[i] = r["choices"][0]["text"].get<std::string>();
+    });
+  for (auto& c : clients) c.join();
+  return texts;
+}
+
 TEST(Serve, HealthAndModels) {
   TestServer s(options());
   EXPECT_EQ(s.health()["status"], "ok");
@@ -372,18 +392,8 @@ TEST(Serve, ConcurrentRequestsEachEqualGenerate) {
   const std::vector<std::string> prompts = {"And God said", "The LORD is my shepherd",
                                             "Blessed",      "In the beginning was the Word, and",
                                             "Praise ye",    "O give thanks unto the LORD"};
-  std::vector<std::string> texts(prompts.size());
-  std::vector<std::thread> clients;
-  for (size_t i = 0; i < prompts.size(); ++i)
-    clients.emplace_back([&, i] {
-      auto [status, r] = post(s, "/v1/completions",
-                              {{"prompt", prompts[i]},
-                               {"max_tokens", 16 + 3 * int(i)},
-                               {"temperature", 0},
-                               {"stream", false}});
-      if (status == 200) texts[i] = r["choices"][0]["text"].get<std::string>();
-    });
-  for (auto& c : clients) c.join();
+  const std::vector<std::string> texts =
+      concurrent_completions(s, prompts, [](size_t i) { return 16 + 3 * int(i); });
   for (size_t i = 0; i < prompts.size(); ++i)
     EXPECT_EQ(texts[i], greedy(prompts[i], 16 + 3 * int(i))) << prompts[i];
   // The scheduler counts a job when it frees its slot, which may come after the response.
@@ -400,18 +410,8 @@ TEST(Serve, AHybridsConcurrentRequestsEachEqualGenerate) {
   const std::vector<std::string> prompts = {"And God said", "The LORD is my shepherd",
                                             "Blessed",      "In the beginning",
                                             "Praise ye",    "O give thanks"};
-  std::vector<std::string> texts(prompts.size());
-  std::vector<std::thread> clients;
-  for (size_t i = 0; i < prompts.size(); ++i)
-    clients.emplace_back([&, i] {
-      auto [status, r] = post(s, "/v1/completions",
-                              {{"prompt", prompts[i]},
-                               {"max_tokens", 12 + 5 * int(i)},
-                               {"temperature", 0},
-                               {"stream", false}});
-      if (status == 200) texts[i] = r["choices"][0]["text"].get<std::string>();
-    });
-  for (auto& c : clients) c.join();
+  const std::vector<std::string> texts =
+      concurrent_completions(s, prompts, [](size_t i) { return 12 + 5 * int(i); });
   for (size_t i = 0; i < prompts.size(); ++i)
     EXPECT_EQ(texts[i], greedy(prompts[i], 12 + 5 * int(i), hybrid_model())) << prompts[i];
 }
@@ -491,7 +491,8 @@ httplib::Request post_request(const std::string& path, const json& body) {
 TEST(Serve, AClientThatDisconnectsMidStreamFreesItsSlot) {
   TestServer s(one_long_slot());
   httplib::Request req =
-      post_request("/v1/completions", {{"prompt", "And"}, {"max_tokens", 4000}, {"stream", true}});
+      post_request("/v1/completions",
+                   {{"prompt", "And"}, {"max_tokens", 4000}, {"temperature", 0}, {"stream", true}});
   std::string received;
   req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
     received.append(data, n);
@@ -525,7 +526,7 @@ int raw_connect(int port) {
 
 TEST(Serve, AClientThatDisconnectsBeforeItsResponseFreesItsSlot) {
   TestServer s(one_long_slot());
-  const std::string body = json{{"prompt", "And"}, {"max_tokens", 4000}}.dump();
+  const std::string body = json{{"prompt", "And"}, {"max_tokens", 4000}, {"temperature", 0}}.dump();
   const std::string request =
       "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
       "Content-Type: application/json\r\nContent-Length: " +
@@ -598,6 +599,7 @@ TEST(Serve, StoppingDuringAStreamEndsItWithAnErrorEventAndDone) {
   httplib::Request req =
       post_request("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "And"}}}},
                                             {"max_tokens", 4000},
+                                            {"temperature", 0},
                                             {"stream", true}});
   std::string received;
   bool stopped = false;

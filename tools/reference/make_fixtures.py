@@ -276,6 +276,24 @@ def anchor_qwen3():
     return _compare("Qwen3", ours, stock, hf)
 
 
+def _qwen_next_state_dict(P, H, d):
+    """Our parameters in Qwen3-Next's / Qwen3.5's layout: every RMSNorm but the Gated DeltaNet's
+    output norm zero-centred (HF computes x_normed * (1 + w)), the gate rows inside q_proj per
+    head (q_proj(x).view(..., H, 2d).chunk(2, -1): rows [query d | gate d] of each head)."""
+    sd = {}
+    for k, v in P.items():
+        if k.endswith("self_attn.sdpa_gate.weight"):
+            continue
+        if k.endswith("norm.weight") and not k.endswith("linear_attn.norm.weight"):
+            sd[k] = v - 1.0
+        elif k.endswith("self_attn.q_proj.weight"):
+            g = P[k.replace("q_proj", "sdpa_gate")]
+            sd[k] = torch.cat([v.reshape(H, d, -1), g.reshape(H, d, -1)], dim=1).reshape(2 * H * d, -1)
+        else:
+            sd[k] = v.clone()
+    return sd
+
+
 def anchor_qwen3next():
     from transformers.models.qwen3_next import Qwen3NextConfig, Qwen3NextForCausalLM
     from transformers.models.qwen3_next import modeling_qwen3_next as mn
@@ -298,18 +316,7 @@ def anchor_qwen3next():
         assert isinstance(layer.mlp, mn.Qwen3NextMLP) and isinstance(layer.self_attn, mn.Qwen3NextAttention)
     # map ours -> HF
     H, d = c.H, c.d
-    sd = {}
-    for k, v in P.items():
-        if k.endswith("self_attn.sdpa_gate.weight"):
-            continue
-        if k.endswith("norm.weight"):  # all RMSNorms: HF computes x_normed * (1 + w)
-            sd[k] = v - 1.0
-        elif k.endswith("self_attn.q_proj.weight"):
-            g = P[k.replace("q_proj", "sdpa_gate")]
-            # HF: q_proj(x).view(..., H, 2d).chunk(2, -1): per head rows [query d | gate d]
-            sd[k] = torch.cat([v.reshape(H, d, -1), g.reshape(H, d, -1)], dim=1).reshape(2 * H * d, -1)
-        else:
-            sd[k] = v.clone()
+    sd = _qwen_next_state_dict(P, H, d)
     hsd = model.state_dict()
     assert set(hsd) == set(sd), sorted(set(hsd) ^ set(sd))
     model.load_state_dict(sd, strict=True)
@@ -379,18 +386,7 @@ def anchor_qwen35_hybrid():
                            linear_value_head_dim=c.lin_dv, linear_conv_kernel_dim=c.lin_conv)
     torch.manual_seed(0)
     model = Qwen3_5ForCausalLM(hc).to(torch.float64).eval()
-    H, d = c.H, c.d
-    sd = {}
-    for k, v in P.items():
-        if k.endswith("self_attn.sdpa_gate.weight"):
-            continue
-        if k.endswith("norm.weight") and not k.endswith("linear_attn.norm.weight"):
-            sd[k] = v - 1.0  # zero-centred: HF computes x_normed * (1 + w)
-        elif k.endswith("self_attn.q_proj.weight"):
-            g = P[k.replace("q_proj", "sdpa_gate")]
-            sd[k] = torch.cat([v.reshape(H, d, -1), g.reshape(H, d, -1)], dim=1).reshape(2 * H * d, -1)
-        else:
-            sd[k] = v.clone()
+    sd = _qwen_next_state_dict(P, c.H, c.d)
     hsd = model.state_dict()
     assert set(hsd) == set(sd), sorted(set(hsd) ^ set(sd))
     model.load_state_dict(sd, strict=True)

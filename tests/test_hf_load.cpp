@@ -265,7 +265,8 @@ TEST(HfLoad, ZeroCentredNormsBecomeOnePlusW) {
 // rows, 1 + w norms, shards): what loading f32 and converting holds, bit for bit.
 TEST(HfLoad, Bf16StorageIsLoadedDirectly) {
   for (const char* name :
-       {"qwen3_bf16_sharded", "qwen3_next_bf16", "authors_headwise_bf16", "qwen3_5_f32"}) {
+       {"qwen3_bf16_sharded", "qwen3_next_bf16", "authors_headwise_bf16", "qwen3_5_f32",
+        "qwen3_5_hybrid_tied_bf16_sharded", "qwen3_next_hybrid_f32"}) {
     const std::string folder = kHfDir + "/" + name;
     const auto direct = load_any_model(folder, discard_log(), WeightDtype::bf16);
     const auto converted = load_any_model(folder);
@@ -278,6 +279,28 @@ TEST(HfLoad, Bf16StorageIsLoadedDirectly) {
     const int64_t norm = direct->layout().final_norm;
     for (int i = 0; i < direct->config().hidden_size; ++i)
       ASSERT_EQ(direct->at(norm)[i], converted->at(norm)[i]) << name;
+  }
+}
+
+// A hybrid in bf16 storage decodes: its Gated DeltaNet layers read their convolution taps (and
+// norms, gates) as floats, kept exact (the 1 + w norms too); the fixture's weights are bf16, so
+// the prompt's and 8 decode steps' logits are the f32 model's (4.5e-3 to 5.8e-2 when the 1 + w
+// norms were rounded to bf16).
+TEST(HfLoad, AHybridDecodesFromBf16Storage) {
+  const std::string folder = kHfDir + "/qwen3_5_hybrid_tied_bf16_sharded";
+  const auto f32 = load_any_model(folder);
+  const auto bf16 = load_any_model(folder, discard_log(), WeightDtype::bf16);
+  const size_t vocab = size_t(f32->config().vocab_size);
+  std::vector<int32_t> ids = {1, 7, 3, 12, 5, 9, 2, 4};
+  InferState a(*f32, 32, 8), b(*bf16, 32, 8);
+  std::vector<float> la(vocab), lb(vocab);
+  a.forward_last(ids.data(), int(ids.size()), la.data());
+  b.forward_last(ids.data(), int(ids.size()), lb.data());
+  for (int step = 0; step < 8; ++step) {
+    EXPECT_LT(relative_l2(lb, la), 1e-5) << "step " << step;
+    const int32_t next = int32_t(std::max_element(la.begin(), la.end()) - la.begin());
+    a.forward_last(&next, 1, la.data());
+    b.forward_last(&next, 1, lb.data());
   }
 }
 

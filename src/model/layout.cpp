@@ -12,8 +12,10 @@ std::string gate_tensor_prefix(GatePosition position) {
 
 int64_t ParamLayout::add(std::string name, std::vector<int64_t> shape, Init init,
                          std::string component, TensorOptions options) {
-  TensorSpec t{std::move(name),      std::move(shape), total_,        1, init,
-               std::move(component), options.value,    options.frozen};
+  TensorSpec t{
+      std::move(name), std::move(shape),   total_, 1, init, std::move(component), options.value,
+      options.frozen,  options.elementwise};
+  t.elementwise = t.elementwise || t.shape.size() == 1;
   for (int64_t d : t.shape) t.numel *= d;
   total_ += t.numel;
   tensors_.push_back(std::move(t));

@@ -25,12 +25,17 @@ struct TensorSpec {
   std::string component;  // for the parameter table
   float value = 0;        // Init::constant's value, Init::log_uniform's bound
   bool frozen = false;    // trained with no update: no gradient in the norm, no step, no decay
+  // Read by elementwise ops as floats whatever the weight storage (every 1-D tensor, and e.g. a
+  // depthwise convolution's taps), never through Weights::matrix().
+  bool elementwise = false;
 };
 
 // What a tensor may add to its name, shape, init and component.
 struct TensorOptions {
   float value = 0;  // Init::constant, Init::log_uniform
   bool frozen = false;
+  bool elementwise =
+      false;  // a tensor of 2 or more dimensions read as floats (1-D ones always are)
 };
 
 inline constexpr int64_t kAbsent = -1;

@@ -49,13 +49,13 @@ Weights::Weights(const Config& config, WeightDtype storage, AlignedFloats values
   }
 }
 
-// 1-D tensors are read by elementwise ops (norms, gate logits) as floats: kept in floats_.
+// Tensors read by elementwise ops (norms, gate logits, convolution taps) as floats: in floats_.
 void Weights::place_float_tensors() {
   float_index_.assign(layout_.tensors().size(), -1);
   int64_t floats = 0;
   for (size_t i = 0; i < layout_.tensors().size(); ++i) {
     const TensorSpec& t = layout_.tensors()[i];
-    if (t.shape.size() != 1) continue;
+    if (!t.elementwise) continue;
     float_index_[i] = floats;
     floats += t.numel;
   }
@@ -110,9 +110,8 @@ void Weights::store(int64_t offset, const float* values, int64_t count) {
   float* floats =
       float_index_[i] >= 0 ? floats_.data() + float_index_[i] + (offset - t.offset) : nullptr;
   for (int64_t j = 0; j < count; ++j) {
-    const float v = round_to_bf16(values[j]);
-    bf16_[offset + j] = bf16_upper_bits(v);
-    if (floats) floats[j] = v;
+    bf16_[offset + j] = bf16_upper_bits(round_to_bf16(values[j]));
+    if (floats) floats[j] = values[j];  // an elementwise tensor keeps its value (a 1 + w norm)
   }
 }
 
@@ -173,7 +172,7 @@ void Weights::convert_to_bf16() {
     const TensorSpec& spec = layout_.tensors()[t];
     if (float_index_[t] < 0) continue;
     for (int64_t j = 0; j < spec.numel; ++j)
-      floats_[float_index_[t] + j] = round_to_bf16(values_[spec.offset + j]);
+      floats_[float_index_[t] + j] = values_[spec.offset + j];
   }
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < int64_t(values_.size()); ++i)

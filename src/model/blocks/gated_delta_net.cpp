@@ -23,7 +23,7 @@ AttentionParams add_gated_delta_net_params(ParamLayout& layout, const AttentionC
   layout.add(p + "in_proj_b.weight", {H, C}, Init::normal, proj);
   layout.add(p + "in_proj_a.weight", {H, C}, Init::normal, proj);
   o.conv = layout.add(p + "conv1d.weight", {d.conv_channels(), 1, d.conv_kernel}, Init::normal,
-                      "delta_net conv/gates");
+                      "delta_net conv/gates", {.elementwise = true});
   o.dt_bias = layout.add(p + "dt_bias", {H}, Init::ones, "delta_net conv/gates");
   o.a_log = layout.add(p + "A_log", {H}, Init::log_uniform, "delta_net conv/gates", {.value = 16});
   o.head_norm = layout.add(p + "norm.weight", {d.value_dim}, Init::ones, "norms");

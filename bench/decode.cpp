@@ -262,10 +262,20 @@ int main(int argc, char** argv) {
                   prefill_s.back(), prompt / prefill_s.back(), decode_s.back(),
                   generate / decode_s.back());
     }
-    // Decode reads every weight once per token (the tied embedding as the LM head) and the
-    // cache's keys and values up to the position (mean over the generated tokens).
-    const double kv_bytes = 2.0 * config.num_hidden_layers * config.num_key_value_heads *
-                            config.head_dim * 4 * (prompt + generate / 2.0);
+    // Decode reads every weight once per token (the tied embedding as the LM head), a full-
+    // attention layer's cached keys and values up to the position (mean over the generated
+    // tokens), a Gated DeltaNet layer's fp32 state (read and written) and convolution columns.
+    double kv_bytes = 0;
+    for (int l = 0; l < config.num_hidden_layers; ++l)
+      kv_bytes +=
+          config.layer(l).attention == gattn::AttentionKind::linear
+              ? 2.0 * 4 *
+                    (double(config.linear_num_value_heads) * config.linear_key_head_dim *
+                         config.linear_value_head_dim +
+                     double(config.linear_conv_kernel_dim - 1) *
+                         (2 * config.linear_num_key_heads * config.linear_key_head_dim +
+                          config.linear_num_value_heads * config.linear_value_head_dim))
+              : 2.0 * config.num_key_value_heads * config.head_dim * 4 * (prompt + generate / 2.0);
     const double bound = bandwidth / (weight_bytes + kv_bytes);
     const double decode_rate = generate / median(decode_s);
     const double prefill_flops = 2.0 * double(weights.size()) * prompt;  // weights only

@@ -294,6 +294,14 @@ def _qwen_next_state_dict(P, H, d):
     return sd
 
 
+def _partial_rotary_hf_fields(c):
+    """The config fields Qwen3-Next's and Qwen3.5's anchors share (rotary on a quarter of d)."""
+    return dict(vocab_size=c.V, hidden_size=c.C, intermediate_size=c.I, num_hidden_layers=c.L,
+                num_attention_heads=c.H, num_key_value_heads=c.K, head_dim=c.d, rms_norm_eps=c.eps,
+                rope_parameters={"rope_type": "default", "rope_theta": c.theta, "partial_rotary_factor": 0.25},
+                max_position_embeddings=c.max_pos, tie_word_embeddings=False, attention_bias=False)
+
+
 def anchor_qwen3next():
     from transformers.models.qwen3_next import Qwen3NextConfig, Qwen3NextForCausalLM
     from transformers.models.qwen3_next import modeling_qwen3_next as mn
@@ -304,12 +312,8 @@ def anchor_qwen3next():
     P = to_torch(make_params(cfg, 9002), torch.float64)
     ids, _ = make_batch(cfg, 9002)
     ids = torch.from_numpy(ids)
-    hc = Qwen3NextConfig(vocab_size=c.V, hidden_size=c.C, intermediate_size=c.I, num_hidden_layers=c.L,
-                         num_attention_heads=c.H, num_key_value_heads=c.K, head_dim=c.d, rms_norm_eps=c.eps,
-                         rope_parameters={"rope_type": "default", "rope_theta": c.theta,
-                                          "partial_rotary_factor": 0.25},
-                         max_position_embeddings=c.max_pos, tie_word_embeddings=False, attention_bias=False,
-                         layer_types=["full_attention"] * c.L, mlp_only_layers=list(range(c.L)))
+    hc = Qwen3NextConfig(**_partial_rotary_hf_fields(c), layer_types=["full_attention"] * c.L,
+                         mlp_only_layers=list(range(c.L)))
     torch.manual_seed(0)
     model = Qwen3NextForCausalLM(hc).to(torch.float64).eval()
     for layer in model.model.layers:
@@ -376,14 +380,10 @@ def anchor_qwen35_hybrid():
     P = to_torch(make_params(cfg, 9003), torch.float64)
     ids, _ = make_batch(cfg, 9003)
     ids = torch.from_numpy(ids)
-    hc = Qwen3_5TextConfig(vocab_size=c.V, hidden_size=c.C, intermediate_size=c.I, num_hidden_layers=c.L,
-                           num_attention_heads=c.H, num_key_value_heads=c.K, head_dim=c.d, rms_norm_eps=c.eps,
-                           rope_parameters={"rope_type": "default", "rope_theta": c.theta,
-                                            "partial_rotary_factor": 0.25},
-                           max_position_embeddings=c.max_pos, tie_word_embeddings=False, attention_bias=False,
-                           layer_types=c.layer_types, linear_num_key_heads=c.lin_Hk,
-                           linear_num_value_heads=c.lin_Hv, linear_key_head_dim=c.lin_dk,
-                           linear_value_head_dim=c.lin_dv, linear_conv_kernel_dim=c.lin_conv)
+    hc = Qwen3_5TextConfig(**_partial_rotary_hf_fields(c), layer_types=c.layer_types,
+                           linear_num_key_heads=c.lin_Hk, linear_num_value_heads=c.lin_Hv,
+                           linear_key_head_dim=c.lin_dk, linear_value_head_dim=c.lin_dv,
+                           linear_conv_kernel_dim=c.lin_conv)
     torch.manual_seed(0)
     model = Qwen3_5ForCausalLM(hc).to(torch.float64).eval()
     sd = _qwen_next_state_dict(P, c.H, c.d)

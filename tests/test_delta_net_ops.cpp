@@ -14,23 +14,33 @@ using test::dot;
 using test::gradient_error;
 using test::random_vector;
 
+// 5 channels (less than one block of the backward's 64) and 70 (a whole block and a part).
 TEST(DeltaNetOps, ShortConvBackward) {
-  ShortConvShape s{
-      .sequences = 2, .tokens = 6, .channels = 5, .kernel = 4, .in_stride = 7, .out_stride = 6};
-  std::mt19937_64 rng(1);
-  std::vector<double> in = random_vector(size_t(12 * 7), rng), weight = random_vector(20, rng);
-  const std::vector<double> w_out = random_vector(size_t(12 * 6), rng);
-  auto loss = [&] {
-    std::vector<double> out(w_out.size(), 0);
-    short_conv_forward<double>(s, in.data(), weight.data(), nullptr, nullptr, out.data());
-    return dot(out, w_out);
-  };
-  std::vector<double> out(w_out.size(), 0), pre(size_t(12 * 5)), d_in(in.size(), 0), d_w(20, 0);
-  short_conv_forward<double>(s, in.data(), weight.data(), nullptr, pre.data(), out.data());
-  short_conv_backward<double>(s, in.data(), weight.data(), pre.data(), w_out.data(), d_in.data(),
-                              d_w.data());
-  EXPECT_LT(gradient_error(in, d_in, loss), test::kGradTolerance);
-  EXPECT_LT(gradient_error(weight, d_w, loss), test::kGradTolerance);
+  for (const int C : {5, 70}) {
+    const int stride = C + 2;
+    ShortConvShape s{.sequences = 2,
+                     .tokens = 6,
+                     .channels = C,
+                     .kernel = 4,
+                     .in_stride = stride,
+                     .out_stride = C + 1};
+    std::mt19937_64 rng(1);
+    std::vector<double> in = random_vector(size_t(12 * stride), rng),
+                        weight = random_vector(size_t(4 * C), rng);
+    const std::vector<double> w_out = random_vector(size_t(12 * (C + 1)), rng);
+    auto loss = [&] {
+      std::vector<double> out(w_out.size(), 0);
+      short_conv_forward<double>(s, in.data(), weight.data(), nullptr, nullptr, out.data());
+      return dot(out, w_out);
+    };
+    std::vector<double> out(w_out.size(), 0), pre(size_t(12 * C)), d_in(in.size(), 0),
+        d_w(weight.size(), 0);
+    short_conv_forward<double>(s, in.data(), weight.data(), nullptr, pre.data(), out.data());
+    short_conv_backward<double>(s, in.data(), weight.data(), pre.data(), w_out.data(), d_in.data(),
+                                d_w.data());
+    EXPECT_LT(gradient_error(in, d_in, loss), test::kGradTolerance) << C << " channels";
+    EXPECT_LT(gradient_error(weight, d_w, loss), test::kGradTolerance) << C << " channels";
+  }
 }
 
 TEST(DeltaNetOps, ShortConvStateContinues) {

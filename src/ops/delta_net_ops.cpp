@@ -70,28 +70,41 @@ void short_conv_forward(const ShortConvShape& s, const T* in, const T* weight, T
   }
 }
 
+// Blocks of channels, each walking its sequences' rows in order (the rows are contiguous per
+// channel block: a cache line serves 16 channels), tap gradients summed per block.
 template <typename T>
 void short_conv_backward(const ShortConvShape& s, const T* in, const T* weight, const T* pre,
                          const T* d_out, T* d_in, T* d_weight) {
   const int K = s.kernel, C = s.channels;
+  constexpr int kBlock = 64;
+  const int blocks = (C + kBlock - 1) / kBlock;
 #pragma omp parallel for schedule(static)
-  for (int c = 0; c < C; ++c) {
-    std::vector<T> dw(K, T(0));
+  for (int block = 0; block < blocks; ++block) {
+    const int c0 = block * kBlock, width = std::min(kBlock, C - c0);
+    std::vector<T> dw(size_t(K) * width, T(0)), dp(width);
     for (int b = 0; b < s.sequences; ++b) {
       const int64_t first = int64_t(b) * s.tokens;
-      for (int t = 0; t < s.tokens; ++t) d_in[(first + t) * s.in_stride + c] = 0;
+      for (int t = 0; t < s.tokens; ++t)
+        std::fill_n(d_in + (first + t) * s.in_stride + c0, width, T(0));
       for (int t = 0; t < s.tokens; ++t) {
         const int64_t row = first + t;
-        const T dp = d_out[row * s.out_stride + c] * silu_grad(pre[row * C + c]);
-        for (int j = 0; j < K; ++j) {
-          const int src = t - K + 1 + j;
-          if (src < 0) continue;
-          dw[j] += dp * in[(first + src) * s.in_stride + c];
-          d_in[(first + src) * s.in_stride + c] += dp * weight[int64_t(c) * K + j];
+        const T* d_row = d_out + row * s.out_stride + c0;
+        const T* pre_row = pre + row * C + c0;
+        for (int c = 0; c < width; ++c) dp[c] = d_row[c] * silu_grad(pre_row[c]);
+        for (int j = std::max(0, K - 1 - t); j < K; ++j) {
+          const int64_t src = first + t - K + 1 + j;
+          const T* x = in + src * s.in_stride + c0;
+          T* dx = d_in + src * s.in_stride + c0;
+          T* dwj = dw.data() + int64_t(j) * width;
+          for (int c = 0; c < width; ++c) {
+            dwj[c] += dp[c] * x[c];
+            dx[c] += dp[c] * weight[int64_t(c0 + c) * K + j];
+          }
         }
       }
     }
-    for (int j = 0; j < K; ++j) d_weight[int64_t(c) * K + j] += dw[j];
+    for (int c = 0; c < width; ++c)
+      for (int j = 0; j < K; ++j) d_weight[int64_t(c0 + c) * K + j] += dw[int64_t(j) * width + c];
   }
 }
 

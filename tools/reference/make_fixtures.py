@@ -398,11 +398,6 @@ def anchor_qwen35_hybrid():
             setattr(mn, name, _fp64_source(name, mn))
         mn.Qwen3_5RMSNormGated.forward = _fp64_source("forward", mn, "Qwen3_5RMSNormGated")
         mn.Qwen3_5GatedDeltaNet.forward = _fp64_source("forward", mn, "Qwen3_5GatedDeltaNet")
-        for m in model.modules():  # the layers hold the chunk function as an attribute
-            if isinstance(m, mn.Qwen3_5GatedDeltaNet):
-                for attr in ("chunk_gated_delta_rule", "recurrent_gated_delta_rule"):
-                    if hasattr(m, attr):
-                        setattr(m, attr, getattr(mn, "torch_" + attr))
         _patch_hf_fp64(model, mn.Qwen3_5RMSNorm, True, model.model.rotary_emb, hc)
         _set_attn(model, "sdpa")
         hf = model(input_ids=ids).logits

@@ -8,6 +8,11 @@
 
 #include "gradcheck.h"
 #include "ops/delta_rule.h"
+#include "util/denormals.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 
 namespace gattn {
 namespace {
@@ -114,6 +119,34 @@ TEST(DeltaRule, StrongDecayStaysFinite) {
   for (float x : out_c) ASSERT_TRUE(std::isfinite(x));
   EXPECT_LT(relative_l2(out_c, out_r), 2e-5);
 }
+
+#if defined(__x86_64__) || defined(__i386__)
+// The guard flushes denormals inside its scope only (a product reading one gives 0), and the
+// delta rule leaves its caller's floating-point mode as it found it, flushing or not.
+TEST(DeltaRule, FlushesDenormalsOnlyInsideItsScope) {
+  volatile float tiny = 1e-39f, one = 1.0f;  // volatile: computed at run time
+  {
+    const DenormalsFlushed flushed;
+    EXPECT_EQ(tiny * one, 0.0f);
+  }
+  EXPECT_NE(tiny * one, 0.0f);
+  const DeltaRuleShape s = shape(1, 70, 1, 2, 8, 8);
+  const Inputs<float> in(s, 5, 40.0);
+  std::vector<float> out(size_t(s.tokens * s.out_stride)), state = in.state;
+  std::vector<float> d_out(out.size(), 1.0f), dq(in.q.size()), dk(in.k.size()), dv(in.v.size()),
+      dg(in.g.size()), dbeta(in.beta.size());
+  const unsigned caller = _mm_getcsr();
+  for (unsigned mode : {caller & ~0x8040u, caller | 0x8040u}) {
+    _mm_setcsr(mode);
+    delta_rule_recurrent<float>({}, s, in.view(), state.data(), out.data());
+    delta_rule_chunked<float>({}, s, in.view(), state.data(), out.data(), nullptr);
+    delta_rule_chunked_backward<float>({}, s, in.view(), nullptr, d_out.data(),
+                                       {dq.data(), dk.data(), dv.data(), dg.data(), dbeta.data()});
+    EXPECT_EQ(_mm_getcsr() & 0xffc0u, mode & 0xffc0u);  // the mode bits, not the sticky flags
+  }
+  _mm_setcsr(caller);
+}
+#endif
 
 // A prompt of T1 + T2 tokens in two calls, the state carried, equals one call.
 TEST(DeltaRule, SplitPromptContinuesFromTheState) {

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "ops/delta_rule_chunk.h"
+#include "util/denormals.h"
 #include "util/error.h"
 
 namespace gattn {
@@ -63,6 +65,7 @@ void delta_rule_recurrent(const ExecContext& /*x*/, const DeltaRuleShape& s,
   const int dk = s.key_dim, dv = s.value_dim, r = s.ratio();
 #pragma omp parallel
   {
+    const DenormalsFlushed flushed(std::is_same_v<T, float>);  // util/denormals.h
     std::vector<double> acc(2 * size_t(dv));
 #pragma omp for schedule(static)
     for (int64_t item = 0; item < items; ++item) {
@@ -89,6 +92,7 @@ void delta_rule_chunked(const ExecContext& x, const DeltaRuleShape& s, const Del
   const int chunks = s.chunks();
 #pragma omp parallel
   {
+    const DenormalsFlushed flushed(std::is_same_v<T, float>);  // util/denormals.h
     Chunk<T> chunk(s, x);
 #pragma omp for schedule(static)
     for (int64_t item = 0; item < items; ++item) {

@@ -9,9 +9,11 @@
 // whose reverse running sum is dg.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "ops/delta_rule.h"
 #include "ops/delta_rule_chunk.h"
+#include "util/denormals.h"
 
 namespace gattn {
 
@@ -138,6 +140,7 @@ void delta_rule_chunked_backward(const ExecContext& x, const DeltaRuleShape& s,
   const int64_t items = int64_t(s.sequences) * s.key_heads, head_size = int64_t(dk) * dv;
 #pragma omp parallel
   {
+    const DenormalsFlushed flushed(std::is_same_v<T, float>);  // util/denormals.h
     // One value head's chunks, prepared once by the forward sweep and kept for the reverse one,
     // with the state at each chunk's start.
     std::vector<Chunk<T>> prepared(size_t(chunks), Chunk<T>(s, x));

@@ -7,15 +7,22 @@ taken, and the ratio of each pair of blocks is reported with its spread.
 torch.autocast("cpu", torch.bfloat16) (eager, and torch.compile of the autocast model): fp32
 master weights and AdamW state in both.
 
+--transformers FORMAT times transformers' own model instead of bench/torch_model.py: the config's
+model initialised by `gattn init`, written by `gattn export --format FORMAT --dtype f32` (qwen3,
+qwen3_5, qwen3_next) and loaded with AutoModelForCausalLM, so a hybrid's Gated DeltaNet layers run
+transformers' torch kernels (torch_chunk_gated_delta_rule, its causal conv fallback).
+
 Usage: compare_torch.py --gattn build/gattn --config configs/default.json [--gate JSON]
        [--batch 16] [--seq 256] [--threads 2] [--rounds 5] [--steps 11] [--no-compile]
-       [--precision fp32|bf16]
+       [--precision fp32|bf16] [--transformers qwen3|qwen3_5|qwen3_next]
 """
 import argparse
 import json
 import statistics
+import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import torch
@@ -33,6 +40,26 @@ def torch_steps(step, n):
     return statistics.median(times)
 
 
+class TransformersModel(torch.nn.Module):
+    """transformers' model of a gattn config (gattn init, then gattn export FORMAT), called as
+    bench/torch_model.py's Model is: (ids, targets) -> mean cross-entropy."""
+
+    def __init__(self, gattn, config_path, gate, fmt, folder):
+        super().__init__()
+        from transformers import AutoModelForCausalLM
+        init, hf = os.path.join(folder, "init"), os.path.join(folder, "hf")
+        init_cmd = [gattn, "init", "--config", config_path, "--out", init, "--seed", "0"]
+        subprocess.run(init_cmd + (["--gate", gate] if gate else []), check=True, capture_output=True)
+        subprocess.run([gattn, "export", "--checkpoint", init, "--format", fmt, "--dtype", "f32", "--out", hf],
+                       check=True, capture_output=True)
+        self.model = AutoModelForCausalLM.from_pretrained(hf, dtype=torch.float32)
+        self.name = type(self.model).__name__
+
+    def forward(self, ids, targets):
+        logits = self.model(input_ids=ids).logits
+        return torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-1)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gattn", required=True)
@@ -45,10 +72,17 @@ def main():
     ap.add_argument("--steps", type=int, default=11)
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+    ap.add_argument("--flush-denormals", action="store_true",
+                    help="torch.set_flush_denormal(True), as gattn's delta rule does on its threads")
+    ap.add_argument("--transformers", choices=["qwen3", "qwen3_5", "qwen3_next"], default="",
+                    help="time transformers' model of the config, exported in this format")
     a = ap.parse_args()
+    scratch = tempfile.TemporaryDirectory()
     bf16 = a.precision == "bf16"
 
     torch.set_num_threads(a.threads)
+    if a.flush_denormals and not torch.set_flush_denormal(True):
+        sys.exit("torch.set_flush_denormal: not supported on this CPU")
     config = json.load(open(a.config))
     if a.gate:
         config["gate"] = json.loads(a.gate)
@@ -59,7 +93,12 @@ def main():
 
     engines = {}
     for name in ["eager"] + ([] if a.no_compile else ["compiled"]):
-        model = Model(config, a.seq)
+        if a.transformers:
+            model = TransformersModel(a.gattn, a.config, a.gate, a.transformers,
+                                      os.path.join(scratch.name, name))
+            print(f"torch {name}: transformers {model.name}", file=sys.stderr)
+        else:
+            model = Model(config, a.seq)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.95), weight_decay=0.1, fused=True)
         forward = torch.compile(model) if name == "compiled" else model
 
@@ -98,7 +137,9 @@ def main():
     tokens = a.batch * a.seq
     print(f"\nconfig {a.config} gate {info['gate']}, {info['parameters']:,} parameters, batch {a.batch} x {a.seq}, "
           f"{a.threads} threads, {a.precision}{' (torch autocast)' if bf16 else ''}, torch {torch.__version__}, "
-          f"OpenBLAS core {info['blas_core']}")
+          f"OpenBLAS core {info['blas_core']}" +
+          (f", transformers' model ({a.transformers} export)" if a.transformers else "") +
+          (", torch with denormals flushed" if a.flush_denormals else ""))
     print(f"{'engine':<16}{'median step ms':>16}{'tokens/s':>12}")
     for name, ms in medians.items():
         m = statistics.median(ms)

@@ -8,8 +8,16 @@ The GGUF's vocabulary is placeholder strings (token ids go in directly; no text 
 speed does not depend on it. Norm weights stay F32 in both dtypes, as llama.cpp's converter
 writes them.
 
+A Qwen3.5 hybrid folder (model_type qwen3_5 or qwen3_5_text, e.g. `gattn export --format
+qwen3_5` of `gattn init --config configs/bench/qwen3_5_0.8b.json`) is written by llama.cpp's own
+converter instead (architecture qwen35, Qwen3.5's tokenizer added to a linked copy of the folder):
+give --llama-cpp, the built llama-cpp-python sdist (bench/llama_cpp_sdist.py), whose bindings are
+then used too. tools/reference/check_llama_cpp_qwen35.py checks that conversion against
+transformers.
+
 usage: tools/reference/.venv-llama/bin/python bench/compare_llama_cpp.py --folder DIR
            [--dtype f32|bf16] [--prompt 512] [--generate 128] [--threads 1] [--rounds 3]
+           [--llama-cpp SDIST_DIR]
        ... bench/compare_llama_cpp.py --check-fixture tests/fixtures/hf/qwen3_f32
 The venv: python3 -m venv tools/reference/.venv-llama; its pip install gguf==0.19.0 numpy
 llama-cpp-python==0.3.36 (compiles llama.cpp: 15-30 minutes on 2 cores; CMAKE_ARGS=
@@ -23,9 +31,10 @@ import statistics
 import tempfile
 import time
 
-import gguf
 import numpy as np
 from bench_decode import add_decode_args, run_gattn
+
+import llama_cpp_sdist
 
 # Hugging Face name (after "model.") -> GGUF name, per layer and whole-model.
 LAYER_NAMES = {
@@ -77,6 +86,7 @@ def gguf_name(hf_name):
 
 
 def write_gguf(folder, path, dtype):
+    import gguf  # PyPI's writer: Qwen3 only
     with open(os.path.join(folder, "config.json")) as f:
         c = json.load(f)
     w = gguf.GGUFWriter(path, "qwen3")
@@ -111,6 +121,29 @@ def write_gguf(folder, path, dtype):
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+
+
+def is_qwen35(folder):
+    with open(os.path.join(folder, "config.json")) as f:
+        return json.load(f).get("model_type") in ("qwen3_5", "qwen3_5_text")
+
+
+def gguf_of(args, tmp):
+    """The folder as a GGUF file in TMP: llama.cpp's converter for a Qwen3.5 hybrid (on a copy of
+    the folder made of links, with Qwen3.5's tokenizer added), our Qwen3 writer otherwise."""
+    path = os.path.join(tmp, "model.gguf")
+    if not is_qwen35(args.folder):
+        write_gguf(args.folder, path, args.dtype)
+        return path
+    if not args.llama_cpp:
+        raise SystemExit("compare_llama_cpp: a qwen3_5 folder needs --llama-cpp (its converter)")
+    linked = os.path.join(tmp, "hf")
+    os.makedirs(linked)
+    for name in os.listdir(args.folder):
+        os.symlink(os.path.abspath(os.path.join(args.folder, name)), os.path.join(linked, name))
+    if not os.path.exists(os.path.join(linked, "tokenizer.json")):
+        llama_cpp_sdist.add_qwen_tokenizer(linked)
+    return llama_cpp_sdist.convert(args.llama_cpp, linked, path, args.dtype)
 
 
 def check_fixture(folder):
@@ -161,17 +194,19 @@ def main():
     p.add_argument("--folder", help="a Hugging Face qwen3 folder")
     p.add_argument("--check-fixture", help="only compare llama.cpp's logits on this "
                    "tests/fixtures/hf qwen3 folder with its transformers reference")
+    p.add_argument("--llama-cpp", help="a built llama-cpp-python sdist: its bindings and converter")
     add_decode_args(p)
     args = p.parse_args()
+    if args.llama_cpp:  # before any `import llama_cpp`: the sdist's module on its own library
+        llama_cpp_sdist.bindings(args.llama_cpp)
     if args.check_fixture:
         return check_fixture(args.check_fixture)
     if not args.folder:
         p.error("--folder is required")
     import llama_cpp  # after argparse: its import is slow
 
-    with tempfile.TemporaryDirectory(prefix="gattn_llama_") as tmp:
-        path = os.path.join(tmp, "model.gguf")
-        write_gguf(args.folder, path, args.dtype)
+    with tempfile.TemporaryDirectory(prefix="gattn_llama_", dir=os.path.dirname(os.path.abspath(args.folder))) as tmp:
+        path = gguf_of(args, tmp)
         llm = llama_cpp.Llama(model_path=path, n_ctx=args.prompt + args.generate + 16,
                               n_batch=args.prompt, n_ubatch=args.prompt, n_threads=args.threads,
                               n_threads_batch=args.threads, verbose=False)

@@ -31,6 +31,7 @@ after any interruption; 1 thread while the other core builds.
 
   experiments/lr_budget.py [--jobs 1 --threads 1] [--out runs/experiments/lr_budget] [--data D] [--smoke]
 """
+import concurrent.futures
 import math
 import os
 import statistics
@@ -54,12 +55,14 @@ def variant(arm, lr):
 
 
 def train(a, base, out, arm, lr, seeds):
-    rows = {}
-    for seed in seeds:
+    """{seed: row} of one arm at one lr, --jobs seeds at a time."""
+    def one(seed):
         print(f"== {arm} lr {lr:g} seed {seed}", flush=True)
-        rows[seed] = runner.train_and_analyze(a, base, variant(arm, lr), seed, out,
-                                              ["--sequences", "4" if a.smoke else "64"])
-    return rows
+        return runner.train_and_analyze(a, base, variant(arm, lr), seed, out,
+                                        ["--sequences", "4" if a.smoke else "64"])
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
+        return dict(zip(seeds, pool.map(one, seeds)))
 
 
 def best_lr(means):

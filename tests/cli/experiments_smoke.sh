@@ -55,6 +55,15 @@ python3 "$experiments/lr_budget.py" --smoke --gattn "$gattn" --data "$work/data"
 grep -qE '^Verdict .*\*\*(reproduced|contradicted|not significant|untested)\*\*' "$work/lr_budget/summary.md" ||
   { echo "lr_budget: no verdict"; exit 1; }
 echo "lr_budget: $(grep -cE '^\| (baseline|g1) \| [0-9.e-]+ \|' "$work/lr_budget/summary.md") sweep rows"
+# Rows kept in the repository across sessions (restore_rows.py): saved, restored into an empty
+# folder, the runner trains nothing (a gattn that fails) and writes the same summary.
+python3 "$experiments/restore_rows.py" --save --origin smoke "$work/lr_budget" "$work/rows.jsonl" >/dev/null
+python3 "$experiments/restore_rows.py" "$work/rows.jsonl" "$work/lr_budget_restored" >/dev/null
+python3 "$experiments/lr_budget.py" --smoke --gattn /bin/false --data "$work/data" --threads 1 \
+  --out "$work/lr_budget_restored" >"$work/lr_budget_restored.log" || { cat "$work/lr_budget_restored.log"; exit 1; }
+diff <(sed 1,2d "$work/lr_budget/summary.md") <(sed 1,2d "$work/lr_budget_restored/summary.md") ||
+  { echo "lr_budget: the restored rows give another summary"; exit 1; }
+echo "restore_rows: $(wc -l <"$work/rows.jsonl") rows, the same summary"
 python3 "$experiments/sink_cause.py" --smoke --gattn "$gattn" --data "$work/data" --threads 1 \
   --variants-out "$work/seeds" --out "$work/sink_cause" >"$work/sink_cause.log" || { cat "$work/sink_cause.log"; exit 1; }
 verdicts=$(grep -cE '^- (ii|iv)_.+ − (i|iii)_.+: \*\*' "$work/sink_cause/summary.md")

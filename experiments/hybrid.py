@@ -27,8 +27,9 @@ Stopping rule: 3 seeds per arm, no interim verdicts, no exclusions: a run that f
 one that still fails (or diverges to a non-finite loss) is reported as such, never dropped.
 Resumable after any interruption; 1 thread while the other core builds.
 
-  experiments/hybrid.py [--threads 1] [--out runs/experiments/hybrid] [--data D] [--smoke]
+  experiments/hybrid.py [--threads 1 --jobs 2] [--out runs/experiments/hybrid] [--data D] [--smoke]
 """
+import concurrent.futures
 import json
 import os
 import statistics
@@ -93,12 +94,14 @@ def main():
         runner.toy_budget(base)
         seeds = SEEDS[:2]
     analyze_args = ["--sequences", "4" if a.smoke else "64"]
-    rows = {}
-    for s in seeds:
-        for arm in ARMS:
-            print(f"== {arm['name']} seed {s}", flush=True)
-            arm_run = dict(arm, model=dict(arm["model"], vocab_size=base["model"]["vocab_size"]))
-            rows[(arm["name"], s)] = runner.train_and_analyze(a, base, arm_run, s, out, analyze_args)
+    def one(arm, s):
+        print(f"== {arm['name']} seed {s}", flush=True)
+        arm_run = dict(arm, model=dict(arm["model"], vocab_size=base["model"]["vocab_size"]))
+        return runner.train_and_analyze(a, base, arm_run, s, out, analyze_args)
+
+    grid = [(arm, s) for s in seeds for arm in ARMS]  # seeds outermost: partial results are paired
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
+        rows = dict(zip([(arm["name"], s) for arm, s in grid], pool.map(lambda job: one(*job), grid)))
 
     text = f"{base['steps']} steps per run, seeds {seeds[0]}-{seeds[-1]}; per run:\n\n"
     text += per_seed_rows(out, rows, seeds)

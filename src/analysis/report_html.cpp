@@ -28,14 +28,13 @@ std::string analysis_report_html(const json& a, const std::string& title) {
   size_t gated = layers.size();  // the first layer with a gate
   for (size_t l = 0; l < layers.size(); ++l) {
     const bool linear = layers[l].value("kind", "") == "linear_attention";
-    m_act.push_back({"/layers/" + std::to_string(l) + "/max_abs_hidden",
-                     "L" + std::to_string(l) + (linear ? " (DeltaNet)" : ""),
-                     layers[l]["max_abs_hidden"].get<double>(), 0, 0, ""});
+    m_act.push_back({"/layers/" + std::to_string(l) + "/max_abs_hidden", "L" + std::to_string(l),
+                     layers[l]["max_abs_hidden"].get<double>(), 0, linear ? 1 : 0, ""});
     if (gated == layers.size() && layers[l].contains("gate")) gated = l;
   }
   s += "<h2>Massive activations</h2>\n" +
        bar_chart("max_abs_hidden",
-                 "max |hidden state| of each layer's output (DeltaNet: a Gated DeltaNet layer, no "
+                 "max |hidden state| of each layer's output (orange: a Gated DeltaNet layer, no "
                  "softmax attention)",
                  m_act, 0);
   if (gated < layers.size()) {

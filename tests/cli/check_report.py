@@ -40,6 +40,9 @@ def unplotted(analysis, root, keys, every_map):
         want.append(f"{root}/layers/{l}/max_abs_hidden")
         if "gate" in layer and "mean_score" in layer["gate"]:
             want += [f"{root}/layers/{l}/gate/mean_score/{h}" for h in range(len(layer["gate"]["mean_score"]))]
+        for field in ("mean_gate", "fraction_gate_below_0.1", "mean_decay", "mean_beta"):  # Gated DeltaNet
+            per_head = layer.get("delta_net", {}).get(field, [])
+            want += [f"{root}/layers/{l}/delta_net/{field}/{h}" for h in range(len(per_head))]
     missing = [k for k in want if k not in keys]
     maps = [f"{root}/attention_maps/{i}/probabilities/{len(m['probabilities']) - 1}/{len(m['probabilities']) - 1}"
             for i, m in enumerate(analysis["attention_maps"])]

@@ -88,7 +88,12 @@ def section(title, measured, seeds):
 
 def side_by_side(a, folders, name, reports):
     """gattn compare --html of the baseline against G1 and against G2 (runs of every seed), and a
-    PNG of each page by headless Chromium when it is installed (for RESULTS.md)."""
+    PNG of each page by headless Chromium when it is installed (for RESULTS.md). Runs restored
+    from experiments/rows have no checkpoints to compare: then nothing is drawn, and it says so."""
+    missing = [p for paths in folders.values() for p in paths if not os.path.isdir(os.path.join(p, "checkpoints"))]
+    if missing:
+        print(f"{name}: side-by-side reports not drawn, {len(missing)} runs have no checkpoints (restored rows)")
+        return
     os.makedirs(os.path.join(reports, "runs"), exist_ok=True)
     named = {}  # links named after the run, so that the report names the models
     for g, paths in folders.items():

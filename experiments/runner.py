@@ -138,14 +138,21 @@ def analyze_once(a, checkpoint, data, seq_len, path, extra=(), log=None):
 
 
 def analyze_checkpoints(a, folder, run, analyze_args):
-    """{step: analysis} of every checkpoint of a finished run (each analysed once, then read)."""
+    """{step: analysis} of every checkpoint of a finished run (each analysed once, then read).
+    A run restored from experiments/rows (restore_rows.py) has its analyses but no checkpoints:
+    the saved analysis_stepN.json files are read instead."""
     out = {}
     for checkpoint in sorted(glob.glob(os.path.join(folder, "train", "checkpoints", "step_*"))):
         step = int(os.path.basename(checkpoint)[5:])
         out[step] = analyze_once(a, checkpoint, run["data"]["val"], run["data"]["seq_len"],
                                  os.path.join(folder, f"analysis_step{step}.json"), analyze_args,
                                  os.path.join(folder, "log.txt"))
-    return out
+    for path in glob.glob(os.path.join(folder, "analysis_step*.json")):
+        step = int(os.path.basename(path)[len("analysis_step"):-len(".json")])
+        if step not in out:
+            with open(path) as f:
+                out[step] = json.load(f)
+    return dict(sorted(out.items()))
 
 
 def head_first_token(analysis):

@@ -33,6 +33,21 @@ grep -h "checkpoints analysed" "$work/depth/summary.md"
 python3 "$experiments/mechanism.py" --smoke --gattn "$gattn" --data "$work/data" --threads 1 \
   --out "$work/mechanism" --depth-out "$work/depth" >"$work/mechanism.log" || { cat "$work/mechanism.log"; exit 1; }
 echo "mechanism: $(grep -cE '^\| (baseline|g1|g2), (value|gate)@first' "$work/mechanism/mechanism/summary.md") intervention rows"
+# Their rows restored without checkpoints (restore_rows.py): the saved analyses are read, nothing
+# is trained or analysed again (a gattn that fails), and both summaries come out the same.
+for r in depth mechanism; do
+  python3 "$experiments/restore_rows.py" --save "$work/$r" "$work/$r.rows.jsonl" >/dev/null
+  python3 "$experiments/restore_rows.py" "$work/$r.rows.jsonl" "$work/${r}_restored" >/dev/null
+done
+python3 "$experiments/depth.py" --smoke --gattn /bin/false --data "$work/data" --threads 1 \
+  --out "$work/depth_restored" >"$work/depth_restored.log" || { cat "$work/depth_restored.log"; exit 1; }
+python3 "$experiments/mechanism.py" --smoke --gattn /bin/false --data "$work/data" --threads 1 \
+  --out "$work/mechanism_restored" --depth-out "$work/depth_restored" >"$work/mechanism_restored.log" ||
+  { cat "$work/mechanism_restored.log"; exit 1; }
+diff <(sed 1,2d "$work/depth/summary.md") <(sed 1,2d "$work/depth_restored/summary.md") &&
+  diff <(sed 1,2d "$work/mechanism/mechanism/summary.md") <(sed 1,2d "$work/mechanism_restored/mechanism/summary.md") ||
+  { echo "depth/mechanism: the restored rows give another summary"; exit 1; }
+echo "restore_rows: depth and mechanism, the same summaries"
 # The powered-seeds plan (section 9) at toy size: all six variants, 2 seeds, the five verdicts.
 python3 "$experiments/seeds.py" --smoke --gattn "$gattn" --data "$work/data" --threads 1 --jobs 2 \
   --out "$work/seeds" >"$work/seeds.log" || { cat "$work/seeds.log"; exit 1; }

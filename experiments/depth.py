@@ -126,7 +126,9 @@ def main():
     if a.smoke:
         variants = [v for v in variants if not v["name"].endswith(".g1")]
     runner.run_grid(a, base, trained, out, analyze_args)
-    per_run = {(v["name"], s): runner.analyze_checkpoints(a, os.path.join(out, "runs", f"{v['name']}-s{s}"), base, analyze_args)
+    every = base["checkpoint"]["every"]  # an interrupted run also has a checkpoint where it stopped: left out
+    per_run = {(v["name"], s): {step: an for step, an in runner.analyze_checkpoints(
+                   a, os.path.join(out, "runs", f"{v['name']}-s{s}"), base, analyze_args).items() if step % every == 0}
                for v in variants for s in range(a.seeds)
                if os.path.exists(os.path.join(out, "runs", f"{v['name']}-s{s}", "result.json"))}
     if a.smoke:

@@ -18,7 +18,6 @@
 #include "infer/chat_template.h"
 #include "infer/generate.h"
 #include "model/train_state.h"
-#include "serve/connection_watch.h"
 #include "serve/http_server.h"
 #include "serve/openai_response.h"
 #include "util/json_parse.h"
@@ -549,45 +548,6 @@ TEST(Serve, AClientThatDisconnectsBeforeItsResponseFreesItsSlot) {
   std::printf("slot freed %.0f ms after the client closed its connection\n", ms);
   auto [status, r] = post(s, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}});
   EXPECT_EQ(status, 200) << r.dump();
-}
-
-// The watch finds the server's side of a loopback connection (not the client's, in the same
-// process), sees it open while the client is there (data sent or not), and closed once it left.
-TEST(ConnectionWatch, SeesTheClientLeave) {
-  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), length), 0);
-  ASSERT_EQ(::listen(listener, 1), 0);
-  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
-  const int client = raw_connect(ntohs(address.sin_port));
-  const int server = ::accept(listener, nullptr, nullptr);
-  sockaddr_in peer{};
-  length = sizeof peer;
-  ASSERT_EQ(::getpeername(server, reinterpret_cast<sockaddr*>(&peer), &length), 0);
-  const ConnectionWatch watch("127.0.0.1", ntohs(address.sin_port), "127.0.0.1",
-                              ntohs(peer.sin_port));
-  EXPECT_TRUE(watch.found());
-  EXPECT_FALSE(watch.closed());
-  ASSERT_EQ(::send(client, "x", 1, 0), 1);
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_FALSE(watch.closed());  // a pipelined request: still there
-  char byte;
-  ASSERT_EQ(::recv(server, &byte, 1, 0), 1);
-  ::close(client);
-  bool closed = false;
-  for (int i = 0; i < 100 && !closed; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    closed = watch.closed();
-  }
-  EXPECT_TRUE(closed);
-  const ConnectionWatch nowhere("127.0.0.1", 1, "127.0.0.1", 2);
-  EXPECT_FALSE(nowhere.found());
-  EXPECT_FALSE(nowhere.closed());
-  ::close(server);
-  ::close(listener);
 }
 
 // SIGTERM's stop in the middle of a stream: the stream still ends properly, with an error event

@@ -82,6 +82,18 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--timeout-s", o.timeout_s, "a request's time limit in seconds (then 408)")
       ->capture_default_str()
       ->check(positive_number());
+  cmd->add_option("--header-timeout-s", o.header_timeout_s,
+                  "seconds a request's header fields may take from its first byte (then 408)")
+      ->capture_default_str()
+      ->check(positive_number());
+  cmd->add_option("--body-timeout-s", o.body_timeout_s,
+                  "seconds a request's body may take after its header fields (then 408)")
+      ->capture_default_str()
+      ->check(positive_number());
+  cmd->add_option("--max-connections", o.max_connections,
+                  "open connections at most (more are answered 503)")
+      ->capture_default_str()
+      ->check(integer_in_range(1, 1 << 20));
   cmd->add_option("--model-name", f.model_name,
                   "the model's id in responses (default: the "
                   "checkpoint folder's name)");

@@ -1,4 +1,5 @@
-// gattn serve: an OpenAI-compatible HTTP server (cpp-httplib) in front of the scheduler.
+// gattn serve: an OpenAI-compatible HTTP server (gattn's own connection layer, HttpTransport) in
+// front of the scheduler.
 //   POST /v1/completions, POST /v1/chat/completions (stream: server-sent events),
 //   GET /v1/models, GET /health.
 // Every error is a JSON body {"error": {"message", "type"}} with a 4xx or 5xx status.
@@ -9,14 +10,10 @@
 #include <string>
 
 #include "model/weights.h"
+#include "serve/http_transport.h"
+#include "serve/openai_response.h"
 #include "serve/scheduler.h"
 #include "tokenizer/tokenizer.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace gattn {
 
@@ -27,7 +24,10 @@ struct ServeOptions {
   int prefill_chunk = 256;
   int64_t max_body_bytes = 1 << 20;  // larger request bodies get 413
   double timeout_s = 300;            // a request's time limit (408 when exceeded)
-  int http_threads = 0;              // 0: 2 * parallel + 4, at least 8
+  int http_threads = 0;              // POST workers; 0: 2 * parallel + 4, at least 8
+  double header_timeout_s = 10;      // a request's header fields, from its first byte (then 408)
+  double body_timeout_s = 60;        // its body, from the end of its header fields (then 408)
+  int max_connections = 1024;        // more are answered 503
   ExecContext exec = {};             // how the passes compute
 };
 
@@ -47,15 +47,16 @@ class HttpServer {
   SchedulerStats stats() const { return scheduler_.stats(); }
 
  private:
-  void routes();
-  void post(const httplib::Request& req, httplib::Response& res, bool chat);
-  void health(httplib::Response& res) const;
+  void route(const HttpRequest& req, ResponseWriter& w);
+  void post(const HttpRequest& req, ResponseWriter& w, bool chat);
+  void stream(const std::shared_ptr<Job>& job, EventStream events, ResponseWriter& w);
+  void health(ResponseWriter& w) const;
 
   const Tokenizer& tokenizer_;
   const int vocab_size_;
   const ServeOptions o_;
   Scheduler scheduler_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<HttpTransport> http_;
   std::atomic<bool> stopping_ = false;
   std::atomic<int> open_streams_ = 0;  // streamed responses not yet ended
   std::atomic<int64_t> next_id_ = 0;

@@ -218,6 +218,63 @@ TEST(Serve, HealthAndModels) {
   EXPECT_EQ(json::parse(r->body)["data"][0]["id"], "tiny");
 }
 
+// The value of a sample line of a Prometheus text ("name{labels} value"), or -1 when absent.
+double metric(const std::string& text, const std::string& series) {
+  const size_t at = text.find("\n" + series + " ");
+  return at == std::string::npos ? -1 : std::stod(text.substr(at + series.size() + 2));
+}
+
+TEST(Serve, MetricsCountRequestsTokensAndLatencies) {
+  TestServer s(options());
+  for (int i = 0; i < 3; ++i) {
+    auto [status, r] =
+        post(s, "/v1/completions", {{"prompt", "And God"}, {"max_tokens", 5}, {"temperature", 0}});
+    ASSERT_EQ(status, 200) << r.dump();
+  }
+  post(s, "/v1/completions", {{"prompt", "x"}, {"bogus", 1}});
+  s.client().Get("/made/up/path");
+  auto r = s.client().Get("/metrics");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
+  const std::string& m = r->body;
+  const int prompt = int(chat_tokenizer().encode("And God").size());
+  EXPECT_EQ(metric(m, R"(gattn_requests_total{endpoint="/v1/completions",status="200"})"), 3) << m;
+  EXPECT_EQ(metric(m, R"(gattn_requests_total{endpoint="/v1/completions",status="400"})"), 1);
+  EXPECT_EQ(metric(m, R"(gattn_requests_total{endpoint="other",status="404"})"), 1);
+  EXPECT_EQ(metric(m, "gattn_prompt_tokens_total"), 3 * prompt);
+  EXPECT_EQ(metric(m, "gattn_generated_tokens_total"), 15);
+  EXPECT_EQ(metric(m, "gattn_time_to_first_token_seconds_count"), 3);
+  EXPECT_EQ(metric(m, "gattn_time_per_output_token_seconds_count"), 12);
+  EXPECT_EQ(metric(m, R"(gattn_time_per_output_token_seconds_bucket{le="+Inf"})"), 12);
+  EXPECT_EQ(metric(m, "gattn_slots"), 3);
+  EXPECT_EQ(metric(m, "gattn_requests_completed_total"), 3);
+  EXPECT_GE(metric(m, "gattn_http_connections_open"), 1);
+  EXPECT_NE(m.find("# TYPE gattn_time_to_first_token_seconds histogram"), std::string::npos);
+  std::printf("%s", m.substr(0, 600).c_str());
+}
+
+TEST(Serve, AnApiKeyIsRequiredEverywhereButHealth) {
+  ServeOptions o = options();
+  o.api_key = "sk-test-123";
+  TestServer s(o);
+  const std::string body = json{{"prompt", "x"}, {"max_tokens", 2}}.dump();
+  for (const char* key : {"", "Bearer wrong", "Bearer sk-test-12", "sk-test-123"}) {
+    httplib::Headers h;
+    if (*key) h.emplace("Authorization", key);
+    auto r = s.client().Post("/v1/completions", h, body, "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 401) << key;
+    EXPECT_EQ(json::parse(r->body)["error"]["type"], "authentication_error");
+    EXPECT_EQ(r->get_header_value("WWW-Authenticate"), "Bearer");
+    EXPECT_EQ(s.client().Get("/metrics", h)->status, 401);
+  }
+  const httplib::Headers good = {{"Authorization", "Bearer sk-test-123"}};
+  EXPECT_EQ(s.client().Post("/v1/completions", good, body, "application/json")->status, 200);
+  EXPECT_EQ(s.client().Get("/v1/models", good)->status, 200);
+  EXPECT_EQ(s.client().Get("/health")->status, 200);
+}
+
 TEST(Serve, GreedyCompletionEqualsGenerate) {
   TestServer s(options());
   const std::string prompt = "In the beginning God created";

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/inputs.h"
 #include "cli/validators.h"
+#include "model/batched_infer_state.h"
 #include "serve/http_server.h"
 #include "util/error.h"
 #include "util/threads.h"
@@ -58,6 +59,30 @@ class SignalStop {
 };
 }  // namespace
 
+// The memory available to this process (MemAvailable of /proc/meminfo), 0 when unknown.
+int64_t available_memory_bytes() {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  int64_t kib = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "MemAvailable: %ld kB", &kib) == 1) break;
+  std::fclose(f);
+  return kib * 1024;
+}
+
+// The decode memory (KV rows, DeltaNet states) is allocated whole at start: refuse a context
+// whose memory would not fit, naming the flag that shrinks it.
+void check_decode_memory(const Weights& w, int parallel, int context, bool chosen) {
+  const int64_t need = BatchedInferState::planned_decode_memory_bytes(w, parallel, context);
+  const int64_t have = available_memory_bytes();
+  if (have > 0 && need > have * 9 / 10)
+    fail("serve: the decode memory of ", parallel, " slots x ", context, " positions",
+         chosen ? "" : " (the model's max_position_embeddings)", " is ", need >> 20,
+         " MiB, more than 90% of the available ", have >> 20,
+         " MiB; choose a smaller --context or --parallel");
+}
+
 void add_serve_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("serve", "An OpenAI-compatible HTTP server for a checkpoint");
   static ServeFlags f;
@@ -74,8 +99,9 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str()
       ->check(integer_in_range(1, 256));
   cmd->add_option("--context", f.context,
-                  "positions per request, prompt + max_tokens (default: the model's, at most "
-                  "4096)");
+                  "positions per request, prompt + max_tokens (default: the model's "
+                  "max_position_embeddings; the KV memory, --parallel x context positions, is "
+                  "printed at start)");
   cmd->add_option("--max-body-bytes", o.max_body_bytes, "larger request bodies get 413")
       ->capture_default_str()
       ->check(integer_in_range(1, int64_t(1) << 32));
@@ -94,6 +120,10 @@ void add_serve_command(CLI::App& app) {
                   "open connections at most (more are answered 503)")
       ->capture_default_str()
       ->check(integer_in_range(1, 1 << 20));
+  cmd->add_option("--api-key", o.api_key,
+                  "a key every request but /health must send (Authorization: Bearer KEY; else "
+                  "401); also read from GATTN_API_KEY")
+      ->envname("GATTN_API_KEY");
   cmd->add_option("--model-name", f.model_name,
                   "the model's id in responses (default: the "
                   "checkpoint folder's name)");
@@ -111,7 +141,8 @@ void add_serve_command(CLI::App& app) {
     const int trained = weights->config().max_position_embeddings;
     if (f.context < 0 || f.context > trained)
       fail("--context ", f.context, " is outside [1, max_position_embeddings = ", trained, "]");
-    options.context = f.context > 0 ? f.context : std::min(trained, 4096);
+    options.context = f.context > 0 ? f.context : trained;
+    check_decode_memory(*weights, options.parallel, options.context, f.context > 0);
     const std::filesystem::path path = std::filesystem::path(folder).lexically_normal();
     options.model_name = !f.model_name.empty() ? f.model_name
                          : path.has_filename() ? path.filename().string()
@@ -120,9 +151,11 @@ void add_serve_command(CLI::App& app) {
     HttpServer server(*weights, tokenizer, options);
     const int port = server.bind(f.host, f.port);
     SignalStop signals(server);
-    std::fprintf(
-        stderr, "gattn serve: listening on http://%s:%d (model %s, %d parallel, context %d)\n",
-        f.host.c_str(), port, options.model_name.c_str(), options.parallel, options.context);
+    std::fprintf(stderr,
+                 "gattn serve: listening on http://%s:%d (model %s, %d parallel, context %d, "
+                 "decode memory %.1f MiB)\n",
+                 f.host.c_str(), port, options.model_name.c_str(), options.parallel,
+                 options.context, double(server.decode_memory_bytes()) / (1 << 20));
     server.run();
   });
 }

@@ -43,6 +43,17 @@ int64_t BatchedInferState::decode_memory_bytes() const {
   return bytes;
 }
 
+int64_t BatchedInferState::planned_decode_memory_bytes(const Weights& w, int slots, int context) {
+  int64_t fixed = 0, per_position = 0;
+  for (int i = 0; i < w.blocks(); ++i) {
+    const auto one = w.block(i).make_decode_memory(1, 1), two = w.block(i).make_decode_memory(1, 2);
+    if (!one) continue;
+    per_position += two->bytes() - one->bytes();
+    fixed += one->bytes() - (two->bytes() - one->bytes());
+  }
+  return int64_t(slots) * (fixed + int64_t(context) * per_position);
+}
+
 void BatchedInferState::check_room(int slot, int count) const {
   if (slot < 0 || slot >= slots()) fail("inference: slot ", slot, " is outside [0, ", slots(), ")");
   if (lengths_[slot] + count > context())

@@ -44,6 +44,9 @@ class BatchedInferState {
   // The memory plan: the pass's working set, and the decode memory of every block.
   const Arena& activations() const { return acts_; }
   int64_t decode_memory_bytes() const;
+  // What decode_memory_bytes() will be for `slots` x `context`, before allocating it (measured
+  // on one sequence of capacity 1 and 2: a per-sequence part and a per-position part).
+  static int64_t planned_decode_memory_bytes(const Weights& weights, int slots, int context);
 
  private:
   void check_room(int slot, int count) const;

@@ -50,7 +50,8 @@ HttpServer::HttpServer(const Weights& weights, const Tokenizer& tokenizer,
                   .context = options.context,
                   .prefill_chunk = options.prefill_chunk,
                   .timeout_s = options.timeout_s,
-                  .exec = options.exec}),
+                  .exec = options.exec,
+                  .metrics = &metrics_}),
       http_(std::make_unique<HttpTransport>(
           transport_options(options),
           [this](const HttpRequest& req, ResponseWriter& w) { route(req, w); },
@@ -73,9 +74,71 @@ void HttpServer::stop() {
   http_->stop();
 }
 
+namespace {
+// Passes every call on and remembers the response's status.
+class StatusRecorder final : public ResponseWriter {
+ public:
+  explicit StatusRecorder(ResponseWriter& w) : w_(w) {}
+  int status() const { return status_; }
+  bool send(int status, std::string_view type, std::string_view body,
+            const HttpHeaders& headers) override {
+    status_ = status;
+    return w_.send(status, type, body, headers);
+  }
+  bool begin_stream(int status, std::string_view type, const HttpHeaders& headers) override {
+    status_ = status;
+    return w_.begin_stream(status, type, headers);
+  }
+  bool write(std::string_view piece) override { return w_.write(piece); }
+  bool end_stream() override { return w_.end_stream(); }
+  bool client_gone() override { return w_.client_gone(); }
+
+ private:
+  ResponseWriter& w_;
+  int status_ = 0;
+};
+
+// The endpoint label of /metrics: the server's paths, every other one as "other" (a label per
+// path a client makes up would grow without bound).
+std::string endpoint_label(const std::string& path) {
+  for (const char* known :
+       {"/health", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions"})
+    if (path == known) return path;
+  return "other";
+}
+
+// Compares in time independent of where the strings differ.
+bool same_secret(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+}  // namespace
+
 void HttpServer::route(const HttpRequest& req, ResponseWriter& w) {
+  StatusRecorder recorded(w);
+  answer(req, recorded);
+  metrics_.request(endpoint_label(req.path), recorded.status());
+}
+
+bool HttpServer::authorized(const HttpRequest& req) const {
+  if (o_.api_key.empty() || req.path == "/health") return true;
+  const std::string_view given = req.header("authorization").value_or("");
+  return given.starts_with("Bearer ") && same_secret(given.substr(7), o_.api_key);
+}
+
+void HttpServer::answer(const HttpRequest& req, ResponseWriter& w) {
+  if (!authorized(req)) {
+    w.send(401, kJson,
+           json_text(error_body("a valid API key is required: Authorization: Bearer <key>",
+                                error_type(401))),
+           {{"WWW-Authenticate", "Bearer"}});
+    return;
+  }
   const bool get = req.method == "GET" || req.method == "HEAD";
   if (get && req.path == "/health") return health(w);
+  if (get && req.path == "/metrics") return metrics(w);
   if (get && req.path == "/v1/models") {
     const nlohmann::json model = {
         {"id", o_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "gattn"}};
@@ -85,6 +148,35 @@ void HttpServer::route(const HttpRequest& req, ResponseWriter& w) {
   const bool chat = req.path == "/v1/chat/completions";
   if (req.method == "POST" && (chat || req.path == "/v1/completions")) return post(req, w, chat);
   reply_error(w, 404, cat("no endpoint ", req.method, " ", req.path));
+}
+
+void HttpServer::metrics(ResponseWriter& w) const {
+  const SchedulerStats s = scheduler_.stats();
+  const HttpTransportStats t = http_->stats();
+  std::string lines =
+      metric_line("gattn_requests_queued", "gauge", "Requests waiting for a slot.", s.queued) +
+      metric_line("gattn_slots_busy", "gauge", "Slots holding a request.", s.active) +
+      metric_line("gattn_slots", "gauge", "Slots (--parallel).", o_.parallel) +
+      metric_line("gattn_requests_completed_total", "counter", "Requests that finished.",
+                  double(s.completed)) +
+      metric_line("gattn_requests_cancelled_total", "counter", "Requests whose client went away.",
+                  double(s.cancelled)) +
+      metric_line("gattn_requests_timed_out_total", "counter",
+                  "Requests over the time limit (--timeout-s).", double(s.timed_out)) +
+      metric_line("gattn_requests_failed_total", "counter", "Requests that failed while running.",
+                  double(s.failed)) +
+      metric_line("gattn_http_connections_open", "gauge", "Open client connections.",
+                  double(t.open_connections)) +
+      metric_line("gattn_http_header_timeouts_total", "counter",
+                  "Connections closed with 408: header fields too slow.",
+                  double(t.header_timeouts)) +
+      metric_line("gattn_http_body_timeouts_total", "counter",
+                  "Connections closed with 408: body too slow.", double(t.body_timeouts)) +
+      metric_line("gattn_http_malformed_total", "counter", "Malformed requests (4xx, 5xx).",
+                  double(t.malformed)) +
+      metric_line("gattn_http_refused_connections_total", "counter",
+                  "Connections over --max-connections.", double(t.refused_connections));
+  w.send(200, "text/plain; version=0.0.4; charset=utf-8", metrics_.text(lines));
 }
 
 void HttpServer::health(ResponseWriter& w) const {

@@ -11,6 +11,7 @@
 
 #include "model/weights.h"
 #include "serve/http_transport.h"
+#include "serve/metrics.h"
 #include "serve/openai_response.h"
 #include "serve/scheduler.h"
 #include "tokenizer/tokenizer.h"
@@ -28,6 +29,7 @@ struct ServeOptions {
   double header_timeout_s = 10;      // a request's header fields, from its first byte (then 408)
   double body_timeout_s = 60;        // its body, from the end of its header fields (then 408)
   int max_connections = 1024;        // more are answered 503
+  std::string api_key = {};          // when set, every endpoint but /health needs it (Bearer)
   ExecContext exec = {};             // how the passes compute
 };
 
@@ -45,9 +47,13 @@ class HttpServer {
   // Open streams end with an error event and [DONE] first; requests not streamed get 503.
   void stop();
   SchedulerStats stats() const { return scheduler_.stats(); }
+  int64_t decode_memory_bytes() const { return scheduler_.decode_memory_bytes(); }
 
  private:
   void route(const HttpRequest& req, ResponseWriter& w);
+  void answer(const HttpRequest& req, ResponseWriter& w);
+  bool authorized(const HttpRequest& req) const;
+  void metrics(ResponseWriter& w) const;
   void post(const HttpRequest& req, ResponseWriter& w, bool chat);
   void stream(const std::shared_ptr<Job>& job, EventStream events, ResponseWriter& w);
   void health(ResponseWriter& w) const;
@@ -55,6 +61,7 @@ class HttpServer {
   const Tokenizer& tokenizer_;
   const int vocab_size_;
   const ServeOptions o_;
+  ServeMetrics metrics_;
   Scheduler scheduler_;
   std::unique_ptr<HttpTransport> http_;
   std::atomic<bool> stopping_ = false;

@@ -157,6 +157,7 @@ json error_body(const std::string& message, const std::string& type) {
 }
 
 std::string error_type(int status) {
+  if (status == 401) return "authentication_error";
   if (status == 408) return "timeout_error";
   if (status == 503) return "server_unavailable";
   return status < 500 ? "invalid_request_error" : "server_error";

@@ -78,6 +78,7 @@ struct Scheduler::Slot {
   std::string new_text;                      // the text of the token being taken
   std::vector<TokenLogprob> prompt_logprobs, logprobs;
   std::optional<JobOutcome> failure;
+  std::optional<SteadyClock::time_point> last_token;  // when the job's last token was taken
 
   bool decoding() const { return continuation && !continuation->done() && !failure; }
   void clear() {
@@ -89,6 +90,7 @@ struct Scheduler::Slot {
     prompt_logprobs.clear();
     logprobs.clear();
     failure.reset();
+    last_token.reset();
   }
 };
 
@@ -136,6 +138,8 @@ std::shared_ptr<Job> Scheduler::submit(JobSpec spec) {
   return job;
 }
 
+int64_t Scheduler::decode_memory_bytes() const { return model_->state.decode_memory_bytes(); }
+
 SchedulerStats Scheduler::stats() const {
   std::lock_guard lock(m_);
   return stats_;
@@ -173,6 +177,7 @@ bool Scheduler::admit() {
       } else {
         slot->job = std::move(job);
         slot->ids.assign(slot->job->spec().prompt.begin(), slot->job->spec().prompt.end());
+        if (o_.metrics) o_.metrics->prompt_tokens(int64_t(slot->ids.size()));
       }
     }
   }
@@ -247,6 +252,13 @@ void Scheduler::take_token(Slot& slot, std::span<float> logits) {
   }
   slot.job->append(slot.new_text, scored);
   slot.new_text.clear();
+  const auto now = SteadyClock::now();
+  if (o_.metrics) {
+    const auto since = now - slot.last_token.value_or(slot.job->submitted());
+    const double seconds = std::chrono::duration<double>(since).count();
+    slot.last_token ? o_.metrics->next_token(seconds) : o_.metrics->first_token(seconds);
+  }
+  slot.last_token = now;
 }
 
 void Scheduler::decode_step() {

@@ -20,6 +20,7 @@
 #include "infer/continuation.h"
 #include "model/weights.h"
 #include "ops/exec_context.h"
+#include "serve/metrics.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gattn {
@@ -61,8 +62,9 @@ struct JobProgress {
 class Job {
  public:
   Job(JobSpec spec, SteadyClock::time_point deadline)
-      : spec_(std::move(spec)), deadline_(deadline) {}
+      : spec_(std::move(spec)), submitted_(SteadyClock::now()), deadline_(deadline) {}
   const JobSpec& spec() const { return spec_; }
+  SteadyClock::time_point submitted() const { return submitted_; }
   SteadyClock::time_point deadline() const { return deadline_; }
 
   // HTTP side: waits up to `wait` for new text or the end, appends what is new to `progress`,
@@ -78,7 +80,7 @@ class Job {
 
  private:
   const JobSpec spec_;
-  const SteadyClock::time_point deadline_;
+  const SteadyClock::time_point submitted_, deadline_;
   std::mutex m_;
   std::condition_variable cv_;
   JobProgress pending_;
@@ -88,11 +90,12 @@ class Job {
 };
 
 struct SchedulerOptions {
-  int parallel = 4;         // jobs decoded at once
-  int context = 0;          // positions per job (prompt + generated)
-  int prefill_chunk = 256;  // prompt tokens per forward pass
-  double timeout_s = 300;   // a job's time limit, from submission (queueing included)
-  ExecContext exec = {};    // how the passes compute
+  int parallel = 4;                 // jobs decoded at once
+  int context = 0;                  // positions per job (prompt + generated)
+  int prefill_chunk = 256;          // prompt tokens per forward pass
+  double timeout_s = 300;           // a job's time limit, from submission (queueing included)
+  ExecContext exec = {};            // how the passes compute
+  ServeMetrics* metrics = nullptr;  // where token counts and latencies go (may be null)
 };
 
 struct SchedulerStats {
@@ -111,6 +114,7 @@ class Scheduler {
   // Queues a job (the caller has checked it fits in options().context); returns at once.
   std::shared_ptr<Job> submit(JobSpec spec);
   SchedulerStats stats() const;
+  int64_t decode_memory_bytes() const;  // KV rows and recurrent states of every slot
   // How a job whose client went away ends.
   static JobOutcome cancelled_outcome();
 

@@ -33,6 +33,12 @@ stopped() {
 "$gattn" init --config "$config" --out "$work/m" >/dev/null
 cp "$tokenizer" "$work/m/tokenizer.json"
 "$gattn" serve --checkpoint "$work/m" --context 500 2>&1 | head -1 || true
+# The default context is the model's max_position_embeddings: refused when its decode memory
+# cannot fit (256 slots x 2^20 positions x 256 bytes of keys and values: 64 GiB).
+python3 -c "import json,sys; c=json.load(open(sys.argv[1])); c['max_position_embeddings']=1<<20; json.dump(c,open(sys.argv[2],'w'))" "$config" "$work/long_context.json"
+"$gattn" init --config "$work/long_context.json" --out "$work/big" >/dev/null
+cp "$tokenizer" "$work/big/tokenizer.json"
+"$gattn" serve --checkpoint "$work/big" --parallel 256 2>&1 | head -1 || true
 start "$work/m" "$work/log"
 python3 - "$port" <<'PY'
 import json, sys, urllib.request

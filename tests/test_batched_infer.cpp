@@ -1,10 +1,14 @@
 // Batched decode: sequences of different lengths decoded together, in one pass per step, give the
-// logits each gives decoded alone (InferState), whatever the order and subset of slots in a step.
+// logits each gives decoded alone (InferState), whatever the order and subset of slots in a step;
+// and ragged passes (decoding slots' next tokens together with other slots' prompt chunks, of
+// attention and of hybrid models) give each slot's logits of running alone.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "model/batched_infer_state.h"
+#include "model/config.h"
 #include "model/infer_state.h"
 #include "util/error.h"
 
@@ -105,6 +109,89 @@ TEST(BatchedInfer, DecodingTogetherEqualsDecodingAlone) {
       }
     }
     EXPECT_EQ(state.length(3), 0);
+  }
+}
+
+// Two DeltaNet layers (r = 2) and a G1-gated full-attention one.
+Config tiny_hybrid() {
+  const nlohmann::json j = {
+      {"vocab_size", 50},
+      {"hidden_size", 32},
+      {"num_hidden_layers", 3},
+      {"num_attention_heads", 4},
+      {"num_key_value_heads", 2},
+      {"head_dim", 12},
+      {"intermediate_size", 48},
+      {"max_position_embeddings", 40},
+      {"layer_types", {"linear_attention", "linear_attention", "full_attention"}},
+      {"linear_num_key_heads", 2},
+      {"linear_num_value_heads", 4},
+      {"linear_key_head_dim", 12},
+      {"linear_value_head_dim", 10},
+      {"linear_conv_kernel_dim", 4},
+      {"gate", {{"position", "sdpa"}}}};
+  return config_from_json(j, "tiny_hybrid");
+}
+
+// Sequence 0 decodes while sequences 1 and 2 prefill in chunks of 3 and 5 beside it (sequence 2
+// scoring every prompt token); then all three decode. Each pass is one forward() of ragged rows.
+TEST(BatchedInfer, MixedPassesOfDecodeAndPrefillEqualRunningAlone) {
+  for (const Config& c : {tiny(GatePosition::none), tiny(GatePosition::sdpa), tiny_hybrid()}) {
+    Weights w(c);
+    w.init(17);
+    const int V = c.vocab_size;
+    const auto expected = alone(w);
+    const auto lists = token_lists();
+    BatchedInferState state(w, 3, 40, 5);
+    std::vector<float> logits(8 * V);
+    state.prefill(0, lists[0].data(), kPrompt[0], logits.data());
+    int decoded[3] = {0, 0, 0}, prefilled[3] = {kPrompt[0], 0, 0};
+    const int chunk[3] = {0, 3, 5};  // prompt tokens per pass (sequence 0's is prefilled)
+    int passes = 0;
+    while (decoded[0] + decoded[1] + decoded[2] < 3 * 8) {
+      std::vector<BatchedInferState::Chunk> chunks;
+      std::vector<int> seqs;
+      for (int s = 0; s < 3; ++s) {
+        if (prefilled[s] < kPrompt[s]) {
+          const int n = std::min(chunk[s], kPrompt[s] - prefilled[s]);
+          chunks.push_back({s, lists[s].data() + prefilled[s], n, s == 2});
+        } else if (decoded[s] < 8) {
+          chunks.push_back({s, &lists[s][kPrompt[s] + decoded[s]], 1, false});
+        } else {
+          continue;
+        }
+        seqs.push_back(s);
+      }
+      state.forward(chunks, logits.data());
+      ++passes;
+      const float* row = logits.data();
+      for (size_t i = 0; i < chunks.size(); ++i) {
+        const int s = seqs[i];
+        const bool prompt = prefilled[s] < kPrompt[s];
+        if (prompt) {
+          prefilled[s] += chunks[i].count;
+          row += int64_t(chunks[i].every_row ? chunks[i].count - 1 : 0) * V;
+          if (prefilled[s] < kPrompt[s]) {
+            row += V;
+            continue;
+          }
+        } else {
+          ++decoded[s];
+        }
+        const int at = prompt ? 0 : decoded[s];  // expected[s]: the prompt's last, then each step
+        EXPECT_LT(relative_l2(row, expected[s].data() + int64_t(at) * V, V), 1e-5)
+            << c.num_hidden_layers << " layers, sequence " << s << " step " << at;
+        row += V;
+      }
+      EXPECT_EQ(
+          row, logits.data() + [&] {
+            int64_t rows = 0;
+            for (const auto& ch : chunks) rows += ch.every_row ? ch.count : 1;
+            return rows * V;
+          }());
+    }
+    EXPECT_EQ(passes, 4 + 8);  // sequence 1: 11 prompt tokens in 4 chunks, then 8 steps
+    for (int s = 0; s < 3; ++s) EXPECT_EQ(state.length(s), kPrompt[s] + 8);
   }
 }
 

@@ -713,6 +713,39 @@ TEST(Scheduler, AFaultInOneJobFailsThatJobOnly) {
   EXPECT_EQ(stats.failed, 2);
 }
 
+// A prompt that arrives while another request decodes prefills in the same passes as that
+// request's tokens: with --decode-slowdown 1, one prompt token per pass (the decoding request
+// is never stalled by more), every one of them a mixed pass; both texts equal generate().
+TEST(Scheduler, PromptsPrefillInsideTheDecodingPasses) {
+  Scheduler scheduler(model(), chat_tokenizer(),
+                      {.parallel = 2, .context = 512, .prefill_chunk = 16, .decode_slowdown = 1});
+  const GenerateOptions o{.max_tokens = 200, .sampling = {.temperature = 0}};
+  const std::vector<uint32_t> first = chat_tokenizer().encode("And God said");
+  std::vector<uint32_t> second;
+  while (second.size() < 40) {
+    const auto more = chat_tokenizer().encode(" In the beginning God created the heaven");
+    second.insert(second.end(), more.begin(), more.end());
+  }
+  second.resize(40);
+  const auto spec = [](const std::vector<uint32_t>& prompt) {
+    return JobSpec{.prompt = prompt,
+                   .options = {.max_tokens = 200, .sampling = {.temperature = 0}}};
+  };
+  const auto a = scheduler.submit(spec(first));
+  // Once the scheduler has timed a prompt pass and decode-only passes.
+  while (scheduler.stats().passes < 3) std::this_thread::sleep_for(1ms);
+  const int64_t before = scheduler.stats().mixed_passes;
+  const auto b = scheduler.submit(spec(second));
+  JobProgress progress;
+  for (const std::shared_ptr<Job>& job : {a, b})
+    while (!job->wait(progress, 100ms)) {
+    }
+  const SchedulerStats stats = scheduler.stats();
+  EXPECT_EQ(stats.mixed_passes - before, 40) << "passes " << stats.passes;
+  EXPECT_EQ(a->outcome().text, generate(model(), chat_tokenizer(), first, o).text);
+  EXPECT_EQ(b->outcome().text, generate(model(), chat_tokenizer(), second, o).text);
+}
+
 TEST(Serve, ARequestOverTheTimeLimitGets408) {
   ServeOptions o = options();
   o.timeout_s = 1e-9;

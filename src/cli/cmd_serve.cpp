@@ -108,6 +108,11 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--timeout-s", o.timeout_s, "a request's time limit in seconds (then 408)")
       ->capture_default_str()
       ->check(positive_number());
+  cmd->add_option("--decode-slowdown", o.decode_slowdown,
+                  "while requests decode, new prompts prefill in the same passes with as many "
+                  "tokens as keep a pass within this factor of a decode-only one")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1000.0));
   cmd->add_option("--header-timeout-s", o.header_timeout_s,
                   "seconds a request's header fields may take from its first byte (then 408)")
       ->capture_default_str()

@@ -19,8 +19,9 @@ BatchedInferState::BatchedInferState(const Weights& weights, int slots, int cont
     memory_.push_back(w_.block(i).make_decode_memory(slots, context));
     memory_view_.push_back(memory_.back().get());
   }
-  const int rows = std::max(slots, max_chunk);
+  const int rows = slots + max_chunk;
   positions_.resize(rows);
+  ids_.resize(rows);
   plan_inference_buffers(acts_, w_, rows, buffers_);
   acts_.allocate();
 }
@@ -60,16 +61,6 @@ void BatchedInferState::check_room(int slot, int count) const {
     fail("inference: ", lengths_[slot] + count, " positions exceed the context of ", context());
 }
 
-PassContext BatchedInferState::context(int batch, int seq_len, const int* slots) const {
-  return {.weights = w_,
-          .exec = exec_,
-          .batch = batch,
-          .seq_len = seq_len,
-          .positions = positions_.data(),
-          .memory = memory_view_.data(),
-          .memory_sequences = slots};
-}
-
 void BatchedInferState::lm_head(const float* hidden, int rows, float* logits) {
   const Config& c = w_.config();
   OpSections ops(exec_.profile);
@@ -77,17 +68,60 @@ void BatchedInferState::lm_head(const float* hidden, int rows, float* logits) {
   project(exec_, w_, w_.layout().lm_head, logits, hidden, rows, c.hidden_size, c.vocab_size);
 }
 
+void BatchedInferState::forward(std::span<const Chunk> chunks, float* logits) {
+  const int n = int(chunks.size()), C = w_.config().hidden_size;
+  if (n < 1 || n > slots()) fail("inference: a pass takes 1 to ", slots(), " slots, got ", n);
+  row_starts_.assign(1, 0);
+  pass_slots_.clear();
+  int out_rows = 0;
+  for (const Chunk& c : chunks) {
+    check_room(c.slot, c.count);
+    if (c.count < 1 || row_starts_.back() + c.count > max_rows())
+      fail("inference: a pass takes 1 to ", max_rows(), " tokens, got ",
+           row_starts_.back() + c.count, " (slot ", c.slot, ": ", c.count, ")");
+    if (std::find(pass_slots_.begin(), pass_slots_.end(), c.slot) != pass_slots_.end())
+      fail("inference: slot ", c.slot, " appears twice in one pass");
+    const int row0 = row_starts_.back();
+    for (int i = 0; i < c.count; ++i) {
+      positions_[row0 + i] = lengths_[c.slot] + i;
+      ids_[row0 + i] = c.ids[i];
+    }
+    row_starts_.push_back(row0 + c.count);
+    pass_slots_.push_back(c.slot);
+    out_rows += c.every_row ? c.count : 1;
+  }
+  const PassContext pass{.weights = w_,
+                         .exec = exec_,
+                         .batch = n,
+                         .seq_len = 0,
+                         .positions = positions_.data(),
+                         .memory = memory_view_.data(),
+                         .memory_sequences = pass_slots_.data(),
+                         .row_starts = row_starts_.data()};
+  forward_blocks(pass, ids_.data(), buffers_);
+  for (const Chunk& c : chunks) lengths_[c.slot] += c.count;
+  if (!logits) return;
+  // The rows whose logits are asked for, gathered (all of them, in place, when that is every row).
+  const float* hidden = buffers_.final_out;
+  if (out_rows != row_starts_.back()) {
+    last_hidden_.resize(size_t(out_rows) * C);
+    float* to = last_hidden_.data();
+    for (int b = 0; b < n; ++b) {
+      const int rows = chunks[b].every_row ? chunks[b].count : 1;
+      const float* from = buffers_.final_out + int64_t(row_starts_[b + 1] - rows) * C;
+      to = std::copy(from, from + int64_t(rows) * C, to);
+    }
+    hidden = last_hidden_.data();
+  }
+  lm_head(hidden, out_rows, logits);
+}
+
 void BatchedInferState::prefill(int slot, const int32_t* ids, int count, float* logits,
                                 bool every_row) {
   if (count < 1 || count > max_chunk_)
     fail("inference: ", count, " tokens in one chunk, expected 1 to ", max_chunk_);
-  check_room(slot, count);
-  for (int i = 0; i < count; ++i) positions_[i] = lengths_[slot] + i;
-  forward_blocks(context(1, count, &slot), ids, buffers_);
-  lengths_[slot] += count;
-  if (!logits) return;
-  const int rows = every_row ? count : 1;
-  lm_head(buffers_.final_out + int64_t(count - rows) * w_.config().hidden_size, rows, logits);
+  const Chunk chunk{.slot = slot, .ids = ids, .count = count, .every_row = every_row};
+  forward(std::span(&chunk, 1), logits);
 }
 
 void BatchedInferState::decode(std::span<const int> slots, std::span<const int32_t> ids,
@@ -96,15 +130,9 @@ void BatchedInferState::decode(std::span<const int> slots, std::span<const int32
   if (n < 1 || n > this->slots() || ids.size() != slots.size())
     fail("inference: a decode step takes 1 to ", this->slots(), " slots and one token each, got ",
          n, " slots and ", ids.size(), " tokens");
-  for (int i = 0; i < n; ++i) {
-    check_room(slots[i], 1);
-    if (std::count(slots.begin(), slots.end(), slots[i]) != 1)
-      fail("inference: slot ", slots[i], " appears twice in one decode step");
-    positions_[i] = lengths_[slots[i]];
-  }
-  forward_blocks(context(n, 1, slots.data()), ids.data(), buffers_);
-  for (int slot : slots) ++lengths_[slot];
-  lm_head(buffers_.final_out, n, logits);
+  std::vector<Chunk> chunks(n);
+  for (int i = 0; i < n; ++i) chunks[i] = {.slot = slots[i], .ids = &ids[i], .count = 1};
+  forward(chunks, logits);
 }
 
 }  // namespace gattn

@@ -31,6 +31,21 @@ class BatchedInferState {
   // How the following passes compute and where they report (precision, profile, GEMM log).
   void set_exec(const ExecContext& exec);
 
+  // New tokens of one slot, at positions length(slot) .. length(slot) + count - 1.
+  struct Chunk {
+    int slot = 0;
+    const int32_t* ids = nullptr;
+    int count = 0;
+    bool every_row = false;  // logits of every token (scoring a prompt), not only of the last
+  };
+  // The most tokens one forward() takes: a token of every slot plus one prompt chunk.
+  int max_rows() const { return slots() + max_chunk_; }
+  // One pass over the chunks of distinct slots (a ragged batch: decoding slots' next tokens and
+  // prompt chunks together, at most max_rows() tokens), each appended to its slot's memory;
+  // writes, chunk by chunk, the logits of its last token, or of all its tokens with every_row
+  // ([rows, vocab]). Each chunk's logits equal those of running it alone to rounding (every
+  // weight matrix is one GEMM over all rows).
+  void forward(std::span<const Chunk> chunks, float* logits);
   // Runs `count` tokens of one slot at positions length(slot) .. and appends them to its memory;
   // writes the logits [vocab] of the last one when `logits` is not null, or of every one
   // [count, vocab] with every_row (scoring a prompt).
@@ -50,7 +65,6 @@ class BatchedInferState {
 
  private:
   void check_room(int slot, int count) const;
-  PassContext context(int batch, int seq_len, const int* slots) const;
   void lm_head(const float* hidden, int rows, float* logits);
 
   const Weights& w_;
@@ -60,7 +74,9 @@ class BatchedInferState {
   std::vector<DecodeMemory*> memory_view_;             // what a pass reads
   Arena acts_;
   PassBuffers buffers_;
-  std::vector<int32_t> positions_;
+  std::vector<int32_t> positions_, ids_;
+  std::vector<int> row_starts_, pass_slots_;
+  std::vector<float> last_hidden_;  // the rows whose logits a forward() writes
   ExecContext exec_;
 };
 

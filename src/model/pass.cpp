@@ -6,6 +6,7 @@
 #include "ops/matmul.h"
 #include "ops/rmsnorm.h"
 #include "ops/typed_linear.h"
+#include "util/error.h"
 
 namespace gattn {
 
@@ -67,6 +68,8 @@ void forward_blocks(const PassContext& pass, const int32_t* ids, PassBuffers& b)
   const Weights& w = pass.weights;
   const Config& c = w.config();
   const int C = c.hidden_size;
+  GATTN_ASSERT(!pass.row_starts || (pass.memory && !pass.hooks),
+               "a ragged pass is a decode pass without hooks");
   OpSections ops(pass.exec.profile);
   ops.next("embedding");
   embedding_forward(b.block_input(0), ids, w.matrix(w.layout().embed, c.vocab_size, C),

@@ -35,8 +35,15 @@ struct PassContext {
   // The memory sequence of each of the pass's sequences (null: sequence b uses b).
   const int* memory_sequences = nullptr;
   PassHooks* hooks = nullptr;  // what the blocks show of their tensors (analysis, interventions)
+  // A ragged pass (decode passes only, no hooks): sequence b's rows are row_starts[b] ..
+  // row_starts[b + 1] - 1 ([batch + 1], row_starts[0] = 0), so one pass carries some sequences'
+  // next token and other sequences' prompt chunks (llama.cpp's llama_batch: a position and a
+  // sequence per token). Null: rectangular, sequence b's rows are b * seq_len ...
+  const int* row_starts = nullptr;
 
-  int rows() const { return batch * seq_len; }
+  int rows() const { return row_starts ? row_starts[batch] : batch * seq_len; }
+  int row0(int b) const { return row_starts ? row_starts[b] : b * seq_len; }
+  int rows_of(int b) const { return row_starts ? row_starts[b + 1] - row_starts[b] : seq_len; }
   int memory_sequence(int b) const { return memory_sequences ? memory_sequences[b] : b; }
 };
 

@@ -52,8 +52,8 @@ class Weights {
   // rows x cols values from layout offset `offset` (one matrix, or several adjacent ones of the
   // same width: q|k|v|gate), in the storage's matrix dtype.
   WeightView matrix(int64_t offset, int64_t rows, int64_t cols) const;
-  // Floats at `offset` of a tensor stored as floats (every tensor of f32 storage; the elementwise ones
-  // of bf16 storage). A bf16 matrix is an InternalError naming it: read it through matrix().
+  // Floats at `offset` of a tensor stored as floats (every tensor of f32 storage; the elementwise
+  // ones of bf16 storage). A bf16 matrix is an InternalError naming it: read it through matrix().
   const float* at(int64_t offset) const;
   // Writes count values at `offset` (within one tensor), rounded to the tensor's dtype: loaders.
   void store(int64_t offset, const float* values, int64_t count);

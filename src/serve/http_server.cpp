@@ -49,6 +49,7 @@ HttpServer::HttpServer(const Weights& weights, const Tokenizer& tokenizer,
                  {.parallel = options.parallel,
                   .context = options.context,
                   .prefill_chunk = options.prefill_chunk,
+                  .decode_slowdown = options.decode_slowdown,
                   .timeout_s = options.timeout_s,
                   .exec = options.exec,
                   .metrics = &metrics_}),
@@ -165,6 +166,11 @@ void HttpServer::metrics(ResponseWriter& w) const {
                   "Requests over the time limit (--timeout-s).", double(s.timed_out)) +
       metric_line("gattn_requests_failed_total", "counter", "Requests that failed while running.",
                   double(s.failed)) +
+      metric_line("gattn_passes_total", "counter", "Forward passes of the scheduler.",
+                  double(s.passes)) +
+      metric_line("gattn_mixed_passes_total", "counter",
+                  "Passes carrying decoding tokens and prompt tokens together.",
+                  double(s.mixed_passes)) +
       metric_line("gattn_http_connections_open", "gauge", "Open client connections.",
                   double(t.open_connections)) +
       metric_line("gattn_http_header_timeouts_total", "counter",

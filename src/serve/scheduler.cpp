@@ -79,6 +79,8 @@ struct Scheduler::Slot {
   std::vector<TokenLogprob> prompt_logprobs, logprobs;
   std::optional<JobOutcome> failure;
   std::optional<SteadyClock::time_point> last_token;  // when the job's last token was taken
+  int32_t next_id = 0;                                // the token a pass feeds it (decoding)
+  bool prefilling() const { return job && !continuation && !failure && !job->cancelled(); }
 
   bool decoding() const { return continuation && !continuation->done() && !failure; }
   void clear() {
@@ -99,6 +101,8 @@ Scheduler::Scheduler(const Weights& weights, const Tokenizer& tokenizer,
     : w_(weights), tokenizer_(tokenizer), o_(options) {
   if (o_.parallel < 1) fail("serve: --parallel must be at least 1, got ", o_.parallel);
   if (o_.timeout_s <= 0) fail("serve: the time limit must be positive, got ", o_.timeout_s);
+  if (!(o_.decode_slowdown >= 1))
+    fail("serve: --decode-slowdown must be at least 1, got ", o_.decode_slowdown);
   model_.reset(new Model{.state = {w_, o_.parallel, o_.context, o_.prefill_chunk}, .logits = {}});
   model_->state.set_exec(o_.exec);
   for (int i = 0; i < o_.parallel; ++i) {
@@ -188,10 +192,7 @@ bool Scheduler::admit() {
 
 void Scheduler::loop() {
   while (admit()) {
-    for (auto& slot : slots_)
-      if (slot->job && !slot->continuation && !slot->failure && !slot->job->cancelled())
-        guarded(*slot, [&] { prefill(*slot); });
-    decode_step();
+    step();
     retire();
   }
 }
@@ -206,28 +207,105 @@ void Scheduler::guarded(Slot& slot, const std::function<void()>& work) {
   }
 }
 
-// One chunk of a slot's prompt; scores each prompt token when asked (echo with logprobs).
-void Scheduler::prefill(Slot& slot) {
+// How many prompt tokens the next pass may carry. Alone, a full chunk; beside decoding slots, as
+// many as keep the pass within decode_slowdown times a decode-only pass, from the measured cost
+// of both (at least one token, so a prompt always advances).
+int Scheduler::prefill_budget(bool decoding) const {
+  if (!decoding || !(cost_.decode_s > 0) || !(cost_.prefill_token_s > 0)) return o_.prefill_chunk;
+  const double room = (o_.decode_slowdown - 1) * cost_.decode_s;
+  return std::clamp(int(room / cost_.prefill_token_s), 1, o_.prefill_chunk);
+}
+
+// Running means of a decode-only pass's time and of one prompt token's share of a pass.
+void Scheduler::PassCost::record(double seconds, int decoding, int prompt_tokens) {
+  constexpr double kKeep = 0.8;
+  const auto mean = [](double& m, double x) { m = m > 0 ? kKeep * m + (1 - kKeep) * x : x; };
+  if (prompt_tokens == 0) return mean(decode_s, seconds);
+  const double base = decoding ? decode_s : 0;
+  if (seconds > base) mean(prefill_token_s, (seconds - base) / prompt_tokens);
+}
+
+// One ragged pass: every decoding slot's next token and, within the budget, chunks of the
+// prompts waiting (oldest first; a chunk never crosses the prefill_chunk grid, so a prompt's
+// chunks are those of prefilling it alone when nothing decodes).
+void Scheduler::step() {
+  std::vector<Slot*> batch;
+  std::vector<BatchedInferState::Chunk> chunks;
+  for (auto& slot : slots_)
+    if (slot->job && slot->decoding() && !slot->job->cancelled()) {
+      slot->next_id = int32_t(slot->continuation->last());
+      batch.push_back(slot.get());
+      chunks.push_back({.slot = slot->index, .ids = &slot->next_id, .count = 1});
+    }
+  const int decoding = int(chunks.size());
+  std::vector<Slot*> waiting;
+  for (auto& slot : slots_)
+    if (slot->prefilling()) waiting.push_back(slot.get());
+  std::stable_sort(waiting.begin(), waiting.end(), [](const Slot* a, const Slot* b) {
+    return a->job->submitted() < b->job->submitted();
+  });
+  int budget = prefill_budget(decoding > 0), prompt_tokens = 0, rows = decoding;
+  for (Slot* slot : waiting) {
+    if (budget == 0) break;
+    const int left = int(slot->ids.size()) - slot->prefilled;
+    const int to_grid = o_.prefill_chunk - slot->prefilled % o_.prefill_chunk;
+    const int n = std::min({budget, left, to_grid});
+    const bool every = slot->job->spec().prompt_logprobs;
+    batch.push_back(slot);
+    chunks.push_back({.slot = slot->index,
+                      .ids = slot->ids.data() + slot->prefilled,
+                      .count = n,
+                      .every_row = every});
+    budget -= n;
+    prompt_tokens += n;
+    rows += every ? n : 1;
+  }
+  if (chunks.empty()) return;
+  const int V = w_.config().vocab_size;
+  model_->logits.resize(size_t(rows) * V);
+  const auto start = SteadyClock::now();
+  try {
+    model_->state.forward(chunks, model_->logits.data());
+  } catch (const std::exception& e) {  // one pass for them all: each of its jobs fails
+    for (Slot* slot : batch) slot->failure = JobOutcome{.error_status = 500, .error = e.what()};
+    return;
+  }
+  cost_.record(std::chrono::duration<double>(SteadyClock::now() - start).count(), decoding,
+               prompt_tokens);
+  {
+    std::lock_guard lock(m_);
+    ++stats_.passes;
+    if (decoding > 0 && prompt_tokens > 0) ++stats_.mixed_passes;
+  }
+  std::span<float> out(model_->logits);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const int n = chunks[i].every_row ? chunks[i].count : 1;
+    const std::span<float> logits = out.subspan(0, size_t(n) * V);
+    out = out.subspan(size_t(n) * V);
+    if (int(i) < decoding)
+      guarded(*batch[i], [&] { take_token(*batch[i], logits); });
+    else
+      guarded(*batch[i], [&] { prefilled(*batch[i], chunks[i].count, logits); });
+  }
+}
+
+// After a pass carried `count` prompt tokens of the slot: scores them when asked (echo with
+// logprobs), and takes the first token once the prompt is whole.
+void Scheduler::prefilled(Slot& slot, int count, std::span<float> logits) {
   const JobSpec& spec = slot.job->spec();
   const int V = w_.config().vocab_size, total = int(slot.ids.size());
-  const int n = std::min(o_.prefill_chunk, total - slot.prefilled);
-  const bool every = spec.prompt_logprobs;
-  model_->logits.resize(size_t(every ? n : 1) * V);
-  model_->state.prefill(slot.index, slot.ids.data() + slot.prefilled, n, model_->logits.data(),
-                        every);
-  if (every) {
+  if (spec.prompt_logprobs) {
     if (slot.prefilled == 0) slot.prompt_logprobs.push_back({.token = uint32_t(slot.ids[0])});
-    for (int r = 0; r < n && slot.prefilled + r + 1 < total; ++r) {
-      const auto row = std::span(model_->logits).subspan(size_t(r) * V, V);
+    for (int r = 0; r < count && slot.prefilled + r + 1 < total; ++r) {
+      const auto row = logits.subspan(size_t(r) * V, V);
       check_finite_logits(row, size_t(slot.prefilled + r + 1));  // no NaN scores
       const auto lp = log_softmax(row);
       slot.prompt_logprobs.push_back(
           score(lp, uint32_t(slot.ids[slot.prefilled + r + 1]), std::max(spec.logprobs, 0)));
     }
   }
-  slot.prefilled += n;
-  if (slot.prefilled == total)
-    start_decoding(slot, std::span(model_->logits).subspan(size_t(every ? n - 1 : 0) * V, V));
+  slot.prefilled += count;
+  if (slot.prefilled == total) start_decoding(slot, logits.subspan(logits.size() - V, V));
 }
 
 void Scheduler::start_decoding(Slot& slot, std::span<float> logits) {
@@ -259,29 +337,6 @@ void Scheduler::take_token(Slot& slot, std::span<float> logits) {
     slot.last_token ? o_.metrics->next_token(seconds) : o_.metrics->first_token(seconds);
   }
   slot.last_token = now;
-}
-
-void Scheduler::decode_step() {
-  std::vector<Slot*> batch;
-  std::vector<int> indices;
-  std::vector<int32_t> ids;
-  for (auto& slot : slots_)
-    if (slot->job && slot->decoding() && !slot->job->cancelled()) {
-      batch.push_back(slot.get());
-      indices.push_back(slot->index);
-      ids.push_back(int32_t(slot->continuation->last()));
-    }
-  if (batch.empty()) return;
-  const int V = w_.config().vocab_size;
-  model_->logits.resize(batch.size() * V);
-  try {
-    model_->state.decode(indices, ids, model_->logits.data());
-  } catch (const std::exception& e) {  // one pass for them all: each of its jobs fails
-    for (Slot* slot : batch) slot->failure = JobOutcome{.error_status = 500, .error = e.what()};
-    return;
-  }
-  for (size_t i = 0; i < batch.size(); ++i)
-    guarded(*batch[i], [&] { take_token(*batch[i], std::span(model_->logits).subspan(i * V, V)); });
 }
 
 // Frees the slots of jobs that finished, were cancelled, failed or ran out of time.

@@ -90,9 +90,12 @@ class Job {
 };
 
 struct SchedulerOptions {
-  int parallel = 4;                 // jobs decoded at once
-  int context = 0;                  // positions per job (prompt + generated)
-  int prefill_chunk = 256;          // prompt tokens per forward pass
+  int parallel = 4;         // jobs decoded at once
+  int context = 0;          // positions per job (prompt + generated)
+  int prefill_chunk = 256;  // prompt tokens per forward pass at most (and their chunk grid)
+  // While slots decode, prompts prefill beside them in the same passes with as many tokens as
+  // keep a pass within this factor of a decode-only pass (measured as the server runs).
+  double decode_slowdown = 1.5;
   double timeout_s = 300;           // a job's time limit, from submission (queueing included)
   ExecContext exec = {};            // how the passes compute
   ServeMetrics* metrics = nullptr;  // where token counts and latencies go (may be null)
@@ -101,6 +104,8 @@ struct SchedulerOptions {
 struct SchedulerStats {
   int active = 0, queued = 0;
   int64_t completed = 0, cancelled = 0, timed_out = 0, failed = 0;
+  // Forward passes, and those that carried decoding slots' tokens and prompt tokens together.
+  int64_t passes = 0, mixed_passes = 0;
 };
 
 class Scheduler {
@@ -126,8 +131,9 @@ class Scheduler {
   bool admit();  // moves queued jobs into free slots; false when stopping
   // Runs one slot's work: what it throws fails that slot's job only.
   static void guarded(Slot& slot, const std::function<void()>& work);
-  void prefill(Slot& slot);
-  void decode_step();
+  int prefill_budget(bool decoding) const;
+  void step();
+  void prefilled(Slot& slot, int count, std::span<float> logits);
   void retire();
   void start_decoding(Slot& slot, std::span<float> logits);
   void take_token(Slot& slot, std::span<float> logits);
@@ -138,6 +144,10 @@ class Scheduler {
   struct Model;
   std::unique_ptr<Model> model_;  // the BatchedInferState and its logits
   std::vector<std::unique_ptr<Slot>> slots_;
+  struct PassCost {  // the scheduler thread's running means
+    double decode_s = 0, prefill_token_s = 0;
+    void record(double seconds, int decoding, int prompt_tokens);
+  } cost_;
 
   mutable std::mutex m_;
   std::condition_variable cv_;

@@ -221,12 +221,12 @@ TensorRef AttentionForward::head_path(bool is_query) {
 // Each sequence of the pass appends its keys and values to its memory sequence at its rows'
 // positions, then attends to every remembered position up to them.
 void AttentionForward::attention_over_memory(TensorRef q, TensorRef k, TensorRef v) {
-  const int H = c_.heads, kvd = c_.kv_dim(), T = pass_.seq_len;
+  const int H = c_.heads, kvd = c_.kv_dim();
   KeyValueRows& memory = *memory_;
   for (int b = 0; b < pass_.batch; ++b) {
-    const int s = pass_.memory_sequence(b);
+    const int s = pass_.memory_sequence(b), T = pass_.rows_of(b);
     if (s < 0 || s >= memory.sequences) fail("kv cache: sequence ", s, " is not in the cache");
-    const int64_t row0 = int64_t(b) * T, base = int64_t(s) * memory.capacity;
+    const int64_t row0 = pass_.row0(b), base = int64_t(s) * memory.capacity;
     const int pos0 = pass_.positions[row0];
     if (pos0 < 0 || pos0 + T > memory.capacity)
       fail("kv cache: positions ", pos0, "..", pos0 + T - 1, " exceed its capacity ",

@@ -137,7 +137,7 @@ void GatedDeltaNet::normalize_qk(int64_t N, const GatedDeltaNetActivations& a) c
 void GatedDeltaNet::mix(const PassContext& pass, GatedDeltaNetActivations& a,
                         DeltaNetMemory* memory) const {
   const Weights& w = pass.weights;
-  const int B = pass.batch, T = pass.seq_len, N = pass.rows(), P = d_.projection_stride();
+  const int B = pass.batch, N = pass.rows(), P = d_.projection_stride();
   const int64_t ch = d_.conv_channels(), vw = d_.value_width();
   OpSections ops(pass.exec.profile);
   ops.next("delta_net conv and l2 norms");
@@ -145,10 +145,10 @@ void GatedDeltaNet::mix(const PassContext& pass, GatedDeltaNetActivations& a,
     conv_and_norms(pass, a);
   } else {
     for (int b = 0; b < B; ++b) {
-      const int s = pass.memory_sequence(b);
+      const int s = pass.memory_sequence(b), T = pass.rows_of(b);
       if (s < 0 || s >= memory->sequences) fail("delta_net state: sequence ", s, " is not kept");
-      if (pass.positions[int64_t(b) * T] == 0) memory->reset(s);  // a sequence starts again
-      const int64_t row0 = int64_t(b) * T;
+      const int64_t row0 = pass.row0(b);
+      if (pass.positions[row0] == 0) memory->reset(s);  // a sequence starts again
       short_conv_forward(delta_net_conv_shape(d_, 1, T), a.proj + row0 * P, w.at(p_.conv),
                          memory->conv + s * memory->conv_size, a.conv_pre + row0 * ch,
                          a.qkv + row0 * ch);
@@ -161,15 +161,16 @@ void GatedDeltaNet::mix(const PassContext& pass, GatedDeltaNetActivations& a,
                       d_.value_heads, a.g, a.beta, d_.value_heads);
   ops.next("delta rule");
   if (!memory) {
-    const DeltaRuleShape s = delta_rule_shape(d_, B, T);
+    const DeltaRuleShape s = delta_rule_shape(d_, B, pass.seq_len);
     std::vector<float> state(size_t(B * s.state_size()), 0.0f);
     delta_rule_chunked(pass.exec, s, delta_rule_inputs(d_, a.qkv, a.g, a.beta, 0), state.data(),
                        a.core, static_cast<float*>(nullptr));
     return;
   }
-  const DeltaRuleShape s = delta_rule_shape(d_, 1, T);
   for (int b = 0; b < B; ++b) {
-    const int64_t row0 = int64_t(b) * T;
+    const int T = pass.rows_of(b);
+    const int64_t row0 = pass.row0(b);
+    const DeltaRuleShape s = delta_rule_shape(d_, 1, T);
     float* state = memory->state + pass.memory_sequence(b) * memory->state_size;
     const DeltaRuleInputs<float> in = delta_rule_inputs(d_, a.qkv, a.g, a.beta, row0);
     if (T == 1)

@@ -20,6 +20,7 @@
 #include "model/train_state.h"
 #include "serve/http_server.h"
 #include "serve/openai_response.h"
+#include "serve/prefix_cache.h"
 #include "util/json_parse.h"
 
 namespace gattn {
@@ -744,6 +745,96 @@ TEST(Scheduler, PromptsPrefillInsideTheDecodingPasses) {
   EXPECT_EQ(stats.mixed_passes - before, 40) << "passes " << stats.passes;
   EXPECT_EQ(a->outcome().text, generate(model(), chat_tokenizer(), first, o).text);
   EXPECT_EQ(b->outcome().text, generate(model(), chat_tokenizer(), second, o).text);
+}
+
+// A job's first logits and its tokens, run on `scheduler`.
+std::pair<std::vector<float>, std::vector<uint32_t>> first_logits_and_tokens(
+    Scheduler& scheduler, const std::vector<uint32_t>& prompt, int max_tokens) {
+  auto first = std::make_shared<std::vector<float>>();
+  JobSpec spec{.prompt = prompt,
+               .options = {.max_tokens = max_tokens, .sampling = {.temperature = 0}}};
+  spec.on_logits = [first](std::span<float> logits) {
+    if (first->empty()) first->assign(logits.begin(), logits.end());
+  };
+  const auto job = scheduler.submit(std::move(spec));
+  JobProgress progress;
+  while (!job->wait(progress, 100ms)) {
+  }
+  EXPECT_EQ(job->outcome().error_status, 0) << job->outcome().error;
+  return {*first, job->outcome().tokens};
+}
+
+std::vector<uint32_t> numbered_tokens(int n, uint32_t salt) {
+  std::vector<uint32_t> ids;
+  for (int i = 0; i < n; ++i) ids.push_back((uint32_t(i) * 37 + salt) % 500 + 10);
+  return ids;
+}
+
+// A prompt sharing 35 tokens with an earlier one starts from the cached pieces up to the grid
+// point 32 (chunks of 16) and gives the first logits of a cold prefill bit for bit and the same
+// tokens, for an attention model and a hybrid one; a request continuing the first one's
+// conversation (its prompt and text, then more) starts from the end of that request.
+TEST(Scheduler, AReusedPrefixGivesTheLogitsOfAColdPrefill) {
+  for (const Weights* w : {&model(), &hybrid_model()}) {
+    const SchedulerOptions o{.parallel = 2, .context = 256, .prefill_chunk = 16};
+    SchedulerOptions cold_options = o;
+    cold_options.prefix_cache_bytes = 0;
+    Scheduler warm(*w, chat_tokenizer(), o), cold(*w, chat_tokenizer(), cold_options);
+    const std::vector<uint32_t> a = numbered_tokens(40, 1);
+    std::vector<uint32_t> b(a.begin(), a.begin() + 35);
+    for (uint32_t t : numbered_tokens(5, 99)) b.push_back(t);
+    const auto [a_logits, a_tokens] = first_logits_and_tokens(warm, a, 6);
+    EXPECT_EQ(warm.stats().prefix_cache.hits, 0);
+    EXPECT_EQ(warm.stats().prefix_cache.pieces, 3);  // [0, 16), [16, 32), [32, 45)
+    const int64_t warm_before = warm.stats().passes;
+    const auto [b_logits, b_tokens] = first_logits_and_tokens(warm, b, 6);
+    const auto [b_cold_logits, b_cold_tokens] = first_logits_and_tokens(cold, b, 6);
+    // Cold: 3 prompt chunks, then 5 steps; warm: only the chunk [32, 40) is left to run.
+    EXPECT_EQ(cold.stats().passes, 3 + 5);
+    EXPECT_EQ(warm.stats().passes - warm_before, 1 + 5);
+    EXPECT_EQ(warm.stats().prefix_cache.hits, 1);
+    EXPECT_EQ(warm.stats().prefix_cache.tokens_reused, 32);
+    EXPECT_EQ(cold.stats().prefix_cache.hits + cold.stats().prefix_cache.misses, 0);
+    EXPECT_TRUE(b_logits == b_cold_logits) << "the reused prefix changed the logits";
+    EXPECT_EQ(b_tokens, b_cold_tokens);
+    // The conversation goes on: a's prompt and the 5 tokens fed after it, then 4 more.
+    std::vector<uint32_t> c = a;
+    c.insert(c.end(), a_tokens.begin(), a_tokens.begin() + 5);
+    for (uint32_t t : numbered_tokens(4, 7)) c.push_back(t);
+    const auto [c_logits, c_tokens] = first_logits_and_tokens(warm, c, 6);
+    const auto [c_cold_logits, c_cold_tokens] = first_logits_and_tokens(cold, c, 6);
+    EXPECT_EQ(warm.stats().prefix_cache.tokens_reused, 32 + 45);
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < c_logits.size(); ++i) {
+      diff += std::pow(double(c_logits[i]) - c_cold_logits[i], 2);
+      norm += std::pow(double(c_cold_logits[i]), 2);
+    }
+    EXPECT_LT(std::sqrt(diff / norm), 1e-5);
+    EXPECT_EQ(c_tokens, c_cold_tokens);
+  }
+}
+
+// The cache keeps at most its bound: pieces of old prompts go, least recently used first.
+TEST(PrefixCache, EvictsTheLeastRecentlyUsedPiecesOverItsBound) {
+  PrefixCache cache(3 * (16 * 4 + 100 * 4 + 64));
+  const std::vector<uint32_t> a = numbered_tokens(32, 1), b = numbered_tokens(32, 2);
+  cache.insert(a, 0, 16, std::vector<float>(100, 1.0f));
+  cache.insert(a, 16, 32, std::vector<float>(100, 2.0f));
+  EXPECT_EQ(cache.find(a, 31).size(), 1u);  // the longest prefix of at most 31 tokens: [0, 16)
+  EXPECT_EQ(cache.find(a, 32).size(), 2u);
+  cache.insert(b, 0, 16, std::vector<float>(100, 3.0f));
+  cache.insert(b, 16, 32, std::vector<float>(100, 4.0f));  // a's [0, 16) was used least lately
+  EXPECT_EQ(cache.stats().pieces, 3);
+  EXPECT_EQ(cache.stats().evicted, 1);
+  EXPECT_TRUE(cache.find(a, 32).empty());  // its chain has lost its root
+  EXPECT_EQ(cache.find(b, 32).size(), 2u);
+  EXPECT_EQ(cache.find(b, 32)[1]->memory[0], 4.0f);
+  std::vector<uint32_t> other = b;
+  other[3] += 1;  // a different token inside the first piece
+  EXPECT_TRUE(cache.find(other, 32).empty());
+  EXPECT_EQ(cache.stats().hits, 4);
+  EXPECT_EQ(cache.stats().misses, 2);
+  EXPECT_LE(cache.stats().bytes, 3 * (16 * 4 + 100 * 4 + 64));
 }
 
 TEST(Serve, ARequestOverTheTimeLimitGets408) {

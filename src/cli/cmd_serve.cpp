@@ -113,6 +113,11 @@ void add_serve_command(CLI::App& app) {
                   "tokens as keep a pass within this factor of a decode-only one")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 1000.0));
+  cmd->add_option("--prefix-cache-mib", o.prefix_cache_mib,
+                  "memory for reused prompt prefixes (keys, values and recurrent states on the "
+                  "256-token grid and at each request's end; 0: none)")
+      ->capture_default_str()
+      ->check(integer_in_range(0, int64_t(1) << 30));
   cmd->add_option("--header-timeout-s", o.header_timeout_s,
                   "seconds a request's header fields may take from its first byte (then 408)")
       ->capture_default_str()

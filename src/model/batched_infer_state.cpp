@@ -55,6 +55,25 @@ int64_t BatchedInferState::planned_decode_memory_bytes(const Weights& w, int slo
   return int64_t(slots) * (fixed + int64_t(context) * per_position);
 }
 
+std::vector<float> BatchedInferState::save(int slot, int from) const {
+  check_room(slot, 0);
+  GATTN_ASSERT(from >= 0 && from <= lengths_[slot]);
+  std::vector<float> out;
+  for (const auto& memory : memory_)
+    if (memory) memory->save(slot, from, lengths_[slot], out);
+  return out;
+}
+
+void BatchedInferState::load(int slot, int to, const float* piece, int64_t floats) {
+  check_room(slot, to - lengths_[slot]);
+  GATTN_ASSERT(to >= lengths_[slot]);
+  int64_t read = 0;
+  for (auto& memory : memory_)
+    if (memory) read += memory->load(slot, lengths_[slot], to, piece + read);
+  GATTN_ASSERT(read == floats, "a memory piece of ", floats, " floats, ", read, " read");
+  lengths_[slot] = to;
+}
+
 void BatchedInferState::check_room(int slot, int count) const {
   if (slot < 0 || slot >= slots()) fail("inference: slot ", slot, " is outside [0, ", slots(), ")");
   if (lengths_[slot] + count > context())

@@ -53,6 +53,12 @@ class BatchedInferState {
   // One decode step: token ids[i] for slot slots[i] (distinct) at position length(slots[i]);
   // writes logits [slots.size(), vocab].
   void decode(std::span<const int> slots, std::span<const int32_t> ids, float* logits);
+  // A piece of the slot's memory: positions [from, length(slot)) of every block's rows and the
+  // recurrent states at length(slot) (model/block.h DecodeMemory::save).
+  std::vector<float> save(int slot, int from) const;
+  // Appends a piece save() wrote for [length(slot), to) to the slot (its length becomes `to`);
+  // pieces of a chain go back root first. `floats`: the piece's size, checked.
+  void load(int slot, int to, const float* piece, int64_t floats);
   // The final hidden states (after the last norm) of the last pass's rows.
   const float* final_hidden() const { return buffers_.final_out; }
 

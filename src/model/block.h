@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "model/arena.h"
 
@@ -33,6 +34,12 @@ class DecodeMemory {
   virtual ~DecodeMemory() = default;
   virtual void reset(int sequence) = 0;  // the sequence starts again from position 0
   virtual int64_t bytes() const = 0;
+  // A piece of a sequence's memory after its first `to` positions, appended to `out`: the rows
+  // of positions [from, to) (keys and values) and the per-sequence state (a convolution's and a
+  // recurrence's, valid at exactly `to`). A prefix cache keeps such pieces.
+  virtual void save(int sequence, int from, int to, std::vector<float>& out) const = 0;
+  // Puts back what save() wrote for the same from and to; returns the floats read.
+  virtual int64_t load(int sequence, int from, int to, const float* in) = 0;
 };
 
 class Block {

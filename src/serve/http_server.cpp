@@ -76,18 +76,19 @@ void HttpServer::stop() {
 }
 
 namespace {
-// Passes every call on and remembers the response's status.
-class StatusRecorder final : public ResponseWriter {
+// Passes every call on, counting the response by endpoint and status as it starts (before the
+// client can see it, so a client's next /metrics already counts it).
+class CountedWriter final : public ResponseWriter {
  public:
-  explicit StatusRecorder(ResponseWriter& w) : w_(w) {}
-  int status() const { return status_; }
+  CountedWriter(ResponseWriter& w, ServeMetrics& metrics, std::string endpoint)
+      : w_(w), metrics_(metrics), endpoint_(std::move(endpoint)) {}
   bool send(int status, std::string_view type, std::string_view body,
             const HttpHeaders& headers) override {
-    status_ = status;
+    metrics_.request(endpoint_, status);
     return w_.send(status, type, body, headers);
   }
   bool begin_stream(int status, std::string_view type, const HttpHeaders& headers) override {
-    status_ = status;
+    metrics_.request(endpoint_, status);
     return w_.begin_stream(status, type, headers);
   }
   bool write(std::string_view piece) override { return w_.write(piece); }
@@ -96,7 +97,8 @@ class StatusRecorder final : public ResponseWriter {
 
  private:
   ResponseWriter& w_;
-  int status_ = 0;
+  ServeMetrics& metrics_;
+  const std::string endpoint_;
 };
 
 // The endpoint label of /metrics: the server's paths, every other one as "other" (a label per
@@ -118,9 +120,8 @@ bool same_secret(std::string_view a, std::string_view b) {
 }  // namespace
 
 void HttpServer::route(const HttpRequest& req, ResponseWriter& w) {
-  StatusRecorder recorded(w);
-  answer(req, recorded);
-  metrics_.request(endpoint_label(req.path), recorded.status());
+  CountedWriter counted(w, metrics_, endpoint_label(req.path));
+  answer(req, counted);
 }
 
 bool HttpServer::authorized(const HttpRequest& req) const {
@@ -196,7 +197,14 @@ void HttpServer::health(ResponseWriter& w) const {
                     {"completed", s.completed},
                     {"cancelled", s.cancelled},
                     {"timed_out", s.timed_out},
-                    {"failed", s.failed}}));
+                    {"failed", s.failed},
+                    {"prefix_cache",
+                     {{"hits", s.prefix_cache.hits},
+                      {"misses", s.prefix_cache.misses},
+                      {"tokens_reused", s.prefix_cache.tokens_reused},
+                      {"pieces", s.prefix_cache.pieces},
+                      {"mib", double(s.prefix_cache.bytes) / (1 << 20)},
+                      {"limit_mib", o_.prefix_cache_mib}}}}));
 }
 
 namespace {

@@ -30,6 +30,7 @@ struct ServeOptions {
   double header_timeout_s = 10;      // a request's header fields, from its first byte (then 408)
   double body_timeout_s = 60;        // its body, from the end of its header fields (then 408)
   int max_connections = 1024;        // more are answered 503
+  int64_t prefix_cache_mib = 1024;   // reused prompt prefixes kept (0: none)
   std::string api_key = {};          // when set, every endpoint but /health needs it (Bearer)
   ExecContext exec = {};             // how the passes compute
 };

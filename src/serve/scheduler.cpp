@@ -80,6 +80,8 @@ struct Scheduler::Slot {
   std::optional<JobOutcome> failure;
   std::optional<SteadyClock::time_point> last_token;  // when the job's last token was taken
   int32_t next_id = 0;                                // the token a pass feeds it (decoding)
+  bool looked_up = false;                             // the prefix cache was asked for the prompt
+  int saved_to = 0;  // where the slot's chain of pieces in the prefix cache ends
   bool prefilling() const { return job && !continuation && !failure && !job->cancelled(); }
 
   bool decoding() const { return continuation && !continuation->done() && !failure; }
@@ -93,12 +95,14 @@ struct Scheduler::Slot {
     logprobs.clear();
     failure.reset();
     last_token.reset();
+    looked_up = false;
+    saved_to = 0;
   }
 };
 
 Scheduler::Scheduler(const Weights& weights, const Tokenizer& tokenizer,
                      const SchedulerOptions& options)
-    : w_(weights), tokenizer_(tokenizer), o_(options) {
+    : w_(weights), tokenizer_(tokenizer), o_(options), prefix_cache_(options.prefix_cache_bytes) {
   if (o_.parallel < 1) fail("serve: --parallel must be at least 1, got ", o_.parallel);
   if (o_.timeout_s <= 0) fail("serve: the time limit must be positive, got ", o_.timeout_s);
   if (!(o_.decode_slowdown >= 1))
@@ -240,7 +244,10 @@ void Scheduler::step() {
   const int decoding = int(chunks.size());
   std::vector<Slot*> waiting;
   for (auto& slot : slots_)
-    if (slot->prefilling()) waiting.push_back(slot.get());
+    if (slot->prefilling()) {
+      if (!slot->looked_up) guarded(*slot, [&] { reuse_prefix(*slot); });
+      waiting.push_back(slot.get());
+    }
   std::stable_sort(waiting.begin(), waiting.end(), [](const Slot* a, const Slot* b) {
     return a->job->submitted() < b->job->submitted();
   });
@@ -289,6 +296,33 @@ void Scheduler::step() {
   }
 }
 
+// Starts the slot's prompt from the longest prefix the cache has (not for prompts whose every
+// token is scored: each needs its logits; and one token at least is left to run).
+void Scheduler::reuse_prefix(Slot& slot) {
+  slot.looked_up = true;
+  if (o_.prefix_cache_bytes == 0 || slot.job->spec().prompt_logprobs) return;
+  const std::vector<uint32_t>& prompt = slot.job->spec().prompt;
+  const std::vector<const PrefixPiece*> chain = prefix_cache_.find(prompt, int(prompt.size()) - 1);
+  for (const PrefixPiece* piece : chain)
+    model_->state.load(slot.index, piece->to, piece->memory.data(), int64_t(piece->memory.size()));
+  slot.prefilled = slot.saved_to = model_->state.length(slot.index);
+  std::lock_guard lock(m_);
+  stats_.prefix_cache = prefix_cache_.stats();
+}
+
+// Keeps the slot's memory since its last piece, for the sequence of `tokens` (all of them in
+// the slot's memory).
+void Scheduler::save_prefix(Slot& slot, std::span<const uint32_t> tokens) {
+  const int to = int(tokens.size());
+  if (o_.prefix_cache_bytes == 0 || to <= slot.saved_to) return;
+  GATTN_ASSERT(model_->state.length(slot.index) == to);
+  if (!prefix_cache_.contains(tokens, to))
+    prefix_cache_.insert(tokens, slot.saved_to, to, model_->state.save(slot.index, slot.saved_to));
+  slot.saved_to = to;
+  std::lock_guard lock(m_);
+  stats_.prefix_cache = prefix_cache_.stats();
+}
+
 // After a pass carried `count` prompt tokens of the slot: scores them when asked (echo with
 // logprobs), and takes the first token once the prompt is whole.
 void Scheduler::prefilled(Slot& slot, int count, std::span<float> logits) {
@@ -305,6 +339,8 @@ void Scheduler::prefilled(Slot& slot, int count, std::span<float> logits) {
     }
   }
   slot.prefilled += count;
+  if (slot.prefilled % o_.prefill_chunk == 0)
+    save_prefix(slot, std::span(slot.job->spec().prompt).first(size_t(slot.prefilled)));
   if (slot.prefilled == total) start_decoding(slot, logits.subspan(logits.size() - V, V));
 }
 
@@ -344,35 +380,53 @@ void Scheduler::retire() {
   const auto now = SteadyClock::now();
   for (auto& slot : slots_) {
     if (!slot->job) continue;
-    Job& job = *slot->job;
-    const bool done = slot->continuation && slot->continuation->done();
     int64_t SchedulerStats::*counter = nullptr;
-    if (slot->failure) {
-      job.finish(*slot->failure);
-      counter = &SchedulerStats::failed;
-    } else if (job.cancelled()) {
-      job.finish(cancelled_outcome());
-      counter = &SchedulerStats::cancelled;
-    } else if (done) {
-      const Continuation& c = *slot->continuation;
-      job.finish({.text = c.text(),
-                  .finish_reason = c.finish_reason(),
-                  .tokens = c.tokens(),
-                  .prompt_logprobs = std::move(slot->prompt_logprobs),
-                  .logprobs = std::move(slot->logprobs),
-                  .end_token = c.end_token()});
-      counter = &SchedulerStats::completed;
-    } else if (now > job.deadline()) {
-      job.finish(timeout_outcome());
-      counter = &SchedulerStats::timed_out;
-    }
-    if (!counter) continue;
+    std::optional<JobOutcome> outcome = ending(*slot, now, counter);
+    if (!outcome) continue;
+    const std::shared_ptr<Job> job = slot->job;
     model_->state.reset(slot->index);
     slot->clear();
-    std::lock_guard lock(m_);
-    ++(stats_.*counter);
-    stats_.active = busy_slots();
+    {  // counted before the client can see the end
+      std::lock_guard lock(m_);
+      ++(stats_.*counter);
+      stats_.active = busy_slots();
+    }
+    job->finish(std::move(*outcome));
   }
+}
+
+// How the slot's job ends now (and which count it adds to), if it does: it failed, its client
+// left, it finished (then its conversation goes into the prefix cache) or ran out of time.
+std::optional<JobOutcome> Scheduler::ending(Slot& slot, SteadyClock::time_point now,
+                                            int64_t SchedulerStats::*& counter) {
+  const Job& job = *slot.job;
+  if (slot.failure) {
+    counter = &SchedulerStats::failed;
+    return *slot.failure;
+  }
+  if (job.cancelled()) {
+    counter = &SchedulerStats::cancelled;
+    return cancelled_outcome();
+  }
+  if (slot.continuation && slot.continuation->done()) {
+    const Continuation& c = *slot.continuation;
+    std::vector<uint32_t> fed = job.spec().prompt;  // the conversation so far
+    const size_t generated = size_t(model_->state.length(slot.index)) - fed.size();
+    fed.insert(fed.end(), c.tokens().begin(), c.tokens().begin() + generated);
+    guarded(slot, [&] { save_prefix(slot, fed); });
+    counter = &SchedulerStats::completed;
+    return JobOutcome{.text = c.text(),
+                      .finish_reason = c.finish_reason(),
+                      .tokens = c.tokens(),
+                      .prompt_logprobs = std::move(slot.prompt_logprobs),
+                      .logprobs = std::move(slot.logprobs),
+                      .end_token = c.end_token()};
+  }
+  if (now > job.deadline()) {
+    counter = &SchedulerStats::timed_out;
+    return timeout_outcome();
+  }
+  return std::nullopt;
 }
 
 }  // namespace gattn

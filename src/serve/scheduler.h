@@ -21,6 +21,7 @@
 #include "model/weights.h"
 #include "ops/exec_context.h"
 #include "serve/metrics.h"
+#include "serve/prefix_cache.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gattn {
@@ -99,6 +100,7 @@ struct SchedulerOptions {
   double timeout_s = 300;           // a job's time limit, from submission (queueing included)
   ExecContext exec = {};            // how the passes compute
   ServeMetrics* metrics = nullptr;  // where token counts and latencies go (may be null)
+  int64_t prefix_cache_bytes = int64_t(1) << 30;  // serve/prefix_cache.h; 0: no reuse
 };
 
 struct SchedulerStats {
@@ -106,6 +108,7 @@ struct SchedulerStats {
   int64_t completed = 0, cancelled = 0, timed_out = 0, failed = 0;
   // Forward passes, and those that carried decoding slots' tokens and prompt tokens together.
   int64_t passes = 0, mixed_passes = 0;
+  PrefixCacheStats prefix_cache;
 };
 
 class Scheduler {
@@ -134,7 +137,11 @@ class Scheduler {
   int prefill_budget(bool decoding) const;
   void step();
   void prefilled(Slot& slot, int count, std::span<float> logits);
+  void reuse_prefix(Slot& slot);
+  void save_prefix(Slot& slot, std::span<const uint32_t> tokens);
   void retire();
+  std::optional<JobOutcome> ending(Slot& slot, SteadyClock::time_point now,
+                                   int64_t SchedulerStats::*& counter);
   void start_decoding(Slot& slot, std::span<float> logits);
   void take_token(Slot& slot, std::span<float> logits);
 
@@ -148,6 +155,7 @@ class Scheduler {
     double decode_s = 0, prefill_token_s = 0;
     void record(double seconds, int decoding, int prompt_tokens);
   } cost_;
+  PrefixCache prefix_cache_;
 
   mutable std::mutex m_;
   std::condition_variable cv_;

@@ -85,10 +85,29 @@ std::unique_ptr<BlockScratch> FullAttention::plan_scratch(Arena& arena, int64_t 
   return s;
 }
 
+// Keys of positions [from, to), then their values.
+void KeyValueRows::save(int sequence, int from, int to, std::vector<float>& out) const {
+  GATTN_ASSERT(sequence >= 0 && sequence < sequences && 0 <= from && from <= to && to <= capacity);
+  const int64_t first = (int64_t(sequence) * capacity + from) * kv_dim,
+                n = int64_t(to - from) * kv_dim;
+  out.insert(out.end(), keys + first, keys + first + n);
+  out.insert(out.end(), values + first, values + first + n);
+}
+
+int64_t KeyValueRows::load(int sequence, int from, int to, const float* in) {
+  GATTN_ASSERT(sequence >= 0 && sequence < sequences && 0 <= from && from <= to && to <= capacity);
+  const int64_t first = (int64_t(sequence) * capacity + from) * kv_dim,
+                n = int64_t(to - from) * kv_dim;
+  std::copy(in, in + n, keys + first);
+  std::copy(in + n, in + 2 * n, values + first);
+  return 2 * n;
+}
+
 std::unique_ptr<DecodeMemory> FullAttention::make_decode_memory(int sequences, int capacity) const {
   auto m = std::make_unique<KeyValueRows>();
   m->capacity = capacity;
   m->sequences = sequences;
+  m->kv_dim = c_.kv_dim();
   const int64_t floats = int64_t(sequences) * capacity * c_.kv_dim();
   m->storage.plan(&m->keys, floats, "kv cache keys");
   m->storage.plan(&m->values, floats, "kv cache values");

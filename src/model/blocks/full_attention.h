@@ -37,6 +37,9 @@ struct KeyValueRows : DecodeMemory {
   Arena storage;
   void reset(int) override {}  // rows past a sequence's length are never read
   int64_t bytes() const override { return storage.bytes(); }
+  void save(int sequence, int from, int to, std::vector<float>& out) const override;
+  int64_t load(int sequence, int from, int to, const float* in) override;
+  int kv_dim = 0;
 };
 
 class FullAttention final : public Block {

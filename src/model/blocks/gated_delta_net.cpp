@@ -76,6 +76,19 @@ void DeltaNetMemory::reset(int sequence) {
   std::fill_n(state + sequence * state_size, state_size, 0.0f);
 }
 
+void DeltaNetMemory::save(int sequence, int, int, std::vector<float>& out) const {
+  GATTN_ASSERT(sequence >= 0 && sequence < sequences);
+  out.insert(out.end(), conv + sequence * conv_size, conv + (sequence + 1) * conv_size);
+  out.insert(out.end(), state + sequence * state_size, state + (sequence + 1) * state_size);
+}
+
+int64_t DeltaNetMemory::load(int sequence, int, int, const float* in) {
+  GATTN_ASSERT(sequence >= 0 && sequence < sequences);
+  std::copy(in, in + conv_size, conv + sequence * conv_size);
+  std::copy(in + conv_size, in + conv_size + state_size, state + sequence * state_size);
+  return conv_size + state_size;
+}
+
 std::unique_ptr<DecodeMemory> GatedDeltaNet::make_decode_memory(int sequences, int) const {
   auto m = std::make_unique<DeltaNetMemory>();
   m->sequences = sequences;

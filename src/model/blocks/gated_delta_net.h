@@ -51,6 +51,9 @@ struct DeltaNetMemory : DecodeMemory {
   Arena storage;
   void reset(int sequence) override;
   int64_t bytes() const override { return storage.bytes(); }
+  // The convolution's and the recurrence's state: valid at exactly `to` (from is not used).
+  void save(int sequence, int from, int to, std::vector<float>& out) const override;
+  int64_t load(int sequence, int from, int to, const float* in) override;
 };
 
 // How the block's buffers look to its ops (forward and backward): the convolution over `sequences`

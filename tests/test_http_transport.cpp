@@ -14,8 +14,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <thread>
 
+#include "loopback.h"
 #include "serve/http_request.h"
 #include "serve/http_transport.h"
 #include "util/error.h"
@@ -178,25 +180,20 @@ class EchoServer {
   std::thread thread_;
 };
 
-int connect_to(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(uint16_t(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-  return fd;
-}
+using testing::connect_loopback;
 
 void send_text(int fd, std::string_view text) {
   ASSERT_EQ(::send(fd, text.data(), text.size(), MSG_NOSIGNAL), ssize_t(text.size()));
 }
 
-// Everything the server sends until it closes the connection or `limit` passes.
-std::string read_until_closed(int fd, std::chrono::milliseconds limit = 5000ms) {
+int count(const std::string& text, const std::string& what);
+
+// What the server sends until `enough` holds for it, it closes the connection, or `limit` passes.
+std::string read_until(int fd, const std::function<bool(const std::string&)>& enough,
+                       std::chrono::milliseconds limit) {
   std::string out;
   const auto end = Clock::now() + limit;
-  while (Clock::now() < end) {
+  while (!enough(out) && Clock::now() < end) {
     pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
     if (::poll(&p, 1, 50) <= 0) continue;
     char buffer[4096];
@@ -207,24 +204,15 @@ std::string read_until_closed(int fd, std::chrono::milliseconds limit = 5000ms) 
   return out;
 }
 
-// Reads until `count` responses' ends (a body text that ends each) arrived.
-std::string read_responses(int fd, const std::string& marker, int count) {
-  std::string out;
-  const auto end = Clock::now() + 5s;
-  auto found = [&] {
-    int n = 0;
-    for (size_t at = out.find(marker); at != std::string::npos; at = out.find(marker, at + 1)) ++n;
-    return n;
-  };
-  while (found() < count && Clock::now() < end) {
-    pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
-    if (::poll(&p, 1, 50) <= 0) continue;
-    char buffer[4096];
-    const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
-    if (n <= 0) break;
-    out.append(buffer, size_t(n));
-  }
-  return out;
+std::string read_until_closed(int fd, std::chrono::milliseconds limit = 5000ms) {
+  return read_until(
+      fd, [](const std::string&) { return false; }, limit);
+}
+
+// Reads until `count` responses' ends (a text that ends each) arrived.
+std::string read_responses(int fd, const std::string& marker, int n) {
+  return read_until(
+      fd, [&](const std::string& out) { return count(out, marker) >= n; }, 5s);
 }
 
 int count(const std::string& text, const std::string& what) {
@@ -235,7 +223,7 @@ int count(const std::string& text, const std::string& what) {
 
 TEST(HttpTransport, KeepAliveAndPipelinedRequestsAreAnsweredInOrder) {
   EchoServer s;
-  const int fd = connect_to(s.port());
+  const int fd = connect_loopback(s.port());
   send_text(fd, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_NE(read_responses(fd, "]", 1).find("GET /a []"), std::string::npos);
   // Three requests in one write, the last with a body: three responses, in order (QA D15).
@@ -256,7 +244,7 @@ TEST(HttpTransport, AHalfClosedClientGetsItsResponse) {
   EchoServer s;
   for (const std::string request :
        {"GET /a HTTP/1.1\r\n\r\n", "POST /b HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi"}) {
-    const int fd = connect_to(s.port());
+    const int fd = connect_loopback(s.port());
     send_text(fd, request);
     ::shutdown(fd, SHUT_WR);  // QA D15: no response before
     const std::string out = read_until_closed(fd);
@@ -269,10 +257,10 @@ TEST(HttpTransport, AHalfClosedClientGetsItsResponse) {
 TEST(HttpTransport, AHalfClosedClientOfAWaitingHandlerIsAnsweredAndAClosedOneIsGone) {
   EchoServer s;
   const std::string request = "POST /wait HTTP/1.1\r\nContent-Length: 0\r\n\r\n";
-  const int half = connect_to(s.port());
+  const int half = connect_loopback(s.port());
   send_text(half, request);
   ::shutdown(half, SHUT_WR);
-  const int closed = connect_to(s.port());
+  const int closed = connect_loopback(s.port());
   send_text(closed, request);
   std::this_thread::sleep_for(300ms);
   ::close(closed);
@@ -292,13 +280,13 @@ TEST(HttpTransport, AHalfClosedClientOfAWaitingHandlerIsAnsweredAndAClosedOneIsG
 
 TEST(HttpTransport, ChunkedBodiesAndExpectContinue) {
   EchoServer s;
-  int fd = connect_to(s.port());
+  int fd = connect_loopback(s.port());
   send_text(fd, "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n");
   std::this_thread::sleep_for(50ms);
   send_text(fd, "2\r\nde\r\n0\r\n\r\n");
   EXPECT_NE(read_responses(fd, "]", 1).find("POST /x [abcde]"), std::string::npos);
   ::close(fd);
-  fd = connect_to(s.port());
+  fd = connect_loopback(s.port());
   send_text(fd, "POST /y HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n");
   EXPECT_EQ(read_responses(fd, "\r\n\r\n", 1), "HTTP/1.1 100 Continue\r\n\r\n");
   send_text(fd, "body");
@@ -308,13 +296,13 @@ TEST(HttpTransport, ChunkedBodiesAndExpectContinue) {
 
 TEST(HttpTransport, StreamsAreChunkedForHttp11AndClosedForHttp10) {
   EchoServer s;
-  int fd = connect_to(s.port());
+  int fd = connect_loopback(s.port());
   send_text(fd, "GET /stream HTTP/1.1\r\nConnection: close\r\n\r\n");
   std::string out = read_until_closed(fd);
   EXPECT_NE(out.find("Transfer-Encoding: chunked"), std::string::npos) << out;
   EXPECT_NE(out.find("\r\n\r\n4\r\none \r\n4\r\ntwo \r\n5\r\nthree\r\n0\r\n\r\n"), out.npos) << out;
   ::close(fd);
-  fd = connect_to(s.port());
+  fd = connect_loopback(s.port());
   send_text(fd, "GET /stream HTTP/1.0\r\n\r\n");
   out = read_until_closed(fd);
   EXPECT_EQ(out.find("Transfer-Encoding"), std::string::npos) << out;
@@ -331,7 +319,7 @@ TEST(HttpTransport, MalformedRequestsGetTheirStatusAndTheConnectionCloses) {
       {"GET / HTTP/3.0\r\n\r\n", "505 HTTP Version Not Supported"},
   };
   for (const auto& [request, status] : cases) {
-    const int fd = connect_to(s.port());
+    const int fd = connect_loopback(s.port());
     send_text(fd, request);
     const std::string out = read_until_closed(fd);
     EXPECT_EQ(out.find("HTTP/1.1 " + status), 0u) << request << " gave " << out;
@@ -344,8 +332,8 @@ TEST(HttpTransport, MalformedRequestsGetTheirStatusAndTheConnectionCloses) {
 
 TEST(HttpTransport, HeaderAndBodyDeadlinesAreTotalNotPerRead) {
   EchoServer s;
-  const int header = connect_to(s.port());
-  const int body = connect_to(s.port());
+  const int header = connect_loopback(s.port());
+  const int body = connect_loopback(s.port());
   send_text(body, "POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nab");
   const auto start = Clock::now();
   // One byte every 200 ms never finishes the header section: 408 after the 2 s deadline.
@@ -375,12 +363,12 @@ TEST(HttpTransport, SlowClientsDoNotDelayOthers) {
   o.header_timeout_s = 10;
   EchoServer s(o);
   std::vector<int> slow;
-  for (int i = 0; i < 200; ++i) slow.push_back(connect_to(s.port()));
+  for (int i = 0; i < 200; ++i) slow.push_back(connect_loopback(s.port()));
   std::vector<double> ms;
   for (int round = 0; round < 10; ++round) {
     for (size_t i = 0; i < slow.size(); i += 2) ::send(slow[i], "G", 1, MSG_NOSIGNAL);
     const auto start = Clock::now();
-    const int fd = connect_to(s.port());
+    const int fd = connect_loopback(s.port());
     send_text(fd, "GET /health HTTP/1.1\r\nConnection: close\r\n\r\n");
     const std::string out = read_until_closed(fd, 1000ms);
     ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
@@ -400,9 +388,9 @@ TEST(HttpTransport, ConnectionsOverTheLimitGet503) {
   HttpTransportOptions o = EchoServer::options();
   o.max_connections = 2;
   EchoServer s(o);
-  const int a = connect_to(s.port()), b = connect_to(s.port());
+  const int a = connect_loopback(s.port()), b = connect_loopback(s.port());
   std::this_thread::sleep_for(100ms);
-  const int c = connect_to(s.port());
+  const int c = connect_loopback(s.port());
   EXPECT_EQ(read_until_closed(c).find("HTTP/1.1 503 Service Unavailable"), 0u);
   EXPECT_EQ(s.transport().stats().refused_connections, 1);
   for (int fd : {a, b, c}) ::close(fd);

@@ -17,6 +17,7 @@
 
 #include "infer/chat_template.h"
 #include "infer/generate.h"
+#include "loopback.h"
 #include "model/train_state.h"
 #include "serve/http_server.h"
 #include "serve/openai_response.h"
@@ -570,17 +571,6 @@ TEST(Serve, AClientThatDisconnectsMidStreamFreesItsSlot) {
   EXPECT_EQ(status, 200) << r.dump();
 }
 
-// A socket connected to the server, for a client that hangs up on its own terms.
-int raw_connect(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(uint16_t(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-  return fd;
-}
-
 TEST(Serve, AClientThatDisconnectsBeforeItsResponseFreesItsSlot) {
   TestServer s(one_long_slot());
   const std::string body = json{{"prompt", "And"}, {"max_tokens", 4000}, {"temperature", 0}}.dump();
@@ -588,7 +578,7 @@ TEST(Serve, AClientThatDisconnectsBeforeItsResponseFreesItsSlot) {
       "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
       "Content-Type: application/json\r\nContent-Length: " +
       std::to_string(body.size()) + "\r\n\r\n" + body;
-  const int fd = raw_connect(s.port());
+  const int fd = testing::connect_loopback(s.port());
   ASSERT_EQ(::send(fd, request.data(), request.size(), 0), ssize_t(request.size()));
   const json running = health_until(
       s, [](const json& h) { return h["active"] == 1; }, 10s);

@@ -64,14 +64,19 @@ std::vector<float> BatchedInferState::save(int slot, int from) const {
   return out;
 }
 
-void BatchedInferState::load(int slot, int to, const float* piece, int64_t floats) {
+void BatchedInferState::load(int slot, int to, int upto, const float* piece, int64_t floats) {
   check_room(slot, to - lengths_[slot]);
-  GATTN_ASSERT(to >= lengths_[slot]);
+  GATTN_ASSERT(lengths_[slot] <= upto && upto <= to && (upto == to || memory_cuttable()));
   int64_t read = 0;
   for (auto& memory : memory_)
-    if (memory) read += memory->load(slot, lengths_[slot], to, piece + read);
+    if (memory) read += memory->load(slot, lengths_[slot], to, upto, piece + read);
   GATTN_ASSERT(read == floats, "a memory piece of ", floats, " floats, ", read, " read");
-  lengths_[slot] = to;
+  lengths_[slot] = upto;
+}
+
+bool BatchedInferState::memory_cuttable() const {
+  return std::all_of(memory_.begin(), memory_.end(),
+                     [](const auto& memory) { return !memory || memory->cuttable(); });
 }
 
 void BatchedInferState::check_room(int slot, int count) const {

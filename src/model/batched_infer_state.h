@@ -56,9 +56,12 @@ class BatchedInferState {
   // A piece of the slot's memory: positions [from, length(slot)) of every block's rows and the
   // recurrent states at length(slot) (model/block.h DecodeMemory::save).
   std::vector<float> save(int slot, int from) const;
-  // Appends a piece save() wrote for [length(slot), to) to the slot (its length becomes `to`);
-  // pieces of a chain go back root first. `floats`: the piece's size, checked.
-  void load(int slot, int to, const float* piece, int64_t floats);
+  // Appends positions [length(slot), upto) of a piece save() wrote for [length(slot), to) to the
+  // slot (its length becomes `upto`; upto < to only when memory_cuttable()); pieces of a chain go
+  // back root first. `floats`: the piece's size, checked.
+  void load(int slot, int to, int upto, const float* piece, int64_t floats);
+  // Whether every block's memory can be put back up to a position inside a piece.
+  bool memory_cuttable() const;
   // The final hidden states (after the last norm) of the last pass's rows.
   const float* final_hidden() const { return buffers_.final_out; }
 

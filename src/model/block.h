@@ -38,8 +38,12 @@ class DecodeMemory {
   // of positions [from, to) (keys and values) and the per-sequence state (a convolution's and a
   // recurrence's, valid at exactly `to`). A prefix cache keeps such pieces.
   virtual void save(int sequence, int from, int to, std::vector<float>& out) const = 0;
-  // Puts back what save() wrote for the same from and to; returns the floats read.
-  virtual int64_t load(int sequence, int from, int to, const float* in) = 0;
+  // Puts back positions [from, upto) of what save() wrote for [from, to) (upto <= to; the state
+  // only with upto == to); returns the floats of the whole piece.
+  virtual int64_t load(int sequence, int from, int to, int upto, const float* in) = 0;
+  // Whether a piece may be put back up to a position inside it (keys and values can; a
+  // recurrent state holds at its end only).
+  virtual bool cuttable() const = 0;
 };
 
 class Block {

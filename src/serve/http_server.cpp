@@ -52,7 +52,8 @@ HttpServer::HttpServer(const Weights& weights, const Tokenizer& tokenizer,
                   .decode_slowdown = options.decode_slowdown,
                   .timeout_s = options.timeout_s,
                   .exec = options.exec,
-                  .metrics = &metrics_}),
+                  .metrics = &metrics_,
+                  .prefix_cache_bytes = options.prefix_cache_mib << 20}),
       http_(std::make_unique<HttpTransport>(
           transport_options(options),
           [this](const HttpRequest& req, ResponseWriter& w) { route(req, w); },
@@ -172,6 +173,18 @@ void HttpServer::metrics(ResponseWriter& w) const {
       metric_line("gattn_mixed_passes_total", "counter",
                   "Passes carrying decoding tokens and prompt tokens together.",
                   double(s.mixed_passes)) +
+      metric_line("gattn_prefix_cache_hits_total", "counter",
+                  "Requests that started from a cached prompt prefix.",
+                  double(s.prefix_cache.hits)) +
+      metric_line("gattn_prefix_cache_misses_total", "counter",
+                  "Requests that found no cached prefix.", double(s.prefix_cache.misses)) +
+      metric_line("gattn_prefix_cache_reused_tokens_total", "counter",
+                  "Prompt tokens not run again thanks to the prefix cache.",
+                  double(s.prefix_cache.tokens_reused)) +
+      metric_line("gattn_prefix_cache_bytes", "gauge", "Memory of the prefix cache.",
+                  double(s.prefix_cache.bytes)) +
+      metric_line("gattn_prefix_cache_evictions_total", "counter",
+                  "Prefix cache pieces dropped for room.", double(s.prefix_cache.evicted)) +
       metric_line("gattn_http_connections_open", "gauge", "Open client connections.",
                   double(t.open_connections)) +
       metric_line("gattn_http_header_timeouts_total", "counter",

@@ -1,15 +1,17 @@
 // The server's prompt-prefix cache: pieces of a sequence's decode memory (the keys and values of
 // a block of positions, and the recurrent states at its end: model/block.h DecodeMemory::save)
-// keyed by the tokens before their end. A piece covers positions [from, to) and names its parent,
-// the piece ending at `from`; a prefix is reused when its whole chain is here. The server saves a
-// piece at every point of the prefill grid (every 256 tokens) and at the end of each finished
-// request, so a prompt sharing a prefix with an earlier one, or continuing its conversation,
-// starts from there. Least recently used pieces go first once the memory bound is reached.
-// Used on the scheduler's thread only.
+// keyed by the tokens before their end. A piece covers positions [from, to) and hangs below its
+// parent, the piece ending at `from`; a prompt walks down from the root along the pieces its
+// tokens match. The server saves a piece at every point of the prefill grid (every 256 tokens)
+// and at the end of each finished request, so a prompt sharing a prefix with an earlier one, or
+// continuing its conversation, starts from there. Keys and values can be cut at any position, so
+// a model without recurrent layers also uses the matching start of a piece; a hybrid's recurrent
+// state holds only at a piece's end. Least recently used pieces go first over the memory bound.
+// Used on the scheduler's thread only. Keys are 64-bit hashes of the whole prefix; every piece on
+// the way is checked token by token.
 #pragma once
 #include <cstdint>
 #include <list>
-#include <map>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -19,9 +21,14 @@ namespace gattn {
 struct PrefixPiece {
   uint64_t key = 0, parent = 0;  // prefix hashes of tokens [0, to) and [0, from)
   int from = 0, to = 0;
-  std::vector<uint32_t> tokens;  // [from, to): a hit is checked token by token
+  std::vector<uint32_t> tokens;  // [from, to)
   std::vector<float> memory;     // BatchedInferState::save(slot, from) at length `to`
-  int64_t bytes() const { return int64_t(tokens.size() + memory.size()) * 4 + 64; }
+  int64_t bytes() const { return int64_t(tokens.size() + memory.size()) * 4 + 96; }
+};
+
+struct PrefixMatch {
+  std::vector<const PrefixPiece*> chain;  // root first
+  int length = 0;  // tokens reused: the last piece's end, or a position inside it
 };
 
 struct PrefixCacheStats {
@@ -32,9 +39,9 @@ class PrefixCache {
  public:
   explicit PrefixCache(int64_t max_bytes) : max_bytes_(max_bytes) {}
 
-  // The chain (root first) of the longest cached prefix of `tokens` no longer than `most`
-  // tokens; empty when none. Counts a hit or a miss.
-  std::vector<const PrefixPiece*> find(std::span<const uint32_t> tokens, int most);
+  // The longest cached prefix of `tokens`, at most `most` tokens long; `cuttable`: the last
+  // piece may be used up to any position (no recurrent state). Counts a hit or a miss.
+  PrefixMatch find(std::span<const uint32_t> tokens, int most, bool cuttable);
   // Whether the piece ending after tokens [0, to) is here (no need to save it again).
   bool contains(std::span<const uint32_t> tokens, int to) const;
   // Keeps the piece of tokens [from, to) (its memory from BatchedInferState::save), then evicts
@@ -44,11 +51,11 @@ class PrefixCache {
 
  private:
   using Lru = std::list<PrefixPiece>;
-  void touch(Lru::iterator it);
+  void evict_one();
   const int64_t max_bytes_;
   Lru lru_;  // most recently used first
   std::unordered_map<uint64_t, Lru::iterator> by_key_;
-  std::map<int, int> ends_;  // the pieces' `to` values and how many end there
+  std::unordered_multimap<uint64_t, Lru::iterator> children_;  // by parent key
   PrefixCacheStats stats_;
 };
 

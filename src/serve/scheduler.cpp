@@ -302,10 +302,17 @@ void Scheduler::reuse_prefix(Slot& slot) {
   slot.looked_up = true;
   if (o_.prefix_cache_bytes == 0 || slot.job->spec().prompt_logprobs) return;
   const std::vector<uint32_t>& prompt = slot.job->spec().prompt;
-  const std::vector<const PrefixPiece*> chain = prefix_cache_.find(prompt, int(prompt.size()) - 1);
-  for (const PrefixPiece* piece : chain)
-    model_->state.load(slot.index, piece->to, piece->memory.data(), int64_t(piece->memory.size()));
-  slot.prefilled = slot.saved_to = model_->state.length(slot.index);
+  const PrefixMatch match =
+      prefix_cache_.find(prompt, int(prompt.size()) - 1, model_->state.memory_cuttable());
+  for (const PrefixPiece* piece : match.chain)
+    model_->state.load(slot.index, piece->to, std::min(piece->to, match.length),
+                       piece->memory.data(), int64_t(piece->memory.size()));
+  slot.prefilled = model_->state.length(slot.index);
+  // A piece used up to a position inside it is not a chain end: the next piece starts from the
+  // last whole one.
+  slot.saved_to = match.chain.empty() || match.chain.back()->to == match.length
+                      ? slot.prefilled
+                      : match.chain.back()->from;
   std::lock_guard lock(m_);
   stats_.prefix_cache = prefix_cache_.stats();
 }

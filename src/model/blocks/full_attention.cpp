@@ -94,12 +94,14 @@ void KeyValueRows::save(int sequence, int from, int to, std::vector<float>& out)
   out.insert(out.end(), values + first, values + first + n);
 }
 
-int64_t KeyValueRows::load(int sequence, int from, int to, const float* in) {
-  GATTN_ASSERT(sequence >= 0 && sequence < sequences && 0 <= from && from <= to && to <= capacity);
+int64_t KeyValueRows::load(int sequence, int from, int to, int upto, const float* in) {
+  GATTN_ASSERT(sequence >= 0 && sequence < sequences && 0 <= from && from <= upto && upto <= to &&
+               to <= capacity);
   const int64_t first = (int64_t(sequence) * capacity + from) * kv_dim,
                 n = int64_t(to - from) * kv_dim;
-  std::copy(in, in + n, keys + first);
-  std::copy(in + n, in + 2 * n, values + first);
+  const int64_t used = int64_t(upto - from) * kv_dim;
+  std::copy(in, in + used, keys + first);
+  std::copy(in + n, in + n + used, values + first);
   return 2 * n;
 }
 

@@ -82,8 +82,8 @@ void DeltaNetMemory::save(int sequence, int, int, std::vector<float>& out) const
   out.insert(out.end(), state + sequence * state_size, state + (sequence + 1) * state_size);
 }
 
-int64_t DeltaNetMemory::load(int sequence, int, int, const float* in) {
-  GATTN_ASSERT(sequence >= 0 && sequence < sequences);
+int64_t DeltaNetMemory::load(int sequence, int, int to, int upto, const float* in) {
+  GATTN_ASSERT(sequence >= 0 && sequence < sequences && upto == to);
   std::copy(in, in + conv_size, conv + sequence * conv_size);
   std::copy(in + conv_size, in + conv_size + state_size, state + sequence * state_size);
   return conv_size + state_size;

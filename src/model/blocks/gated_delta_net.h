@@ -53,7 +53,8 @@ struct DeltaNetMemory : DecodeMemory {
   int64_t bytes() const override { return storage.bytes(); }
   // The convolution's and the recurrence's state: valid at exactly `to` (from is not used).
   void save(int sequence, int from, int to, std::vector<float>& out) const override;
-  int64_t load(int sequence, int from, int to, const float* in) override;
+  int64_t load(int sequence, int from, int to, int upto, const float* in) override;
+  bool cuttable() const override { return false; }
 };
 
 // How the block's buffers look to its ops (forward and backward): the convolution over `sequences`

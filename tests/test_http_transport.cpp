@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <stdexcept>
 #include <thread>
 
 #include "loopback.h"
@@ -167,6 +168,11 @@ class EchoServer {
       }
       ++answered;
     }
+    if (r.path == "/broken-stream") {
+      w.begin_stream(200, "text/plain");
+      w.write("partial");
+      throw std::runtime_error("a fault in the middle of a stream");
+    }
     if (r.path == "/stream") {
       w.begin_stream(200, "text/plain");
       for (const char* piece : {"one ", "two ", "three"}) w.write(piece);
@@ -307,6 +313,20 @@ TEST(HttpTransport, StreamsAreChunkedForHttp11AndClosedForHttp10) {
   out = read_until_closed(fd);
   EXPECT_EQ(out.find("Transfer-Encoding"), std::string::npos) << out;
   EXPECT_NE(out.find("Connection: close\r\n\r\none two three"), std::string::npos) << out;
+  ::close(fd);
+}
+
+// A handler that throws in the middle of a stream: the body cannot be finished, so the
+// connection closes (a keep-alive client would otherwise wait for the rest forever).
+TEST(HttpTransport, AStreamLeftUnfinishedClosesTheConnection) {
+  EchoServer s;
+  const int fd = connect_loopback(s.port());
+  send_text(fd, "GET /broken-stream HTTP/1.1\r\n\r\n");
+  const auto start = Clock::now();
+  const std::string out = read_until_closed(fd);
+  EXPECT_LT(Clock::now() - start, 2s);
+  EXPECT_NE(out.find("7\r\npartial\r\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("0\r\n\r\n"), std::string::npos) << out;
   ::close(fd);
 }
 

@@ -103,7 +103,9 @@ class ConnectionWriter final : public ResponseWriter {
       : c_(c), r_(r), write_timeout_s_(write_timeout_s), stopping_(stopping) {}
 
   bool started() const { return started_; }
-  bool close_after() const { return !ok_ || close_; }
+  // Close once answered: asked to, the client is gone, or the response was left unfinished (a
+  // handler that threw in the middle of a stream: the connection cannot carry another response).
+  bool close_after() const { return !ok_ || close_ || !finished_; }
 
   bool send(int status, std::string_view content_type, std::string_view body,
             const HttpHeaders& headers) override {
@@ -113,6 +115,7 @@ class ConnectionWriter final : public ResponseWriter {
     std::string bytes = response_head(status, content_type, headers,
                                       {{"Content-Length", std::to_string(body.size())}}, close_);
     if (r_.method != "HEAD") bytes += body;
+    finished_ = true;
     return put(bytes);
   }
   bool begin_stream(int status, std::string_view content_type,
@@ -130,7 +133,10 @@ class ConnectionWriter final : public ResponseWriter {
     if (piece.empty()) return ok_;  // an empty chunk would end the body
     return put(chunked_ ? cat(std::hex, piece.size(), "\r\n", piece, "\r\n") : std::string(piece));
   }
-  bool end_stream() override { return chunked_ ? put("0\r\n\r\n") : ok_; }
+  bool end_stream() override {
+    finished_ = true;
+    return chunked_ ? put("0\r\n\r\n") : ok_;
+  }
 
   bool client_gone() override {
     if (!ok_) return true;
@@ -181,7 +187,8 @@ class ConnectionWriter final : public ResponseWriter {
   const HttpRequest& r_;
   const double write_timeout_s_;
   const std::atomic<bool>& stopping_;
-  bool started_ = false, chunked_ = false, close_ = false, probed_ = false, ok_ = true;
+  bool started_ = false, chunked_ = false, close_ = false, probed_ = false, ok_ = true,
+       finished_ = false;
 };
 
 void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }

@@ -156,47 +156,49 @@ void HttpServer::answer(const HttpRequest& req, ResponseWriter& w) {
 void HttpServer::metrics(ResponseWriter& w) const {
   const SchedulerStats s = scheduler_.stats();
   const HttpTransportStats t = http_->stats();
-  std::string lines =
-      metric_line("gattn_requests_queued", "gauge", "Requests waiting for a slot.", s.queued) +
-      metric_line("gattn_slots_busy", "gauge", "Slots holding a request.", s.active) +
-      metric_line("gattn_slots", "gauge", "Slots (--parallel).", o_.parallel) +
-      metric_line("gattn_requests_completed_total", "counter", "Requests that finished.",
-                  double(s.completed)) +
-      metric_line("gattn_requests_cancelled_total", "counter", "Requests whose client went away.",
-                  double(s.cancelled)) +
-      metric_line("gattn_requests_timed_out_total", "counter",
-                  "Requests over the time limit (--timeout-s).", double(s.timed_out)) +
-      metric_line("gattn_requests_failed_total", "counter", "Requests that failed while running.",
-                  double(s.failed)) +
-      metric_line("gattn_passes_total", "counter", "Forward passes of the scheduler.",
-                  double(s.passes)) +
-      metric_line("gattn_mixed_passes_total", "counter",
-                  "Passes carrying decoding tokens and prompt tokens together.",
-                  double(s.mixed_passes)) +
-      metric_line("gattn_prefix_cache_hits_total", "counter",
-                  "Requests that started from a cached prompt prefix.",
-                  double(s.prefix_cache.hits)) +
-      metric_line("gattn_prefix_cache_misses_total", "counter",
-                  "Requests that found no cached prefix.", double(s.prefix_cache.misses)) +
-      metric_line("gattn_prefix_cache_reused_tokens_total", "counter",
-                  "Prompt tokens not run again thanks to the prefix cache.",
-                  double(s.prefix_cache.tokens_reused)) +
-      metric_line("gattn_prefix_cache_bytes", "gauge", "Memory of the prefix cache.",
-                  double(s.prefix_cache.bytes)) +
-      metric_line("gattn_prefix_cache_evictions_total", "counter",
-                  "Prefix cache pieces dropped for room.", double(s.prefix_cache.evicted)) +
-      metric_line("gattn_http_connections_open", "gauge", "Open client connections.",
-                  double(t.open_connections)) +
-      metric_line("gattn_http_header_timeouts_total", "counter",
-                  "Connections closed with 408: header fields too slow.",
-                  double(t.header_timeouts)) +
-      metric_line("gattn_http_body_timeouts_total", "counter",
-                  "Connections closed with 408: body too slow.", double(t.body_timeouts)) +
-      metric_line("gattn_http_malformed_total", "counter", "Malformed requests (4xx, 5xx).",
-                  double(t.malformed)) +
-      metric_line("gattn_http_refused_connections_total", "counter",
-                  "Connections over --max-connections.", double(t.refused_connections));
-  w.send(200, "text/plain; version=0.0.4; charset=utf-8", metrics_.text(lines));
+  struct Row {
+    const char *name, *type, *help;
+    double value;
+  };
+  const Row rows[] = {
+      {"gattn_requests_queued", "gauge", "Requests waiting for a slot.", double(s.queued)},
+      {"gattn_slots_busy", "gauge", "Slots holding a request.", double(s.active)},
+      {"gattn_slots", "gauge", "Slots (--parallel).", double(o_.parallel)},
+      {"gattn_requests_completed_total", "counter", "Requests that finished.", double(s.completed)},
+      {"gattn_requests_cancelled_total", "counter", "Requests whose client went away.",
+       double(s.cancelled)},
+      {"gattn_requests_timed_out_total", "counter", "Requests over the time limit (--timeout-s).",
+       double(s.timed_out)},
+      {"gattn_requests_failed_total", "counter", "Requests that failed while running.",
+       double(s.failed)},
+      {"gattn_passes_total", "counter", "Forward passes of the scheduler.", double(s.passes)},
+      {"gattn_mixed_passes_total", "counter",
+       "Passes carrying decoding tokens and prompt tokens together.", double(s.mixed_passes)},
+      {"gattn_prefix_cache_hits_total", "counter",
+       "Requests that started from a cached prompt prefix.", double(s.prefix_cache.hits)},
+      {"gattn_prefix_cache_misses_total", "counter", "Requests that found no cached prefix.",
+       double(s.prefix_cache.misses)},
+      {"gattn_prefix_cache_reused_tokens_total", "counter",
+       "Prompt tokens not run again thanks to the prefix cache.",
+       double(s.prefix_cache.tokens_reused)},
+      {"gattn_prefix_cache_bytes", "gauge", "Memory of the prefix cache.",
+       double(s.prefix_cache.bytes)},
+      {"gattn_prefix_cache_evictions_total", "counter", "Prefix cache pieces dropped for room.",
+       double(s.prefix_cache.evicted)},
+      {"gattn_http_connections_open", "gauge", "Open client connections.",
+       double(t.open_connections)},
+      {"gattn_http_header_timeouts_total", "counter",
+       "Connections closed with 408: header fields too slow.", double(t.header_timeouts)},
+      {"gattn_http_body_timeouts_total", "counter", "Connections closed with 408: body too slow.",
+       double(t.body_timeouts)},
+      {"gattn_http_malformed_total", "counter", "Malformed requests (4xx, 5xx).",
+       double(t.malformed)},
+      {"gattn_http_refused_connections_total", "counter", "Connections over --max-connections.",
+       double(t.refused_connections)},
+  };
+  std::string text;
+  for (const Row& r : rows) text += metric_line(r.name, r.type, r.help, r.value);
+  w.send(200, "text/plain; version=0.0.4; charset=utf-8", metrics_.text(text));
 }
 
 void HttpServer::health(ResponseWriter& w) const {

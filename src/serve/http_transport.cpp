@@ -356,10 +356,6 @@ void HttpTransport::Impl::dispatch(Connection& c, HttpRequest request) {
   c.continue_sent = false;
   ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c.fd, nullptr);
   ++busy;
-  {
-    std::lock_guard lock(stats_m);
-    ++stats.requests;
-  }
   const bool reads = request.method == "GET" || request.method == "HEAD";
   auto task = [this, &c, r = std::move(request)] { serve(c, r); };
   (reads ? read_workers : workers).post(std::move(task));

@@ -55,7 +55,7 @@ using HttpHandler = std::function<void(const HttpRequest&, ResponseWriter&)>;
 using HttpErrorBody = std::function<std::string(int status, const std::string& message)>;
 
 struct HttpTransportStats {
-  int64_t open_connections = 0, requests = 0, header_timeouts = 0, body_timeouts = 0, malformed = 0,
+  int64_t open_connections = 0, header_timeouts = 0, body_timeouts = 0, malformed = 0,
           refused_connections = 0;
 };
 

@@ -19,7 +19,6 @@ class Histogram {
   void observe(double value);
   // The _bucket, _sum and _count lines of metric `name`, with HELP and TYPE.
   std::string text(const std::string& name, const std::string& help) const;
-  int64_t count() const { return count_; }
 
  private:
   std::vector<double> bounds_;

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <thread>
 
+#include "infer/chat_format.h"
 #include "infer/chat_template.h"
 #include "infer/generate.h"
 #include "loopback.h"
@@ -29,19 +30,21 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-// The fixture tokenizer with ChatML's two tokens added.
+// The fixture tokenizer with ChatML's two tokens and Qwen's <think> and </think> added (so a
+// chat takes the built-in "qwen3" template).
 const Tokenizer& chat_tokenizer() {
   static const Tokenizer t = [] {
     json j = parse_json_file(std::string(GATTN_FIXTURE_DIR) + "/tokenizer/gattn_trained.json");
     const int next = int(j["model"]["vocab"].size());
-    for (int i = 0; i < 2; ++i)
+    const char* added[] = {"<|im_start|>", "<|im_end|>", "<think>", "</think>"};
+    for (int i = 0; i < 4; ++i)
       j["added_tokens"].push_back({{"id", next + i},
-                                   {"content", i == 0 ? "<|im_start|>" : "<|im_end|>"},
+                                   {"content", added[i]},
                                    {"single_word", false},
                                    {"lstrip", false},
                                    {"rstrip", false},
                                    {"normalized", false},
-                                   {"special", true}});
+                                   {"special", i < 2}});
     const auto path = std::filesystem::temp_directory_path() /
                       ("gattn_chat_tokenizer_" + std::to_string(::getpid()) + ".json");
     std::ofstream(path) << j.dump();
@@ -347,6 +350,73 @@ TEST(Serve, ChatEqualsGenerateOnTheChatmlPrompt) {
 // A message's text is text: "<|im_end|>" written in it neither ends its turn nor lets it open a
 // system turn, in the server and in gattn generate --chat (chatml_prompt_ids). A conversation
 // without such text gets the ids the template's text always had.
+// Thinking as Qwen3.5's template does it: the prompt opens <think>, so the reply (no </think> in
+// a few tokens of this model) is all reasoning, streamed or not; with enable_thinking false the
+// prompt closes an empty block and the reply is the answer; --reasoning-format none leaves it
+// all in content.
+TEST(Serve, ChatReasoningIsReturnedApart) {
+  const Tokenizer& t = chat_tokenizer();
+  ServeOptions o = options();
+  o.chat_format =
+      std::make_shared<const ChatFormat>(ChatFormat::choose("qwen3_5", "", t, discard_log()));
+  TestServer s(o);
+  const json user = {{{"role", "user"}, {"content", "hi"}}};
+  const auto chat = [&](const json& extra) {
+    json body = {{"messages", user}, {"max_tokens", 6}, {"temperature", 0}};
+    for (const auto& [k, v] : extra.items()) body[k] = v;
+    return post(s, "/v1/chat/completions", body);
+  };
+  const std::vector<uint32_t> thinking =
+      t.encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n");
+  const std::vector<uint32_t> quiet =
+      t.encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+  auto [status, r] = chat(json::object());
+  ASSERT_EQ(status, 200) << r.dump();
+  EXPECT_EQ(r["usage"]["prompt_tokens"], thinking.size());
+  const json& message = r["choices"][0]["message"];
+  const std::string reply = greedy(thinking, 6, true);
+  ASSERT_EQ(reply.find("</think>"), std::string::npos);
+  EXPECT_EQ(message["reasoning_content"], reply.substr(reply.find_first_not_of('\n')));
+  EXPECT_EQ(message["content"], "");
+
+  auto streamed = s.client().Post(
+      "/v1/chat/completions",
+      json{{"messages", user}, {"max_tokens", 6}, {"temperature", 0}, {"stream", true}}.dump(),
+      "application/json");
+  ASSERT_TRUE(streamed);
+  std::string reasoning, content;
+  const std::vector<std::string> events = sse_data(streamed->body);
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    const json delta = json::parse(events[i])["choices"][0]["delta"];
+    reasoning += delta.value("reasoning_content", "");
+    content += delta.value("content", "");
+  }
+  EXPECT_EQ(reasoning, message["reasoning_content"]);
+  EXPECT_EQ(content, "");
+
+  auto [quiet_status, q] = chat({{"chat_template_kwargs", {{"enable_thinking", false}}}});
+  ASSERT_EQ(quiet_status, 200) << q.dump();
+  EXPECT_EQ(q["usage"]["prompt_tokens"], quiet.size());
+  EXPECT_FALSE(q["choices"][0]["message"].contains("reasoning_content"));
+  EXPECT_EQ(q["choices"][0]["message"]["content"], greedy(quiet, 6, true));
+
+  auto [bad_status, bad] = chat({{"chat_template_kwargs", {{"messages", 1}}}});
+  EXPECT_EQ(bad_status, 400) << bad.dump();
+  auto [refused_status, refused] =
+      post(s, "/v1/chat/completions", {{"messages", {{{"role", "system"}, {"content", "x"}}}}});
+  EXPECT_EQ(refused_status, 400);
+  EXPECT_NE(refused.dump().find("No user query found in messages."), std::string::npos)
+      << refused.dump();
+
+  ServeOptions plain = o;
+  plain.split_reasoning = false;
+  TestServer p(plain);
+  auto [plain_status, pr] =
+      post(p, "/v1/chat/completions", {{"messages", user}, {"max_tokens", 6}, {"temperature", 0}});
+  ASSERT_EQ(plain_status, 200);
+  EXPECT_EQ(pr["choices"][0]["message"]["content"], reply);
+}
+
 TEST(Serve, ChatContentNeverBecomesControlTokens) {
   const Tokenizer& t = chat_tokenizer();
   const uint32_t start = *t.token_to_id("<|im_start|>"), end = *t.token_to_id("<|im_end|>");

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "cli/stderr_log.h"
 #include "cli/validators.h"
 #include "model/batched_infer_state.h"
 #include "serve/http_server.h"
@@ -19,6 +20,7 @@ namespace gattn {
 namespace {
 struct ServeFlags {
   std::string checkpoint, tokenizer, host = "127.0.0.1", model_name, weights_dtype = "f32";
+  std::string chat_template = "auto", reasoning_format = "auto";
   int port = 8080, threads = 0, context = 0;
   ServeOptions options;
 };
@@ -134,6 +136,15 @@ void add_serve_command(CLI::App& app) {
                   "a key every request but /health must send (Authorization: Bearer KEY; else "
                   "401); also read from GATTN_API_KEY")
       ->envname("GATTN_API_KEY");
+  cmd->add_option("--chat-template", f.chat_template,
+                  "how chats become prompts: auto (the checkpoint's chat_template, else a built-in "
+                  "one), chatml, qwen3, qwen3_5, or a .jinja file")
+      ->capture_default_str();
+  cmd->add_option("--reasoning-format", f.reasoning_format,
+                  "auto: a chat reply's <think> block is returned as reasoning_content; none: "
+                  "left in content")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "none"}));
   cmd->add_option("--model-name", f.model_name,
                   "the model's id in responses (default: the "
                   "checkpoint folder's name)");
@@ -148,6 +159,9 @@ void add_serve_command(CLI::App& app) {
     const Tokenizer tokenizer = load_model_tokenizer(f.tokenizer, folder);
     ServeOptions options = f.options;
     options.exec = inference_exec();
+    options.chat_format = std::make_shared<const ChatFormat>(
+        ChatFormat::choose(f.chat_template, folder, tokenizer, stderr_log()));
+    options.split_reasoning = f.reasoning_format == "auto";
     const int trained = weights->config().max_position_embeddings;
     if (f.context < 0 || f.context > trained)
       fail("--context ", f.context, " is outside [1, max_position_embeddings = ", trained, "]");

@@ -3,6 +3,7 @@
 // "<|im_end|>\n<|im_start|>system" stays inside its own turn instead of opening another.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@ namespace gattn {
 struct ChatMessage {
   std::string role;  // system, user or assistant
   std::string content;
+  std::optional<std::string> reasoning_content = {};  // an assistant turn's reasoning, if given
 };
 
 // An error if the tokenizer lacks <|im_start|> or <|im_end|>.

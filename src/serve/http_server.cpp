@@ -10,6 +10,7 @@
 #include "util/error.h"
 
 namespace gattn {
+using nlohmann::json;
 
 namespace {
 using namespace std::chrono_literals;
@@ -24,6 +25,7 @@ void reply_error(ResponseWriter& w, int status, const std::string& message) {
 struct Prepared {
   JobSpec spec;
   std::string prompt_text;
+  bool reasoning_open = false;  // the chat prompt opened a <think> block
 };
 
 const JobOutcome kShuttingDown{.error_status = 503, .error = "the server is shutting down"};
@@ -45,6 +47,9 @@ HttpServer::HttpServer(const Weights& weights, const Tokenizer& tokenizer,
     : tokenizer_(tokenizer),
       vocab_size_(weights.config().vocab_size),
       o_(options),
+      chat_(options.chat_format ? options.chat_format
+                                : std::make_shared<const ChatFormat>(
+                                      ChatFormat::choose("auto", "", tokenizer, discard_log()))),
       scheduler_(weights, tokenizer,
                  {.parallel = options.parallel,
                   .context = options.context,
@@ -224,11 +229,24 @@ void HttpServer::health(ResponseWriter& w) const {
 
 namespace {
 // The prompt's tokens and the job's options; an Error (400) when the request cannot run.
-Prepared prepare(const OpenAiRequest& r, const Tokenizer& tokenizer, int vocab_size, int context) {
+json messages_json(const std::vector<ChatMessage>& messages) {
+  json out = json::array();
+  for (const ChatMessage& m : messages) {
+    json message = {{"role", m.role}, {"content", m.content}};
+    if (m.reasoning_content) message["reasoning_content"] = *m.reasoning_content;
+    out.push_back(std::move(message));
+  }
+  return out;
+}
+
+Prepared prepare(const OpenAiRequest& r, const Tokenizer& tokenizer, const ChatFormat& chat,
+                 int vocab_size, int context) {
   Prepared p;
   std::vector<uint32_t>& ids = p.spec.prompt;
-  if (r.chat) {
-    ids = chatml_ids(tokenizer, r.messages);  // the messages' text never becomes control tokens
+  if (r.chat) {  // the messages' text never becomes control tokens
+    ChatFormat::Prompt prompt = chat.render(messages_json(r.messages), r.chat_template_kwargs);
+    ids = std::move(prompt.ids);
+    p.reasoning_open = prompt.opens_reasoning;
   } else if (!r.prompt_ids.empty()) {
     ids = r.prompt_ids;
     for (uint32_t id : ids)
@@ -254,8 +272,7 @@ Prepared prepare(const OpenAiRequest& r, const Tokenizer& tokenizer, int vocab_s
   o.sampling.seed = r.seed ? *r.seed : std::random_device{}();
   check_sampling_options(o.sampling);
   o.stop = r.stop;
-  o.end_tokens = {tokenizer.end_of_text_id()};
-  if (r.chat) o.end_tokens.push_back(*tokenizer.token_to_id("<|im_end|>"));
+  o.end_tokens = r.chat ? chat.end_ids() : std::vector<uint32_t>{tokenizer.end_of_text_id()};
   p.spec.logprobs = r.logprobs;
   p.spec.prompt_logprobs = r.echo && r.logprobs >= 0;
   return p;
@@ -267,15 +284,18 @@ void HttpServer::post(const HttpRequest& req, ResponseWriter& w, bool chat) {
   Prepared p;
   try {
     r = chat ? parse_chat_request(req.body) : parse_completion_request(req.body);
-    p = prepare(r, tokenizer_, vocab_size_, o_.context);
+    p = prepare(r, tokenizer_, *chat_, vocab_size_, o_.context);
   } catch (const Error& e) {
     return reply_error(w, 400, e.what());
   }
   const int prompt_tokens = int(p.spec.prompt.size());
-  const ResponseHeader header{.id = cat(chat ? "chatcmpl-" : "cmpl-", ++next_id_),
-                              .created = int64_t(std::time(nullptr)),
-                              .model = o_.model_name,
-                              .chat = chat};
+  const ResponseHeader header{
+      .id = cat(chat ? "chatcmpl-" : "cmpl-", ++next_id_),
+      .created = int64_t(std::time(nullptr)),
+      .model = o_.model_name,
+      .chat = chat,
+      .split_reasoning = chat && o_.split_reasoning && chat_->has_reasoning(),
+      .reasoning_open = p.reasoning_open};
   const std::shared_ptr<Job> job = scheduler_.submit(std::move(p.spec));
   if (r.stream) return stream(job, EventStream(header, tokenizer_, r, prompt_tokens), w);
   // A client that went away frees its slot now, not when its request would have finished.

@@ -33,6 +33,9 @@ struct ServeOptions {
   int64_t prefix_cache_mib = 1024;   // reused prompt prefixes kept (0: none)
   std::string api_key = {};          // when set, every endpoint but /health needs it (Bearer)
   ExecContext exec = {};             // how the passes compute
+  // How chats become prompts (null: ChatFormat::choose("auto") for the tokenizer alone).
+  std::shared_ptr<const ChatFormat> chat_format = {};
+  bool split_reasoning = true;  // a chat reply's <think> block goes to reasoning_content
 };
 
 class HttpServer {
@@ -63,6 +66,7 @@ class HttpServer {
   const Tokenizer& tokenizer_;
   const int vocab_size_;
   const ServeOptions o_;
+  const std::shared_ptr<const ChatFormat> chat_;
   ServeMetrics metrics_;
   Scheduler scheduler_;
   std::unique_ptr<HttpTransport> http_;

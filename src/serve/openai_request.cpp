@@ -161,23 +161,48 @@ OpenAiRequest parse_chat_request(std::string_view body) {
   const std::string where = "/v1/chat/completions";
   const json j = parse_json_text(body, where + " request body");
   const Fields f(j, where);
-  f.only({"model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p",
-          "top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty", "seed",
-          "stop", "stream", "stream_options", "logprobs", "top_logprobs", "n", "user"});
+  f.only({"model",
+          "messages",
+          "max_tokens",
+          "max_completion_tokens",
+          "temperature",
+          "top_p",
+          "top_k",
+          "min_p",
+          "repetition_penalty",
+          "presence_penalty",
+          "frequency_penalty",
+          "seed",
+          "stop",
+          "stream",
+          "stream_options",
+          "logprobs",
+          "top_logprobs",
+          "n",
+          "user",
+          "chat_template_kwargs"});
   OpenAiRequest r{.chat = true};
   const json* messages = f.get("messages");
   if (!messages || !messages->is_array() || messages->empty())
     fail(where, ": 'messages' must be a non-empty array");
   for (size_t i = 0; i < messages->size(); ++i) {
     const Fields m((*messages)[i], cat(where, ": messages[", i, "]"));
-    m.only({"role", "content", "name"});
+    m.only({"role", "content", "name", "reasoning_content"});
     const std::string role = m.string("role").value_or("");
     if (role != "system" && role != "user" && role != "assistant")
       fail(m.where(), ": 'role' must be system, user or assistant, got '", role, "'");
     const auto content = m.string("content");
     if (!content) fail(m.where(), ": 'content' must be a string");
     m.string("name");
-    r.messages.push_back({.role = role, .content = *content});
+    r.messages.push_back(
+        {.role = role, .content = *content, .reasoning_content = m.string("reasoning_content")});
+  }
+  if (const json* kwargs = f.get("chat_template_kwargs")) {
+    if (!kwargs->is_object()) fail(where, ": 'chat_template_kwargs' must be an object");
+    for (const auto& [key, value] : kwargs->items())
+      if (key == "messages" || key == "add_generation_prompt")
+        fail(where, ": 'chat_template_kwargs' cannot set '", key, "'");
+    r.chat_template_kwargs = *kwargs;
   }
   const bool both = f.get("max_tokens") && f.get("max_completion_tokens");
   if (both) fail(where, ": give 'max_tokens' or 'max_completion_tokens', not both");

@@ -3,6 +3,7 @@
 // have is an Error whose message names the field (the server answers 400).
 #pragma once
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,8 +23,10 @@ struct OpenAiRequest {
   // /v1/completions: the prompt as text, or as token ids (prompt_ids non-empty).
   std::string prompt = {};
   std::vector<uint32_t> prompt_ids = {};
-  // /v1/chat/completions: the conversation.
+  // /v1/chat/completions: the conversation, and chat_template_kwargs (an object: the chat
+  // template's extra variables, such as enable_thinking).
   std::vector<ChatMessage> messages = {};
+  nlohmann::json chat_template_kwargs = nlohmann::json::object();
   std::optional<int> max_tokens = {};  // absent: the endpoint's default
   SamplingOptions sampling = {};
   std::optional<uint64_t> seed = {};  // absent: a fresh seed per request

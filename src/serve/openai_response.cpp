@@ -78,8 +78,18 @@ json completion_response(const ResponseHeader& h, const Tokenizer& tokenizer,
     json r = base(h, "chat.completion");
     const json logprobs =
         request.logprobs >= 0 ? chat_logprobs(tokenizer, content_logprobs(outcome)) : json(nullptr);
+    json message = {{"role", "assistant"}, {"content", outcome.text}};
+    if (h.split_reasoning) {
+      ReasoningSplitter splitter(h.reasoning_open);
+      ReasoningSplitter::Parts parts = splitter.feed(outcome.text);
+      const ReasoningSplitter::Parts rest = splitter.finish();
+      parts.reasoning += rest.reasoning;
+      parts.content += rest.content;
+      message["content"] = parts.content;
+      if (!parts.reasoning.empty()) message["reasoning_content"] = parts.reasoning;
+    }
     r["choices"] = json::array({{{"index", 0},
-                                 {"message", {{"role", "assistant"}, {"content", outcome.text}}},
+                                 {"message", message},
                                  {"logprobs", logprobs},
                                  {"finish_reason", outcome.finish_reason}}});
     r["usage"] = usage(prompt_tokens, completion_tokens);
@@ -103,12 +113,20 @@ EventStream::EventStream(ResponseHeader header, const Tokenizer& tokenizer,
     : h_(std::move(header)),
       tokenizer_(tokenizer),
       include_usage_(request.include_usage),
-      prompt_tokens_(prompt_tokens) {}
+      prompt_tokens_(prompt_tokens) {
+  if (h_.chat && h_.split_reasoning) reasoning_.emplace(h_.reasoning_open);
+}
+
+ReasoningSplitter::Parts EventStream::split(std::string_view text) {
+  if (!reasoning_) return {.reasoning = {}, .content = std::string(text)};
+  return reasoning_->feed(text);
+}
 
 std::string EventStream::progress(const JobProgress& p, bool finished) {
   const bool role = first_ && h_.chat && !finished;  // a chat stream says its role at once
-  if (p.text.empty() && p.logprobs.empty() && !role) return "";
-  return sse_event(chunk(p.text, p.logprobs, ""));
+  const ReasoningSplitter::Parts parts = split(p.text);
+  if (parts.content.empty() && parts.reasoning.empty() && p.logprobs.empty() && !role) return "";
+  return sse_event(chunk(parts, p.logprobs, ""));
 }
 
 std::string EventStream::end(const JobOutcome& outcome) {
@@ -116,7 +134,11 @@ std::string EventStream::end(const JobOutcome& outcome) {
   if (outcome.error_status) {
     events = sse_event(error_body(outcome.error, error_type(outcome.error_status)));
   } else {
-    events = sse_event(chunk("", {}, outcome.finish_reason));
+    if (reasoning_) {  // what the splitter held back
+      const ReasoningSplitter::Parts rest = reasoning_->finish();
+      if (!rest.content.empty() || !rest.reasoning.empty()) events = sse_event(chunk(rest, {}, ""));
+    }
+    events += sse_event(chunk({}, {}, outcome.finish_reason));
     if (include_usage_) {
       json last = base(h_, h_.chat ? "chat.completion.chunk" : "text_completion");
       last["choices"] = json::array();
@@ -127,15 +149,19 @@ std::string EventStream::end(const JobOutcome& outcome) {
   return events + "data: [DONE]\n\n";
 }
 
-// One chunk: new text (and, first in a chat, the role); finish_reason ends the stream.
-json EventStream::chunk(std::string_view text, std::span<const TokenLogprob> logprobs,
-                        const std::string& finish_reason) {
+// One chunk: new text (a chat's reasoning and answer apart; first in a chat, the role);
+// finish_reason ends the stream.
+json EventStream::chunk(const ReasoningSplitter::Parts& parts,
+                        std::span<const TokenLogprob> logprobs, const std::string& finish_reason) {
   const json reason = finish_reason.empty() ? json(nullptr) : json(finish_reason);
+  const std::string& text = parts.content;
   json r;
   if (h_.chat) {
     json delta = json::object();
     if (first_) delta["role"] = "assistant";
-    if (!text.empty() || (first_ && finish_reason.empty())) delta["content"] = text;
+    if (!parts.reasoning.empty()) delta["reasoning_content"] = parts.reasoning;
+    if (!text.empty() || (first_ && finish_reason.empty() && parts.reasoning.empty()))
+      delta["content"] = text;
     r = base(h_, "chat.completion.chunk");
     r["choices"] = json::array(
         {{{"index", 0},

@@ -3,10 +3,12 @@
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 
+#include "infer/chat_format.h"
 #include "serve/openai_request.h"
 #include "serve/scheduler.h"
 #include "tokenizer/tokenizer.h"
@@ -19,6 +21,8 @@ struct ResponseHeader {
   int64_t created = 0;
   std::string model;
   bool chat = false;
+  // Chat: the reply's <think> block goes to reasoning_content (the prompt may have opened it).
+  bool split_reasoning = false, reasoning_open = false;
 };
 
 // The whole response to a request that was not streamed. prompt_text: the prompt as the
@@ -39,14 +43,16 @@ class EventStream {
   std::string end(const JobOutcome& outcome);
 
  private:
-  nlohmann::json chunk(std::string_view text, std::span<const TokenLogprob> logprobs,
+  nlohmann::json chunk(const ReasoningSplitter::Parts& text, std::span<const TokenLogprob> logprobs,
                        const std::string& finish_reason);
+  ReasoningSplitter::Parts split(std::string_view text);
 
   const ResponseHeader h_;
   const Tokenizer& tokenizer_;
   const bool include_usage_;
   const int prompt_tokens_;
   bool first_ = true;
+  std::optional<ReasoningSplitter> reasoning_;
 };
 
 // Chat logprobs as OpenAI gives them: {"content": [{"token", "logprob", "bytes",

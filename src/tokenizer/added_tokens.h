@@ -25,6 +25,13 @@ class AddedTokenMatcher {
   // in order. Empty pieces are skipped.
   template <typename OnText, typename OnToken>
   void split(std::string_view text, OnText&& on_text, OnToken&& on_token) const {
+    split_where(
+        text, [](size_t, size_t) { return true; }, on_text, on_token);
+  }
+  // As split(), but a token is matched at [begin, end) of `text` only where allow(begin, end).
+  template <typename Allow, typename OnText, typename OnToken>
+  void split_where(std::string_view text, Allow&& allow, OnText&& on_text,
+                   OnToken&& on_token) const {
     if (tokens_.empty()) {
       if (!text.empty()) on_text(text);
       return;
@@ -33,7 +40,7 @@ class AddedTokenMatcher {
     for (size_t pos = 0; pos < text.size();) {
       const Token* match =
           first_byte_[static_cast<uint8_t>(text[pos])] ? longest_at(text, pos) : nullptr;
-      if (match == nullptr) {
+      if (match == nullptr || !allow(pos, pos + match->content.size())) {
         ++pos;
         continue;
       }

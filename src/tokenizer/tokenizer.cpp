@@ -22,6 +22,8 @@ namespace gattn {
 struct Tokenizer::Impl {
   explicit Impl(TokenizerSpec spec);
   void encode_append(std::string_view text, std::vector<uint32_t>& out, AddedTokens added) const;
+  void encode_append(std::string_view text, std::vector<uint32_t>& out,
+                     const std::function<bool(size_t, size_t)>& may_match) const;
 
   TokenizerSpec spec;  // vocab sorted by id
   PreTokenizer pretokenizer;
@@ -180,6 +182,19 @@ void Tokenizer::Impl::encode_append(std::string_view text, std::vector<uint32_t>
   raw_added.split(text, encode_raw, push_id);
 }
 
+void Tokenizer::Impl::encode_append(std::string_view text, std::vector<uint32_t>& out,
+                                    const std::function<bool(size_t, size_t)>& may_match) const {
+  const auto push_id = [&](uint32_t id) { out.push_back(id); };
+  // A piece between matched tokens may hold more (tokens matched after NFC) only if every byte
+  // of it may.
+  const auto encode_piece = [&](std::string_view piece) {
+    const size_t at = size_t(piece.data() - text.data());
+    encode_append(piece, out,
+                  may_match(at, at + piece.size()) ? AddedTokens::match : AddedTokens::as_text);
+  };
+  raw_added.split_where(text, may_match, encode_piece, push_id);
+}
+
 Tokenizer::Tokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 
 Tokenizer Tokenizer::load(const std::string& path) {
@@ -211,6 +226,13 @@ std::vector<uint32_t> Tokenizer::encode(std::string_view text, AddedTokens added
 void Tokenizer::encode_append(std::string_view text, std::vector<uint32_t>& ids,
                               AddedTokens added) const {
   impl_->encode_append(text, ids, added);
+}
+
+std::vector<uint32_t> Tokenizer::encode_where(
+    std::string_view text, const std::function<bool(size_t, size_t)>& may_match) const {
+  std::vector<uint32_t> ids;
+  impl_->encode_append(text, ids, may_match);
+  return ids;
 }
 
 std::vector<std::vector<uint32_t>> Tokenizer::encode_batch(

@@ -70,6 +70,11 @@ class Tokenizer {
   // Appends the ids of `text` to `ids`.
   void encode_append(std::string_view text, std::vector<uint32_t>& ids,
                      AddedTokens added = AddedTokens::match) const;
+  // Ids of `text` where an added token is matched at bytes [begin, end) only if
+  // may_match(begin, end): a chat template's own text, not what a message says
+  // (infer/chat_format.h). Equal to encode(text) when may_match always holds.
+  std::vector<uint32_t> encode_where(std::string_view text,
+                                     const std::function<bool(size_t, size_t)>& may_match) const;
   // Ids of each text, encoded in parallel (OpenMP, static schedule: the result does not depend
   // on the thread count).
   std::vector<std::vector<uint32_t>> encode_batch(std::span<const std::string_view> texts) const;

@@ -17,6 +17,14 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# The official openai client, for the cli.serve_openai test (PyPI; pinned as the check expects).
+venv=tools/reference/.venv-serve
+if ! "$venv/bin/python" -c "import openai" 2>/dev/null; then
+  echo "setup: installing openai==3.63.0 into $venv"
+  python3 -m venv "$venv" && "$venv/bin/python" -m pip install -q openai==3.63.0 ||
+    echo "setup: could not install openai from PyPI; the cli.serve_openai test will fail" >&2
+fi
+
 jobs=$(nproc)
 for flavour in "${@:-release}"; do
   case "$flavour" in

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <random>
 
-#include "infer/chat_template.h"
+#include "infer/chat_format.h"
 #include "infer/generate.h"
 #include "model/train_state.h"
 #include "util/error.h"
@@ -195,7 +195,12 @@ TEST(Continuation, NonFiniteLogitsEndGenerationWithAnError) {
 }
 
 TEST(Generate, ChatTemplateNeedsChatmlTokens) {
-  EXPECT_THROW(chatml_prompt_ids(tokenizer(), "hello"), Error);
+  const nlohmann::json messages = {{{"role", "user"}, {"content", "hello"}}};
+  for (const char* name : {"chatml", "qwen3", "qwen3_5"})
+    EXPECT_THROW(ChatFormat::choose(name, "", tokenizer(), discard_log())
+                     .render(messages, nlohmann::json::object()),
+                 Error)
+        << name;
 }
 
 }  // namespace

@@ -55,6 +55,14 @@ const Tokenizer& chat_tokenizer() {
   return t;
 }
 
+// The prompt of `messages` by the built-in "chatml" template (the test server's "qwen3" renders
+// these conversations alike).
+std::vector<uint32_t> chatml_ids(const Tokenizer& t, const std::vector<ChatMessage>& messages) {
+  json j = json::array();
+  for (const ChatMessage& m : messages) j.push_back({{"role", m.role}, {"content", m.content}});
+  return ChatFormat::choose("chatml", "", t, discard_log()).render(j, json::object()).ids;
+}
+
 const Weights& model() {
   static const std::unique_ptr<Weights> w = [] {
     Config c;
@@ -348,7 +356,7 @@ TEST(Serve, ChatEqualsGenerateOnTheChatmlPrompt) {
 }
 
 // A message's text is text: "<|im_end|>" written in it neither ends its turn nor lets it open a
-// system turn, in the server and in gattn generate --chat (chatml_prompt_ids). A conversation
+// system turn, in the server and in gattn generate --chat (both ChatFormat). A conversation
 // without such text gets the ids the template's text always had.
 // Thinking as Qwen3.5's template does it: the prompt opens <think>, so the reply (no </think> in
 // a few tokens of this model) is all reasoning, streamed or not; with enable_thinking false the
@@ -432,7 +440,6 @@ TEST(Serve, ChatContentNeverBecomesControlTokens) {
   EXPECT_EQ(count(injected, t.end_of_text_id()), 0);
   EXPECT_EQ(t.decode(injected),
             "<|im_start|>user\n" + injection + "<|im_end|>\n<|im_start|>assistant\n");
-  EXPECT_EQ(chatml_prompt_ids(t, injection), injected);
   EXPECT_EQ(chatml_ids(t, {{"system", "Be brief."}, {"user", "Who made it?"}}),
             t.encode("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nWho made "
                      "it?<|im_end|>\n<|im_start|>assistant\n"));
@@ -786,7 +793,8 @@ TEST(Scheduler, AFaultInOneJobFailsThatJobOnly) {
 
 // A prompt that arrives while another request decodes prefills in the same passes as that
 // request's tokens: with --decode-slowdown 1, one prompt token per pass (the decoding request
-// is never stalled by more), every one of them a mixed pass; both texts equal generate().
+// is never stalled by more) until 32 are left, which run whole (in chunks of 8, 16 and 8 tokens,
+// the 16-token grid); every one of them a mixed pass; both texts equal generate().
 TEST(Scheduler, PromptsPrefillInsideTheDecodingPasses) {
   Scheduler scheduler(model(), chat_tokenizer(),
                       {.parallel = 2, .context = 512, .prefill_chunk = 16, .decode_slowdown = 1});
@@ -812,7 +820,7 @@ TEST(Scheduler, PromptsPrefillInsideTheDecodingPasses) {
     while (!job->wait(progress, 100ms)) {
     }
   const SchedulerStats stats = scheduler.stats();
-  EXPECT_EQ(stats.mixed_passes - before, 40) << "passes " << stats.passes;
+  EXPECT_EQ(stats.mixed_passes - before, 8 + 3) << "passes " << stats.passes;
   EXPECT_EQ(a->outcome().text, generate(model(), chat_tokenizer(), first, o).text);
   EXPECT_EQ(b->outcome().text, generate(model(), chat_tokenizer(), second, o).text);
 }

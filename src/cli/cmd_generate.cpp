@@ -3,8 +3,9 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "cli/stderr_log.h"
 #include "cli/validators.h"
-#include "infer/chat_template.h"
+#include "infer/chat_format.h"
 #include "infer/generate.h"
 #include "io/file.h"
 #include "util/error.h"
@@ -15,7 +16,8 @@ namespace gattn {
 namespace {
 struct GenerateFlags {
   std::string checkpoint, tokenizer, prompt, prompt_file, system, weights_dtype = "f32";
-  bool chat = false, stats = false;
+  std::string chat_template = "auto";
+  bool chat = false, no_thinking = false, stats = false;
   int threads = 0;
   GenerateOptions options;
 };
@@ -43,8 +45,13 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--repeat-penalty", o.sampling.repeat_penalty, "penalty on tokens seen (1: off)");
   cmd->add_option("--seed", o.sampling.seed, "sampling seed")->capture_default_str();
   cmd->add_option("--stop", o.stop, "stop before this string (repeatable)");
-  cmd->add_flag("--chat", f.chat, "wrap the prompt in Qwen's ChatML template");
+  cmd->add_flag("--chat", f.chat, "wrap the prompt in the chat template (--chat-template)");
   cmd->add_option("--system", f.system, "with --chat: a system message");
+  cmd->add_option("--chat-template", f.chat_template,
+                  "auto (the checkpoint's, else a built-in one), chatml, qwen3, qwen3_5 or a "
+                  ".jinja file")
+      ->capture_default_str();
+  cmd->add_flag("--no-thinking", f.no_thinking, "with --chat: enable_thinking false");
   cmd->add_flag("--stats", f.stats, "print prompt and generation speed to stderr");
   add_weights_dtype_option(cmd, f.weights_dtype);
   add_threads_option(cmd, f.threads, "threads (default: all cores)");
@@ -61,8 +68,15 @@ void add_generate_command(CLI::App& app) {
     options.end_tokens = {tokenizer.end_of_text_id()};
     std::vector<uint32_t> ids;
     if (f.chat) {  // the user's text is text: a "<|im_end|>" in it does not end the turn
-      ids = chatml_prompt_ids(tokenizer, text, f.system);
-      options.end_tokens.push_back(*tokenizer.token_to_id("<|im_end|>"));
+      const ChatFormat format =
+          ChatFormat::choose(f.chat_template, folder, tokenizer, stderr_log());
+      nlohmann::json messages = nlohmann::json::array();
+      if (!f.system.empty()) messages.push_back({{"role", "system"}, {"content", f.system}});
+      messages.push_back({{"role", "user"}, {"content", text}});
+      nlohmann::json kwargs = nlohmann::json::object();
+      if (f.no_thinking) kwargs["enable_thinking"] = false;
+      ids = format.render(messages, kwargs).ids;
+      options.end_tokens = format.end_ids();
     } else {
       ids = tokenizer.encode(text);
     }

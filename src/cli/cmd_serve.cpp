@@ -112,7 +112,8 @@ void add_serve_command(CLI::App& app) {
       ->check(positive_number());
   cmd->add_option("--decode-slowdown", o.decode_slowdown,
                   "while requests decode, new prompts prefill in the same passes with as many "
-                  "tokens as keep a pass within this factor of a decode-only one")
+                  "tokens as keep a pass within this factor of a decode-only one (with more "
+                  "prompts waiting than requests decoding, the extra time grows with their ratio)")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 1000.0));
   cmd->add_option("--prefix-cache-mib", o.prefix_cache_mib,
@@ -159,14 +160,14 @@ void add_serve_command(CLI::App& app) {
     const Tokenizer tokenizer = load_model_tokenizer(f.tokenizer, folder);
     ServeOptions options = f.options;
     options.exec = inference_exec();
-    options.chat_format = std::make_shared<const ChatFormat>(
-        ChatFormat::choose(f.chat_template, folder, tokenizer, stderr_log()));
-    options.split_reasoning = f.reasoning_format == "auto";
     const int trained = weights->config().max_position_embeddings;
     if (f.context < 0 || f.context > trained)
       fail("--context ", f.context, " is outside [1, max_position_embeddings = ", trained, "]");
     options.context = f.context > 0 ? f.context : trained;
     check_decode_memory(*weights, options.parallel, options.context, f.context > 0);
+    options.chat_format = std::make_shared<const ChatFormat>(
+        ChatFormat::choose(f.chat_template, folder, tokenizer, stderr_log()));
+    options.split_reasoning = f.reasoning_format == "auto";
     const std::filesystem::path path = std::filesystem::path(folder).lexically_normal();
     options.model_name = !f.model_name.empty() ? f.model_name
                          : path.has_filename() ? path.filename().string()

@@ -19,5 +19,6 @@ void add_passkey_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_export_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
+void add_chat_template_command(CLI::App& app);
 
 }  // namespace gattn

@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   gattn::add_compare_command(app);
   gattn::add_export_command(app);
   gattn::add_serve_command(app);
+  gattn::add_chat_template_command(app);
   try {
     // GATTN_ISA, read once before any kernel runs (a bad value is exit 1 naming it).
     gattn::select_isa(gattn::isa_choice_from_environment());

@@ -112,12 +112,12 @@ ChatFormat::ChatFormat(jinja::Template tmpl, std::string description, const Toke
                        const std::string& folder)
     : template_(std::move(tmpl)), description_(std::move(description)), tokenizer_(&tokenizer) {
   has_reasoning_ = tokenizer.token_to_id(kThinkOpen) && tokenizer.token_to_id(kThinkClose);
-  end_ids_ = {tokenizer.end_of_text_id()};
   const auto add_end = [&](const std::string& token) {
     const auto id = tokenizer.token_to_id(token);
     if (id && std::find(end_ids_.begin(), end_ids_.end(), *id) == end_ids_.end())
       end_ids_.push_back(*id);
   };
+  add_end(kEndOfText);
   add_end("<|im_end|>");
   if (const auto config = read_json_beside(folder, "tokenizer_config.json", discard_log())) {
     for (const char* key : {"bos_token", "eos_token", "pad_token", "unk_token"})

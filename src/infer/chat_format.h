@@ -42,8 +42,8 @@ class ChatFormat {
   const std::string& description() const { return description_; }
   // Whether replies may hold a <think> block (the tokenizer has <think> and </think>).
   bool has_reasoning() const { return has_reasoning_; }
-  // The ids that end a reply: <|endoftext|> and, where the tokenizer has them, <|im_end|> and
-  // the checkpoint's eos_token.
+  // The ids that end a reply, those of them the tokenizer has: <|endoftext|>, <|im_end|> and the
+  // checkpoint's eos_token.
   const std::vector<uint32_t>& end_ids() const { return end_ids_; }
 
  private:

@@ -273,6 +273,7 @@ Prepared prepare(const OpenAiRequest& r, const Tokenizer& tokenizer, const ChatF
   check_sampling_options(o.sampling);
   o.stop = r.stop;
   o.end_tokens = r.chat ? chat.end_ids() : std::vector<uint32_t>{tokenizer.end_of_text_id()};
+  if (r.ignore_eos) o.end_tokens.clear();
   p.spec.logprobs = r.logprobs;
   p.spec.prompt_logprobs = r.echo && r.logprobs >= 0;
   return p;

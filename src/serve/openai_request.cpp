@@ -103,6 +103,7 @@ void common_fields(const Fields& f, OpenAiRequest& r, const char* max_tokens_key
     f.number(penalty, 0, 0);  // only 0 (off): the engine has no such penalty
   if (auto seed = f.integer("seed", INT64_MIN, INT64_MAX)) r.seed = uint64_t(*seed);
   r.stop = stop_strings(f);
+  r.ignore_eos = f.boolean("ignore_eos", false);
   r.stream = f.boolean("stream", false);
   if (const json* options = f.get("stream_options")) {
     if (!r.stream) fail(f.where(), ": 'stream_options' is only allowed with 'stream': true");
@@ -143,8 +144,8 @@ OpenAiRequest parse_completion_request(std::string_view body) {
   const json j = parse_json_text(body, where + " request body");
   const Fields f(j, where);
   f.only({"model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "min_p",
-          "repetition_penalty", "presence_penalty", "frequency_penalty", "seed", "stop", "stream",
-          "stream_options", "logprobs", "echo", "n", "user"});
+          "repetition_penalty", "presence_penalty", "frequency_penalty", "seed", "stop",
+          "ignore_eos", "stream", "stream_options", "logprobs", "echo", "n", "user"});
   OpenAiRequest r;
   const json* prompt = f.get("prompt");
   if (!prompt) fail(where, ": 'prompt' is required");
@@ -180,7 +181,8 @@ OpenAiRequest parse_chat_request(std::string_view body) {
           "top_logprobs",
           "n",
           "user",
-          "chat_template_kwargs"});
+          "chat_template_kwargs",
+          "ignore_eos"});
   OpenAiRequest r{.chat = true};
   const json* messages = f.get("messages");
   if (!messages || !messages->is_array() || messages->empty())

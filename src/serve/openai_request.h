@@ -31,6 +31,7 @@ struct OpenAiRequest {
   SamplingOptions sampling = {};
   std::optional<uint64_t> seed = {};  // absent: a fresh seed per request
   std::vector<std::string> stop = {};
+  bool ignore_eos = false;  // vLLM's and llama.cpp's extension: end tokens do not end the reply
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
   bool echo = false;  // completions: the prompt's text (and logprobs) before the completion

@@ -211,22 +211,43 @@ void Scheduler::guarded(Slot& slot, const std::function<void()>& work) {
   }
 }
 
+// Prompts with at most this many tokens left are not cut into chunks beside decoding slots.
+constexpr int kShortPrompt = 32;
+
 // How many prompt tokens the next pass may carry. Alone, a full chunk; beside decoding slots, as
 // many as keep the pass within decode_slowdown times a decode-only pass, from the measured cost
-// of both (at least one token, so a prompt always advances).
-int Scheduler::prefill_budget(bool decoding) const {
-  if (!decoding || !(cost_.decode_s > 0) || !(cost_.prefill_token_s > 0)) return o_.prefill_chunk;
-  const double room = (o_.decode_slowdown - 1) * cost_.decode_s;
-  return std::clamp(int(room / cost_.prefill_token_s), 1, o_.prefill_chunk);
+// of passes (at least one token, so a prompt always advances). Where more prompts wait than slots
+// decode, each waiting prompt may slow the decoders that much: a burst of new requests does not
+// wait behind a few decoding ones.
+int Scheduler::prefill_budget(int decoding, int waiting) const {
+  if (!decoding || !cost_.ready()) return o_.prefill_chunk;
+  const double share = std::max(1.0, double(waiting) / decoding);
+  const double room = (o_.decode_slowdown - 1) * share * cost_.seconds(decoding);
+  return std::clamp(int(room / cost_.per_row()), 1, o_.prefill_chunk);
 }
 
-// Running means of a decode-only pass's time and of one prompt token's share of a pass.
-void Scheduler::PassCost::record(double seconds, int decoding, int prompt_tokens) {
-  constexpr double kKeep = 0.8;
-  const auto mean = [](double& m, double x) { m = m > 0 ? kKeep * m + (1 - kKeep) * x : x; };
-  if (prompt_tokens == 0) return mean(decode_s, seconds);
-  const double base = decoding ? decode_s : 0;
-  if (seconds > base) mean(prefill_token_s, (seconds - base) / prompt_tokens);
+void Scheduler::PassCost::record(double seconds, int rows) {
+  constexpr double kKeep = 0.95;  // about the last 20 passes
+  for (double* sum : {&w, &sx, &sy, &sxx, &sxy}) *sum *= kKeep;
+  w += 1;
+  sx += rows;
+  sy += seconds;
+  sxx += double(rows) * rows;
+  sxy += rows * seconds;
+}
+
+// The fitted slope; while the passes all had the same number of rows, time over rows (which
+// overstates a row's cost, so budgets err small).
+double Scheduler::PassCost::per_row() const {
+  const double mx = sx / w, my = sy / w, var = sxx / w - mx * mx;
+  const double proportional = my / mx;
+  if (!(var > 0.25)) return proportional;
+  return std::clamp((sxy / w - mx * my) / var, proportional * 1e-3, proportional);
+}
+
+double Scheduler::PassCost::seconds(int rows) const {
+  const double b = per_row(), fixed = std::max(0.0, sy / w - b * sx / w);
+  return fixed + b * rows;
 }
 
 // One ragged pass: every decoding slot's next token and, within the budget, chunks of the
@@ -251,7 +272,13 @@ void Scheduler::step() {
   std::stable_sort(waiting.begin(), waiting.end(), [](const Slot* a, const Slot* b) {
     return a->job->submitted() < b->job->submitted();
   });
-  int budget = prefill_budget(decoding > 0), prompt_tokens = 0, rows = decoding;
+  int budget = prefill_budget(decoding, int(waiting.size())), prompt_tokens = 0, rows = decoding;
+  // A short prompt runs whole: cutting it would save the decoders little and cost its first token
+  // a pass or more.
+  if (!waiting.empty()) {
+    const int left = int(waiting[0]->ids.size()) - waiting[0]->prefilled;
+    if (left <= kShortPrompt) budget = std::max(budget, left);
+  }
   for (Slot* slot : waiting) {
     if (budget == 0) break;
     const int left = int(slot->ids.size()) - slot->prefilled;
@@ -277,8 +304,8 @@ void Scheduler::step() {
     for (Slot* slot : batch) slot->failure = JobOutcome{.error_status = 500, .error = e.what()};
     return;
   }
-  cost_.record(std::chrono::duration<double>(SteadyClock::now() - start).count(), decoding,
-               prompt_tokens);
+  cost_.record(std::chrono::duration<double>(SteadyClock::now() - start).count(),
+               decoding + prompt_tokens);
   {
     std::lock_guard lock(m_);
     ++stats_.passes;

@@ -95,7 +95,9 @@ struct SchedulerOptions {
   int context = 0;          // positions per job (prompt + generated)
   int prefill_chunk = 256;  // prompt tokens per forward pass at most (and their chunk grid)
   // While slots decode, prompts prefill beside them in the same passes with as many tokens as
-  // keep a pass within this factor of a decode-only pass (measured as the server runs).
+  // keep a pass within this factor of a decode-only pass (measured as the server runs); with more
+  // prompts waiting than slots decoding, the extra time is this factor's share per waiting
+  // prompt and decoding slot.
   double decode_slowdown = 1.5;
   double timeout_s = 300;           // a job's time limit, from submission (queueing included)
   ExecContext exec = {};            // how the passes compute
@@ -134,7 +136,7 @@ class Scheduler {
   bool admit();  // moves queued jobs into free slots; false when stopping
   // Runs one slot's work: what it throws fails that slot's job only.
   static void guarded(Slot& slot, const std::function<void()>& work);
-  int prefill_budget(bool decoding) const;
+  int prefill_budget(int decoding, int waiting) const;
   void step();
   void prefilled(Slot& slot, int count, std::span<float> logits);
   void reuse_prefix(Slot& slot);
@@ -151,9 +153,14 @@ class Scheduler {
   struct Model;
   std::unique_ptr<Model> model_;  // the BatchedInferState and its logits
   std::vector<std::unique_ptr<Slot>> slots_;
-  struct PassCost {  // the scheduler thread's running means
-    double decode_s = 0, prefill_token_s = 0;
-    void record(double seconds, int decoding, int prompt_tokens);
+  // A pass's time as fixed + per_row x rows (decoding tokens and prompt tokens alike), fitted
+  // by least squares on the recent passes (exponentially weighted); the scheduler thread's.
+  struct PassCost {
+    double w = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    void record(double seconds, int rows);
+    bool ready() const { return w > 0 && sx > 0 && sy > 0; }
+    double per_row() const;
+    double seconds(int rows) const;
   } cost_;
   PrefixCache prefix_cache_;
 

@@ -1,8 +1,9 @@
-// Fuzz target: the ChatML prompt ids of chat messages (chatml_ids), from a chat request body as
-// the server reads it and from raw bytes as gattn generate --chat reads a file (any bytes; 0x1E
-// separates messages, the first piece is the role). Only gattn::Error may come out, and no
-// control token may come from a role or a content: the ids hold one <|im_start|> per message
-// and one for the reply, one <|im_end|> per message, and no other added token.
+// Fuzz target: the prompt ids of chat messages by the built-in "chatml" chat template
+// (ChatFormat), from a chat request body as the server reads it and from raw bytes as gattn
+// generate --chat reads a file (any bytes; 0x1E separates messages, the first piece is the role).
+// Only gattn::Error may come out, and no control token may come from a role or a content: the
+// ids hold one <|im_start|> per message and one for the reply, one <|im_end|> per message, and no
+// other added token.
 #include <unistd.h>
 
 #include <cstdio>
@@ -13,7 +14,7 @@
 #include <vector>
 
 #include "fuzz_input.h"
-#include "infer/chat_template.h"
+#include "infer/chat_format.h"
 #include "serve/openai_request.h"
 #include "tokenizer/byte_level.h"
 
@@ -97,7 +98,11 @@ const gattn::Tokenizer& tokenizer() {
 }
 
 void check(const std::vector<gattn::ChatMessage>& messages) {
-  const std::vector<uint32_t> ids = gattn::chatml_ids(tokenizer(), messages);
+  static const gattn::ChatFormat chatml =
+      gattn::ChatFormat::choose("chatml", "", tokenizer(), gattn::discard_log());
+  json j = json::array();
+  for (const gattn::ChatMessage& m : messages) j.push_back({{"role", m.role}, {"content", m.content}});
+  const std::vector<uint32_t> ids = chatml.render(j, json::object()).ids;
   size_t starts = 0, ends = 0;
   for (const uint32_t id : ids) {
     starts += id == kStart;

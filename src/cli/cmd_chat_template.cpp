@@ -21,12 +21,19 @@ struct ChatTemplateFlags {
 
 // A conversation file: a JSON array of messages, or an object with "messages" and
 // "chat_template_kwargs" as in a chat request.
-std::pair<nlohmann::json, nlohmann::json> read_conversation(const std::string& path) {
-  const nlohmann::json j = parse_json_text(read_text_file(path), path);
-  if (j.is_array()) return {j, nlohmann::json::object()};
+std::pair<nlohmann::ordered_json, nlohmann::ordered_json> read_conversation(
+    const std::string& path) {
+  nlohmann::ordered_json j;
+  try {
+    j = nlohmann::ordered_json::parse(read_text_file(path));
+  } catch (const nlohmann::json::exception& e) {
+    fail(path, ": not JSON: ", e.what());
+  }
+  if (j.is_array()) return {j, nlohmann::ordered_json::object()};
   if (!j.is_object() || !j.contains("messages") || !j["messages"].is_array())
     fail(path, ": expected an array of messages or an object with 'messages'");
-  const nlohmann::json kwargs = j.value("chat_template_kwargs", nlohmann::json::object());
+  const nlohmann::ordered_json kwargs =
+      j.value("chat_template_kwargs", nlohmann::ordered_json::object());
   if (!kwargs.is_object()) fail(path, ": 'chat_template_kwargs' must be an object");
   return {j["messages"], kwargs};
 }

@@ -128,6 +128,16 @@ ChatFormat::ChatFormat(jinja::Template tmpl, std::string description, const Toke
 }
 
 ChatFormat::Prompt ChatFormat::render(const json& messages, const json& kwargs) const {
+  return render_any(messages, kwargs);
+}
+
+ChatFormat::Prompt ChatFormat::render(const nlohmann::ordered_json& messages,
+                                      const nlohmann::ordered_json& kwargs) const {
+  return render_any(messages, kwargs);
+}
+
+template <typename Json>
+ChatFormat::Prompt ChatFormat::render_any(const Json& messages, const Json& kwargs) const {
   if (description_.rfind("built-in", 0) == 0) check_chatml_tokens(*tokenizer_);
   jinja::Variables vars = special_tokens_;
   vars.emplace_back("messages", jinja::Value::from_json(messages));

@@ -38,6 +38,8 @@ class ChatFormat {
     bool opens_reasoning = false;  // the prompt ends inside an open <think> block
   };
   Prompt render(const nlohmann::json& messages, const nlohmann::json& kwargs) const;
+  // The same, keeping the order of the objects' keys (what tojson of a tool's schema writes).
+  Prompt render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& kwargs) const;
 
   const std::string& description() const { return description_; }
   // Whether replies may hold a <think> block (the tokenizer has <think> and </think>).
@@ -47,6 +49,9 @@ class ChatFormat {
   const std::vector<uint32_t>& end_ids() const { return end_ids_; }
 
  private:
+  template <typename Json>
+  Prompt render_any(const Json& messages, const Json& kwargs) const;
+
   jinja::Template template_;
   std::string description_;
   const Tokenizer* tokenizer_;

@@ -213,22 +213,17 @@ void Scheduler::guarded(Slot& slot, const std::function<void()>& work) {
 
 // Prompts with at most this many tokens left are not cut into chunks beside decoding slots.
 constexpr int kShortPrompt = 32;
-// The smallest chunk beside decoding slots: a chunk's attention reads the keys and values of the
-// whole prompt so far whatever its size, so a smaller one slows the decoders nearly as much and
-// makes the prompt wait many times longer.
-constexpr int kMinChunk = 8;
 
 // How many prompt tokens the next pass may carry. Alone, a full chunk; beside decoding slots, as
 // many as keep the pass within decode_slowdown times a decode-only pass, from the measured cost
-// of passes (at least kMinChunk tokens). Where more prompts wait than slots
+// of passes (at least one token, so a prompt always advances). Where more prompts wait than slots
 // decode, each waiting prompt may slow the decoders that much: a burst of new requests does not
 // wait behind a few decoding ones.
 int Scheduler::prefill_budget(int decoding, int waiting) const {
   if (!decoding || !cost_.ready()) return o_.prefill_chunk;
   const double share = std::max(1.0, double(waiting) / decoding);
   const double room = (o_.decode_slowdown - 1) * share * cost_.seconds(decoding);
-  return std::clamp(int(room / cost_.per_row()), std::min(kMinChunk, o_.prefill_chunk),
-                    o_.prefill_chunk);
+  return std::clamp(int(room / cost_.per_row()), 1, o_.prefill_chunk);
 }
 
 void Scheduler::PassCost::record(double seconds, int rows) {

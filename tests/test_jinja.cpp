@@ -88,6 +88,18 @@ TEST(Jinja, OutputKnowsWhichBytesCameFromData) {
   EXPECT_EQ(marks, "...ddd...dd..");
 }
 
+// Python's answers at the edges: slices with steps past int64's end, indices out of range
+// (undefined, printed as nothing), integer overflow (an error, where Python has big integers).
+TEST(Jinja, EdgesOfPythonSemantics) {
+  const auto render = [](const char* source) { return Template(source, "t").render({}).s; };
+  EXPECT_EQ(render("{{ [1, 2, 3][1::9223372036854775807] }}"), "[2]");
+  EXPECT_EQ(render("{{ 'abc'[2::-9223372036854775807] }}{{ 'abc'[-9::-1] }}"), "c");
+  EXPECT_EQ(render("{{ [1][5] }}|{{ [1][-5] }}|{{ 'ab'[9] }}"), "||");
+  EXPECT_EQ(render("{{ 7 // -2 }} {{ -7 % 3 }} {{ 2 ** 62 }}"), "-4 2 4611686018427387904");
+  EXPECT_THROW(render("{{ 2 ** 63 }}"), Error);
+  EXPECT_THROW(render("{{ -(-9223372036854775807 - 1) }}"), Error);
+}
+
 TEST(Jinja, BadTemplatesAreErrorsNamingTheLine) {
   const char* bad[] = {
       "{{ x ",

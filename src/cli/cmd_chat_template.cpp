@@ -23,12 +23,9 @@ struct ChatTemplateFlags {
 // "chat_template_kwargs" as in a chat request.
 std::pair<nlohmann::ordered_json, nlohmann::ordered_json> read_conversation(
     const std::string& path) {
-  nlohmann::ordered_json j;
-  try {
-    j = nlohmann::ordered_json::parse(read_text_file(path));
-  } catch (const nlohmann::json::exception& e) {
-    fail(path, ": not JSON: ", e.what());
-  }
+  const std::string text = read_text_file(path);
+  parse_json_text(text, path);  // bad JSON or nesting too deep: an error naming the file
+  const auto j = nlohmann::ordered_json::parse(text);
   if (j.is_array()) return {j, nlohmann::ordered_json::object()};
   if (!j.is_object() || !j.contains("messages") || !j["messages"].is_array())
     fail(path, ": expected an array of messages or an object with 'messages'");

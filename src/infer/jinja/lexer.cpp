@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 
+#include "tokenizer/utf8.h"
 #include "util/error.h"
 
 namespace gattn::jinja {
@@ -163,24 +164,6 @@ class Splitter {
 
 // A Python string literal's value: \n \t \r \\ \' \" \0 \xHH \uHHHH \UHHHHHHHH; other
 // backslashes stay as they are.
-void append_utf8(uint32_t cp, std::string& out) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xC0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += char(0xE0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  } else {
-    out += char(0xF0 | (cp >> 18));
-    out += char(0x80 | ((cp >> 12) & 0x3F));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  }
-}
-
 size_t string_literal(std::string_view code, size_t i, std::string& out, const std::string& where) {
   const char quote = code[i++];
   for (; i < code.size() && code[i] != quote; ++i) {
@@ -196,7 +179,7 @@ size_t string_literal(std::string_view code, size_t i, std::string& out, const s
           code.data() + i + 1, code.data() + std::min(code.size(), i + 1 + size_t(hex)), cp, 16);
       if (r.ptr != code.data() + i + 1 + hex || cp > 0x10FFFF || (cp >= 0xD800 && cp < 0xE000))
         fail(where, ": a bad \\", e, " escape in a string");
-      append_utf8(cp, out);
+      utf8::append(out, cp);
       i += size_t(hex);
       continue;
     }

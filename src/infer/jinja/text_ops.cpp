@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "tokenizer/utf8.h"
 #include "util/error.h"
 
 namespace gattn::jinja {
@@ -10,15 +11,9 @@ namespace gattn::jinja {
 namespace {
 // The character at byte i: its code point and length (an invalid byte stands for itself).
 std::pair<uint32_t, size_t> decode_at(const std::string& s, size_t i) {
-  const auto b = static_cast<unsigned char>(s[i]);
-  const size_t len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 1;
-  if (len == 1 || i + len > s.size()) return {b, 1};
-  uint32_t cp = b & (0x7F >> len);
-  for (size_t k = 1; k < len; ++k) {
-    const auto c = static_cast<unsigned char>(s[i + k]);
-    if ((c & 0xC0) != 0x80) return {b, 1};
-    cp = (cp << 6) | (c & 0x3F);
-  }
+  uint32_t cp = 0;
+  const size_t len = utf8::decode(s, i, &cp);
+  if (len == 0) return {static_cast<unsigned char>(s[i]), 1};
   return {cp, len};
 }
 
@@ -249,7 +244,10 @@ std::vector<size_t> slice_indices(size_t size, std::optional<int64_t> start,
   const int64_t from = adjust(start, step < 0 ? n - 1 : 0);
   const int64_t to = adjust(stop, step < 0 ? -1 : n);
   std::vector<size_t> out;
-  for (int64_t i = from; step > 0 ? i < to : i > to; i += step) out.push_back(size_t(i));
+  for (int64_t i = from; step > 0 ? i < to : i > to;) {
+    out.push_back(size_t(i));
+    if (__builtin_add_overflow(i, step, &i)) break;  // a step past the end of int64
+  }
   return out;
 }
 

@@ -163,14 +163,19 @@ class Renderer {
     return Flow::normal;
   }
 
+  // The macro holds its scope weakly: the scope holds the macro, and a strong hold both ways
+  // would never be freed.
   Value macro(const Node& n, const ScopePtr& defined_in) {
-    return Value::function([this, &n, defined_in](CallArgs& call) {
+    return Value::function([this, &n, home = std::weak_ptr<Scope>(defined_in)](CallArgs& call) {
+      const ScopePtr parent = home.lock();
+      if (!parent)
+        fail(where(n.line), ": macro '", n.macro_name, "' is called after its scope ended");
       if (call.positional.size() > n.params.size())
         fail(where(n.line), ": macro '", n.macro_name, "' takes ", n.params.size(),
              " arguments, got ", call.positional.size());
       if (++call_depth_ > kMaxCallDepth)
         fail(where(n.line), ": macros nested deeper than ", kMaxCallDepth);
-      const ScopePtr s = std::make_shared<Scope>(defined_in);
+      const ScopePtr s = std::make_shared<Scope>(parent);
       for (size_t i = 0; i < n.params.size(); ++i) {
         const auto& [name, fallback] = n.params[i];
         Value v = i < call.positional.size() ? call.positional[i] : Value();

@@ -27,6 +27,16 @@ def free_port():
         return s.getsockname()[1]
 
 
+def stop_server(proc):
+    """SIGTERM, then SIGKILL if the server has not exited within 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def wait_healthy(host, port, proc, seconds):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -174,12 +184,7 @@ def main():
         wall, results = run(args, host, port)
     finally:
         if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_server(proc)
     figures = report(args, wall, results)
     if args.json:
         with open(args.json, "w") as f:

@@ -31,7 +31,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
-from serve_load_test import free_port, percentile, wait_healthy
+from serve_load_test import free_port, percentile, stop_server, wait_healthy
 
 HOST = "127.0.0.1"
 TIMEOUT_S = 300  # any one request (the server's --timeout-s default)
@@ -61,12 +61,7 @@ def server(label, argv_for_port):
             print(f"  [{label}] the server's last output:\n{tail}")
             raise
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_server(proc)
             RUNNING.discard(proc)
 
 

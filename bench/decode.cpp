@@ -4,13 +4,15 @@
 // (prefill).
 //   gattn_bench_decode CONFIG|FOLDER [GATE_JSON] [PROMPT=512] [GENERATE=128] [THREADS=0: all]
 //   [ROUNDS=3]
-//                      [DTYPE=f32|bf16|bf16-gemm] [--profile] [--slots N]
+//                      [DTYPE=f32|bf16|bf16-gemm] [--profile] [--slots N] [--kv-bf16]
 // DTYPE bf16: weights stored as bf16, prefill on fp32 panels widened from them; bf16-gemm: the
-// same weights, prefill on the CPU's bf16 GEMM (GemmPrecision::bf16). A FOLDER is read straight
-// into the dtype's storage. --rss: no bandwidth or sgemm probe (their buffers); prints the
-// process's peak resident memory against the plan (parameter bytes + decode memory + working
-// set).
-// Prints one line per round and the medians; --profile adds the decode time per op and token.
+// same weights, prefill on the CPU's bf16 GEMM (GemmPrecision::bf16); with --slots, decode passes
+// as the server runs them (more than 8 rows on the bf16 GEMM, gattn::inference_exec). A FOLDER is
+// read straight into the dtype's storage. --rss: no bandwidth or sgemm probe (their buffers);
+// prints the process's peak resident memory against the plan (parameter bytes + decode memory +
+// working set).
+// --kv-bf16: the KV cache in bf16 (CacheDtype::bf16). Prints one line per round and the medians;
+// --profile adds the decode time per op and token.
 // --slots N (a server's concurrent requests): each round decodes one sequence alone, then N
 // sequences together through BatchedInferState (one step = one token for each), and prints the
 // total tokens/s of both and their ratio.
@@ -127,7 +129,7 @@ void print_profile(const gattn::OpProfile& profile, double tokens) {
 // Seconds to decode `generate` tokens in each of `slots` sequences at once, after prefilling each
 // with `prompt` (different prompts per slot).
 double batched_decode_seconds(gattn::BatchedInferState& state, int vocab, int slots, int prompt,
-                              int generate, gattn::OpProfile* profile) {
+                              int generate, gattn::ExecContext exec, gattn::OpProfile* profile) {
   std::vector<float> logits(size_t(slots) * vocab);
   std::vector<int> active(slots);
   std::vector<int32_t> next(slots), ids(prompt);
@@ -137,7 +139,8 @@ double batched_decode_seconds(gattn::BatchedInferState& state, int vocab, int sl
     for (int i = 0; i < prompt; ++i) ids[i] = (i * 7919 + s * 104729) % vocab;
     state.prefill(s, ids.data(), prompt, logits.data() + int64_t(s) * vocab);
   }
-  state.set_exec({.profile = profile});
+  exec.profile = profile;
+  state.set_exec(exec);
   const auto start = Clock::now();
   for (int t = 0; t < generate; ++t) {
     for (int s = 0; s < slots; ++s) next[s] = argmax(logits.data() + int64_t(s) * vocab, vocab);
@@ -148,18 +151,20 @@ double batched_decode_seconds(gattn::BatchedInferState& state, int vocab, int sl
   return seconds;
 }
 
-// Total decode tokens/s of one sequence and of `slots` at once, alternated rounds, medians.
-void compare_slots(const gattn::Weights& weights, int slots, int prompt, int generate, int rounds,
+// Total decode tokens/s of one sequence and of `slots` at once, alternated rounds, medians; exec
+// as the decode passes run (the server's: bf16 weights on the CPU's bf16 GEMM above 8 rows).
+void compare_slots(const gattn::Weights& weights, const gattn::ExecContext& exec,
+                   gattn::CacheDtype kv, int slots, int prompt, int generate, int rounds,
                    bool profile) {
-  gattn::BatchedInferState state(weights, slots, prompt + generate, prompt);
+  gattn::BatchedInferState state(weights, slots, prompt + generate, prompt, kv);
   const int vocab = weights.config().vocab_size;
   std::vector<double> one, many, ratio;
   gattn::OpProfile profile_one, profile_many;
   for (int round = 0; round < rounds; ++round) {
-    one.push_back(generate / batched_decode_seconds(state, vocab, 1, prompt, generate,
+    one.push_back(generate / batched_decode_seconds(state, vocab, 1, prompt, generate, exec,
                                                     profile ? &profile_one : nullptr));
     many.push_back(double(slots) * generate /
-                   batched_decode_seconds(state, vocab, slots, prompt, generate,
+                   batched_decode_seconds(state, vocab, slots, prompt, generate, exec,
                                           profile ? &profile_many : nullptr));
     ratio.push_back(many.back() / one.back());
     std::printf("round %d: 1 sequence %.2f tok/s, %d sequences %.2f tok/s in total (%.2fx)\n",
@@ -180,22 +185,23 @@ void compare_slots(const gattn::Weights& weights, int slots, int prompt, int gen
 
 int main(int argc, char** argv) {
   // The flags follow the positional arguments.
-  bool profile = false, rss = false;
+  bool profile = false, rss = false, kv_bf16 = false;
   int slots = 0;
   int positional = argc;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--profile" || arg == "--slots" || arg == "--rss")
+    if (arg == "--profile" || arg == "--slots" || arg == "--rss" || arg == "--kv-bf16")
       positional = std::min(positional, i);
     if (arg == "--profile") profile = true;
     if (arg == "--rss") rss = true;
+    if (arg == "--kv-bf16") kv_bf16 = true;
     if (arg == "--slots" && i + 1 < argc) slots = std::atoi(argv[++i]);
   }
   argc = positional;
   if (argc < 2 || slots < 0) {
     std::fprintf(stderr,
                  "usage: gattn_bench_decode CONFIG [GATE_JSON] [PROMPT] [GENERATE] [THREADS] "
-                 "[ROUNDS] [f32|bf16] [--profile] [--slots N]\n");
+                 "[ROUNDS] [f32|bf16] [--profile] [--slots N] [--kv-bf16]\n");
     return 2;
   }
   try {
@@ -226,8 +232,11 @@ int main(int argc, char** argv) {
                                                            ? gattn::GemmPrecision::bf16
                                                            : gattn::GemmPrecision::fp32};
     gattn::check_gemm_precision(prefill_exec.precision);
+    const gattn::CacheDtype kv = kv_bf16 ? gattn::CacheDtype::bf16 : gattn::CacheDtype::f32;
     if (slots > 0) {
-      compare_slots(weights, slots, prompt, generate, rounds, profile);
+      // bf16-gemm: the server's exec (gattn::inference_exec), bf16 weights on the bf16 GEMM
+      const gattn::ExecContext decode_exec{.bf16_weights_on_bf16_gemm = dtype == "bf16-gemm"};
+      compare_slots(weights, decode_exec, kv, slots, prompt, generate, rounds, profile);
       return 0;
     }
     const double weight_bytes = double(weights.size()) * (bf16 ? 2 : 4);
@@ -241,7 +250,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < prompt; ++i) ids[i] = (i * 7919) % config.vocab_size;
     std::vector<float> logits(config.vocab_size);
     std::vector<double> prefill_s, decode_s;
-    gattn::InferState state(weights, prompt + generate, prompt);
+    gattn::InferState state(weights, prompt + generate, prompt, kv);
     gattn::OpProfile decode_profile;
     for (int round = 0; round < rounds; ++round) {
       state.reset();
@@ -267,15 +276,15 @@ int main(int argc, char** argv) {
     // tokens), a Gated DeltaNet layer's fp32 state (read and written) and convolution columns.
     double kv_bytes = 0;
     for (int l = 0; l < config.num_hidden_layers; ++l)
-      kv_bytes +=
-          config.layer(l).attention == gattn::AttentionKind::linear
-              ? 2.0 * 4 *
-                    (double(config.linear_num_value_heads) * config.linear_key_head_dim *
-                         config.linear_value_head_dim +
-                     double(config.linear_conv_kernel_dim - 1) *
-                         (2 * config.linear_num_key_heads * config.linear_key_head_dim +
-                          config.linear_num_value_heads * config.linear_value_head_dim))
-              : 2.0 * config.num_key_value_heads * config.head_dim * 4 * (prompt + generate / 2.0);
+      kv_bytes += config.layer(l).attention == gattn::AttentionKind::linear
+                      ? 2.0 * 4 *
+                            (double(config.linear_num_value_heads) * config.linear_key_head_dim *
+                                 config.linear_value_head_dim +
+                             double(config.linear_conv_kernel_dim - 1) *
+                                 (2 * config.linear_num_key_heads * config.linear_key_head_dim +
+                                  config.linear_num_value_heads * config.linear_value_head_dim))
+                      : 2.0 * config.num_key_value_heads * config.head_dim * (kv_bf16 ? 2 : 4) *
+                            (prompt + generate / 2.0);
     const double bound = bandwidth / (weight_bytes + kv_bytes);
     const double decode_rate = generate / median(decode_s);
     const double prefill_flops = 2.0 * double(weights.size()) * prompt;  // weights only

@@ -58,7 +58,7 @@ int main(int argc, char** argv) try {
   std::printf("ISA %s, %d threads, %d rows, %d rounds\n", gattn::isa_description().c_str(),
               gattn::num_threads(), rows, rounds);
   double total_f32 = 0;
-  std::vector<double> total(panels_kib.size() + 1, 0.0);
+  std::vector<double> total(panels_kib.size() + 2, 0.0);
   for (const Matrix& m : matrices) {
     std::vector<float> w(size_t(m.out) * m.in), in(size_t(rows) * m.in), out(size_t(rows) * m.out);
     for (float& x : w) x = gattn::round_to_bf16(normal(rng));
@@ -83,10 +83,19 @@ int main(int argc, char** argv) try {
                           }});
     const bool native = gattn::native_bf16_gemm_available();
     const gattn::ExecContext bf16{.precision = gattn::GemmPrecision::bf16};
-    if (native)
+    std::vector<uint16_t> in16(in.size());
+    if (native) {
       variants.push_back({"bf16 GEMM", [&] {
                             gattn::typed_linear_forward(bf16, out.data(), in.data(), view, rows);
                           }});
+      // oneDNN's matmul alone (typed_linear_forward runs gattn's row kernel up to
+      // kBf16RowsKernelRows rows)
+      variants.push_back({"bf16 oneDNN matmul", [&] {
+                            gattn::to_bf16(in.data(), rows, m.in, m.in, in16.data());
+                            gattn::bf16_gemm_rounded(out.data(), in16.data(), w16.data(), rows,
+                                                     m.out, m.in, false, true, 1, 0, m.out);
+                          }});
+    }
     for (Variant& v : variants) v.run();  // warm
     for (int r = 0; r < rounds; ++r)
       for (size_t i = 0; i < variants.size(); ++i) {
@@ -109,9 +118,12 @@ int main(int argc, char** argv) try {
   for (size_t i = 0; i < panels_kib.size(); ++i)
     std::printf("  bf16 panels %lld KiB: %.3f ms, rate vs f32 %.3f\n", (long long)panels_kib[i],
                 total[i], total_f32 / total[i]);
-  if (gattn::native_bf16_gemm_available())
+  if (gattn::native_bf16_gemm_available()) {
     std::printf("  bf16 GEMM: %.3f ms, rate vs f32 %.3f\n", total[panels_kib.size()],
                 total_f32 / total[panels_kib.size()]);
+    std::printf("  bf16 oneDNN matmul: %.3f ms, rate vs f32 %.3f\n", total[panels_kib.size() + 1],
+                total_f32 / total[panels_kib.size() + 1]);
+  }
   return 0;
 } catch (const gattn::Error& e) {
   std::fprintf(stderr, "gattn_bench_typed_linear: error: %s\n", e.what());

@@ -69,7 +69,7 @@ def gattn_server(args, label, parallel, *extra):
     return server(label, lambda port: [
         args.gattn, "serve", "--checkpoint", args.checkpoint, "--host", HOST, "--port", str(port),
         "--parallel", str(parallel), "--threads", str(args.threads), "--weights-dtype", args.dtype,
-        *map(str, extra)])
+        "--kv-dtype", args.kv_dtype, *map(str, extra)])
 
 
 def get_json(port, path):
@@ -460,6 +460,8 @@ def parse_args():
     p.add_argument("--threads", type=int, default=1, help="--threads (-t) of every server")
     p.add_argument("--dtype", choices=["f32", "bf16"], default="f32",
                    help="gattn's --weights-dtype")
+    p.add_argument("--kv-dtype", choices=["f32", "bf16"], default="f32",
+                   help="gattn's --kv-dtype (llama-server keeps its default f16 cache)")
     p.add_argument("--max-tokens", type=int, default=64, help="of each decoding request")
     p.add_argument("--slow-connections", type=int, default=200)
     p.add_argument("--prefill-tokens", type=int, default=4096)

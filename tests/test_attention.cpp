@@ -7,6 +7,7 @@
 #include "gradcheck.h"
 #include "ops/attention.h"
 #include "ops/attention_decode.h"
+#include "ops/bf16_bits.h"
 
 namespace gattn {
 namespace {
@@ -140,6 +141,47 @@ TEST(AttentionForward, FewQueriesInFloatMatchTheFormula) {
     }
     for (double x : scores) sum += std::exp(x - max);
     EXPECT_NEAR(lse[size_t(n - 1) * heads + 3], max + std::log(sum), 1e-5) << n << " queries";
+  }
+}
+
+// A bf16 KV cache: attention over bf16 keys and values gives the bits of the fp32 path over the
+// same values widened, on the few-query path (1 .. kFewQueryRows queries, widened as read) and
+// the tiled one (a 9-row chunk, widened first), for two sequences in a cache of larger capacity.
+TEST(AttentionForward, OverBf16KeysAndValuesEqualsTheFp32PathOnThoseValues) {
+  const int capacity = 2 * kAttentionTile + 40, kv_len = 2 * kAttentionTile + 21, d = 128;
+  const int heads = 4, kv_heads = 2, width = kv_heads * d;
+  std::mt19937_64 rng(9);
+  const auto k = random_vector(size_t(2) * capacity * width, rng, 0.3);
+  const auto v = random_vector(size_t(2) * capacity * width, rng);
+  std::vector<uint16_t> k16(k.size()), v16(v.size());
+  std::vector<float> kf(k.size()), vf(v.size());
+  for (size_t i = 0; i < k.size(); ++i) {
+    k16[i] = bf16_instruction_bits(float(k[i]));
+    v16[i] = bf16_instruction_bits(float(v[i]));
+    kf[i] = bf16_to_float(k16[i]);
+    vf[i] = bf16_to_float(v16[i]);
+  }
+  for (int n : {1, 2, kFewQueryRows, 9}) {
+    const AttentionShape s{.batch = 2,
+                           .q_len = n,
+                           .kv_len = kv_len,
+                           .q_offset = kv_len - n,
+                           .kv_stride = capacity,
+                           .q_heads = heads,
+                           .kv_heads = kv_heads,
+                           .head_dim = d,
+                           .ld_q = heads * d,
+                           .ld_k = width,
+                           .ld_v = width,
+                           .ld_out = heads * d};
+    const auto qd = random_vector(size_t(2) * n * s.ld_q, rng, 0.3);
+    const std::vector<float> q(qd.begin(), qd.end());
+    std::vector<float> out(q.size()), lse(size_t(2) * n * heads), out16(out), lse16(lse);
+    attention_forward(ExecContext{}, out.data(), lse.data(), q.data(), kf.data(), vf.data(), s);
+    attention_forward(ExecContext{}, out16.data(), lse16.data(), q.data(), k16.data(), v16.data(),
+                      s);
+    EXPECT_EQ(out16, out) << n << " queries";
+    EXPECT_EQ(lse16, lse) << n << " queries";
   }
 }
 

@@ -51,12 +51,12 @@ std::vector<std::vector<int32_t>> token_lists() {
 constexpr int kPrompt[] = {5, 11, 1};
 
 // Logits after every token from the prompt's last on, each sequence alone.
-std::vector<std::vector<float>> alone(const Weights& w) {
+std::vector<std::vector<float>> alone(const Weights& w, CacheDtype kv = CacheDtype::f32) {
   const int V = w.config().vocab_size;
   std::vector<std::vector<float>> out;
   const auto lists = token_lists();
   for (size_t s = 0; s < lists.size(); ++s) {
-    InferState state(w, 40, 16);
+    InferState state(w, 40, 16, kv);
     std::vector<float> logits(V), all;
     state.forward_last(lists[s].data(), kPrompt[s], logits.data());
     all.insert(all.end(), logits.begin(), logits.end());
@@ -135,64 +135,83 @@ Config tiny_hybrid() {
 
 // Sequence 0 decodes while sequences 1 and 2 prefill in chunks of 3 and 5 beside it (sequence 2
 // scoring every prompt token); then all three decode. Each pass is one forward() of ragged rows.
+// With either KV cache dtype.
 TEST(BatchedInfer, MixedPassesOfDecodeAndPrefillEqualRunningAlone) {
-  for (const Config& c : {tiny(GatePosition::none), tiny(GatePosition::sdpa), tiny_hybrid()}) {
-    Weights w(c);
-    w.init(17);
-    const int V = c.vocab_size;
-    const auto expected = alone(w);
-    const auto lists = token_lists();
-    BatchedInferState state(w, 3, 40, 5);
-    std::vector<float> logits(8 * V);
-    state.prefill(0, lists[0].data(), kPrompt[0], logits.data());
-    int decoded[3] = {0, 0, 0}, prefilled[3] = {kPrompt[0], 0, 0};
-    const int chunk[3] = {0, 3, 5};  // prompt tokens per pass (sequence 0's is prefilled)
-    int passes = 0;
-    while (decoded[0] + decoded[1] + decoded[2] < 3 * 8) {
-      std::vector<BatchedInferState::Chunk> chunks;
-      std::vector<int> seqs;
-      for (int s = 0; s < 3; ++s) {
-        if (prefilled[s] < kPrompt[s]) {
-          const int n = std::min(chunk[s], kPrompt[s] - prefilled[s]);
-          chunks.push_back({s, lists[s].data() + prefilled[s], n, s == 2});
-        } else if (decoded[s] < 8) {
-          chunks.push_back({s, &lists[s][kPrompt[s] + decoded[s]], 1, false});
-        } else {
-          continue;
-        }
-        seqs.push_back(s);
-      }
-      state.forward(chunks, logits.data());
-      ++passes;
-      const float* row = logits.data();
-      for (size_t i = 0; i < chunks.size(); ++i) {
-        const int s = seqs[i];
-        const bool prompt = prefilled[s] < kPrompt[s];
-        if (prompt) {
-          prefilled[s] += chunks[i].count;
-          row += int64_t(chunks[i].every_row ? chunks[i].count - 1 : 0) * V;
+  for (const CacheDtype kv : {CacheDtype::f32, CacheDtype::bf16})
+    for (const Config& c : {tiny(GatePosition::none), tiny(GatePosition::sdpa), tiny_hybrid()}) {
+      Weights w(c);
+      w.init(17);
+      const int V = c.vocab_size;
+      const auto expected = alone(w, kv);
+      const auto lists = token_lists();
+      BatchedInferState state(w, 3, 40, 5, kv);
+      std::vector<float> logits(8 * V);
+      state.prefill(0, lists[0].data(), kPrompt[0], logits.data());
+      int decoded[3] = {0, 0, 0}, prefilled[3] = {kPrompt[0], 0, 0};
+      const int chunk[3] = {0, 3, 5};  // prompt tokens per pass (sequence 0's is prefilled)
+      int passes = 0;
+      while (decoded[0] + decoded[1] + decoded[2] < 3 * 8) {
+        std::vector<BatchedInferState::Chunk> chunks;
+        std::vector<int> seqs;
+        for (int s = 0; s < 3; ++s) {
           if (prefilled[s] < kPrompt[s]) {
-            row += V;
+            const int n = std::min(chunk[s], kPrompt[s] - prefilled[s]);
+            chunks.push_back({s, lists[s].data() + prefilled[s], n, s == 2});
+          } else if (decoded[s] < 8) {
+            chunks.push_back({s, &lists[s][kPrompt[s] + decoded[s]], 1, false});
+          } else {
             continue;
           }
-        } else {
-          ++decoded[s];
+          seqs.push_back(s);
         }
-        const int at = prompt ? 0 : decoded[s];  // expected[s]: the prompt's last, then each step
-        EXPECT_LT(relative_l2(row, expected[s].data() + int64_t(at) * V, V), 1e-5)
-            << c.num_hidden_layers << " layers, sequence " << s << " step " << at;
-        row += V;
+        state.forward(chunks, logits.data());
+        ++passes;
+        const float* row = logits.data();
+        for (size_t i = 0; i < chunks.size(); ++i) {
+          const int s = seqs[i];
+          const bool prompt = prefilled[s] < kPrompt[s];
+          if (prompt) {
+            prefilled[s] += chunks[i].count;
+            row += int64_t(chunks[i].every_row ? chunks[i].count - 1 : 0) * V;
+            if (prefilled[s] < kPrompt[s]) {
+              row += V;
+              continue;
+            }
+          } else {
+            ++decoded[s];
+          }
+          const int at = prompt ? 0 : decoded[s];  // expected[s]: the prompt's last, then each step
+          EXPECT_LT(relative_l2(row, expected[s].data() + int64_t(at) * V, V), 1e-5)
+              << c.num_hidden_layers << " layers, sequence " << s << " step " << at;
+          row += V;
+        }
+        EXPECT_EQ(
+            row, logits.data() + [&] {
+              int64_t rows = 0;
+              for (const auto& ch : chunks) rows += ch.every_row ? ch.count : 1;
+              return rows * V;
+            }());
       }
-      EXPECT_EQ(
-          row, logits.data() + [&] {
-            int64_t rows = 0;
-            for (const auto& ch : chunks) rows += ch.every_row ? ch.count : 1;
-            return rows * V;
-          }());
+      EXPECT_EQ(passes, 4 + 8);  // sequence 1: 11 prompt tokens in 4 chunks, then 8 steps
+      for (int s = 0; s < 3; ++s) EXPECT_EQ(state.length(s), kPrompt[s] + 8);
     }
-    EXPECT_EQ(passes, 4 + 8);  // sequence 1: 11 prompt tokens in 4 chunks, then 8 steps
-    for (int s = 0; s < 3; ++s) EXPECT_EQ(state.length(s), kPrompt[s] + 8);
+}
+
+// A bf16 cache holds half the bytes, and its logits stay near the fp32 cache's (the keys and
+// values rounded to 8 significant bits) without being theirs.
+TEST(BatchedInfer, Bf16KeysAndValuesStayNearTheFp32Logits) {
+  Weights w(tiny(GatePosition::sdpa));
+  w.init(23);
+  const auto f32 = alone(w), bf16 = alone(w, CacheDtype::bf16);
+  for (size_t s = 0; s < f32.size(); ++s) {
+    const double error = relative_l2(bf16[s].data(), f32[s].data(), int(f32[s].size()));
+    EXPECT_LT(error, 2e-2) << "sequence " << s;
+    EXPECT_GT(error, 0) << "sequence " << s;
   }
+  EXPECT_EQ(BatchedInferState(w, 2, 40, 4, CacheDtype::bf16).decode_memory_bytes() * 2,
+            BatchedInferState(w, 2, 40, 4).decode_memory_bytes());
+  EXPECT_LT(BatchedInferState::planned_decode_memory_bytes(w, 2, 40, CacheDtype::bf16),
+            BatchedInferState::planned_decode_memory_bytes(w, 2, 40));
 }
 
 TEST(BatchedInfer, RejectsBadSlotsAndFullCaches) {

@@ -15,7 +15,8 @@ namespace gattn {
 
 namespace {
 struct GenerateFlags {
-  std::string checkpoint, tokenizer, prompt, prompt_file, system, weights_dtype = "f32";
+  std::string checkpoint, tokenizer, prompt, prompt_file, system, weights_dtype = "f32",
+                                                                  kv_dtype = "f32";
   std::string chat_template = "auto";
   bool chat = false, no_thinking = false, stats = false;
   int threads = 0;
@@ -54,6 +55,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_flag("--no-thinking", f.no_thinking, "with --chat: enable_thinking false");
   cmd->add_flag("--stats", f.stats, "print prompt and generation speed to stderr");
   add_weights_dtype_option(cmd, f.weights_dtype);
+  add_kv_dtype_option(cmd, f.kv_dtype);
   add_threads_option(cmd, f.threads, "threads (default: all cores)");
   cmd->callback([] {
     use_threads(f.threads);
@@ -64,6 +66,7 @@ void add_generate_command(CLI::App& app) {
     const Tokenizer tokenizer = load_model_tokenizer(f.tokenizer, folder);
     const std::string text = f.prompt_file.empty() ? f.prompt : read_text_file(f.prompt_file);
     GenerateOptions options = f.options;
+    options.keys_values = cache_dtype(f.kv_dtype);
     options.exec = inference_exec();
     options.end_tokens = {tokenizer.end_of_text_id()};
     std::vector<uint32_t> ids;

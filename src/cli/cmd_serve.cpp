@@ -20,7 +20,7 @@ namespace gattn {
 namespace {
 struct ServeFlags {
   std::string checkpoint, tokenizer, host = "127.0.0.1", model_name, weights_dtype = "f32";
-  std::string chat_template = "auto", reasoning_format = "auto";
+  std::string chat_template = "auto", reasoning_format = "auto", kv_dtype = "f32";
   int port = 8080, threads = 0, context = 0;
   ServeOptions options;
 };
@@ -75,14 +75,14 @@ int64_t available_memory_bytes() {
 
 // The decode memory (KV rows, DeltaNet states) is allocated whole at start: refuse a context
 // whose memory would not fit, naming the flag that shrinks it.
-void check_decode_memory(const Weights& w, int parallel, int context, bool chosen) {
-  const int64_t need = BatchedInferState::planned_decode_memory_bytes(w, parallel, context);
+void check_decode_memory(const Weights& w, int parallel, int context, CacheDtype kv, bool chosen) {
+  const int64_t need = BatchedInferState::planned_decode_memory_bytes(w, parallel, context, kv);
   const int64_t have = available_memory_bytes();
   if (have > 0 && need > have * 9 / 10)
     fail("serve: the decode memory of ", parallel, " slots x ", context, " positions",
          chosen ? "" : " (the model's max_position_embeddings)", " is ", need >> 20,
          " MiB, more than 90% of the available ", have >> 20,
-         " MiB; choose a smaller --context or --parallel");
+         " MiB; choose a smaller --context or --parallel, or --kv-dtype bf16");
 }
 
 void add_serve_command(CLI::App& app) {
@@ -150,6 +150,7 @@ void add_serve_command(CLI::App& app) {
                   "the model's id in responses (default: the "
                   "checkpoint folder's name)");
   add_weights_dtype_option(cmd, f.weights_dtype);
+  add_kv_dtype_option(cmd, f.kv_dtype);
   add_threads_option(cmd, f.threads, "threads (default: all cores)");
   cmd->callback([] {
     const sigset_t blocked = stop_signals();
@@ -164,7 +165,9 @@ void add_serve_command(CLI::App& app) {
     if (f.context < 0 || f.context > trained)
       fail("--context ", f.context, " is outside [1, max_position_embeddings = ", trained, "]");
     options.context = f.context > 0 ? f.context : trained;
-    check_decode_memory(*weights, options.parallel, options.context, f.context > 0);
+    options.keys_values = cache_dtype(f.kv_dtype);
+    check_decode_memory(*weights, options.parallel, options.context, options.keys_values,
+                        f.context > 0);
     options.chat_format = std::make_shared<const ChatFormat>(
         ChatFormat::choose(f.chat_template, folder, tokenizer, stderr_log()));
     options.split_reasoning = f.reasoning_format == "auto";
@@ -178,9 +181,10 @@ void add_serve_command(CLI::App& app) {
     SignalStop signals(server);
     std::fprintf(stderr,
                  "gattn serve: listening on http://%s:%d (model %s, %d parallel, context %d, "
-                 "decode memory %.1f MiB)\n",
+                 "decode memory %.1f MiB, keys and values %s)\n",
                  f.host.c_str(), port, options.model_name.c_str(), options.parallel,
-                 options.context, double(server.decode_memory_bytes()) / (1 << 20));
+                 options.context, double(server.decode_memory_bytes()) / (1 << 20),
+                 f.kv_dtype.c_str());
     server.run();
   });
 }

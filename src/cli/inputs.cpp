@@ -59,6 +59,20 @@ CLI::Option* add_weights_dtype_option(CLI::App* cmd, std::string& dtype) {
       ->capture_default_str();
 }
 
+CLI::Option* add_kv_dtype_option(CLI::App* cmd, std::string& dtype) {
+  return cmd
+      ->add_option("--kv-dtype", dtype,
+                   "f32, or bf16: attention's cached keys and values stored as bfloat16 "
+                   "(rounded to nearest even): half the memory, and half the bytes a decode "
+                   "step reads at long context")
+      ->check(CLI::IsMember({"f32", "bf16"}))
+      ->capture_default_str();
+}
+
+CacheDtype cache_dtype(const std::string& dtype) {
+  return dtype == "bf16" ? CacheDtype::bf16 : CacheDtype::f32;
+}
+
 ExecContext inference_exec() { return {.bf16_weights_on_bf16_gemm = true}; }
 
 std::unique_ptr<Weights> load_inference_model(const std::string& path, const std::string& dtype,

@@ -29,6 +29,9 @@ ExecContext inference_exec();
 // The inference commands' --weights-dtype (f32, or bf16: Weights' bf16 storage), and
 // load_checkpoint_model reading the model straight into it.
 CLI::Option* add_weights_dtype_option(CLI::App* cmd, std::string& dtype);
+// The inference commands' --kv-dtype (f32, or bf16: model/block.h CacheDtype) and its value.
+CLI::Option* add_kv_dtype_option(CLI::App* cmd, std::string& dtype);
+CacheDtype cache_dtype(const std::string& dtype);
 std::unique_ptr<Weights> load_inference_model(const std::string& path, const std::string& dtype,
                                               std::string& folder);
 

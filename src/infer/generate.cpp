@@ -32,7 +32,7 @@ GenerateResult generate(const Weights& weights, const Tokenizer& tokenizer,
   GenerateResult r;
   r.prompt_tokens = int(prompt.size());
   const int chunk = std::max(1, std::min<int>(o.prefill_chunk, int(prompt.size())));
-  InferState state(weights, int(needed), chunk);
+  InferState state(weights, int(needed), chunk, o.keys_values);
   state.set_exec(o.exec);
   r.working_set_bytes = state.batched().activations().bytes();
   r.decode_memory_bytes = state.batched().decode_memory_bytes();

@@ -18,10 +18,11 @@ namespace gattn {
 struct GenerateOptions {
   int max_tokens = 128;
   SamplingOptions sampling = {};
-  std::vector<std::string> stop = {};     // generation ends before the first of these strings
-  std::vector<uint32_t> end_tokens = {};  // generation ends after one of these ids (not printed)
-  int prefill_chunk = 256;                // prompt tokens per forward pass
-  ExecContext exec = {};                  // how the passes compute
+  std::vector<std::string> stop = {};        // generation ends before the first of these strings
+  std::vector<uint32_t> end_tokens = {};     // generation ends after one of these ids (not printed)
+  int prefill_chunk = 256;                   // prompt tokens per forward pass
+  ExecContext exec = {};                     // how the passes compute
+  CacheDtype keys_values = CacheDtype::f32;  // attention's cached keys and values
 };
 
 struct GenerateResult {

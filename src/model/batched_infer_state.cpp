@@ -6,7 +6,8 @@
 
 namespace gattn {
 
-BatchedInferState::BatchedInferState(const Weights& weights, int slots, int context, int max_chunk)
+BatchedInferState::BatchedInferState(const Weights& weights, int slots, int context, int max_chunk,
+                                     CacheDtype keys_values)
     : w_(weights), context_(context), max_chunk_(max_chunk) {
   const Config& c = w_.config();
   if (slots < 1) fail("inference: at least one sequence slot is needed, got ", slots);
@@ -16,7 +17,7 @@ BatchedInferState::BatchedInferState(const Weights& weights, int slots, int cont
   if (max_chunk < 1) fail("inference chunk must hold at least one token, got ", max_chunk);
   lengths_.assign(slots, 0);
   for (int i = 0; i < w_.blocks(); ++i) {
-    memory_.push_back(w_.block(i).make_decode_memory(slots, context));
+    memory_.push_back(w_.block(i).make_decode_memory(slots, context, keys_values));
     memory_view_.push_back(memory_.back().get());
   }
   const int rows = slots + max_chunk;
@@ -44,10 +45,12 @@ int64_t BatchedInferState::decode_memory_bytes() const {
   return bytes;
 }
 
-int64_t BatchedInferState::planned_decode_memory_bytes(const Weights& w, int slots, int context) {
+int64_t BatchedInferState::planned_decode_memory_bytes(const Weights& w, int slots, int context,
+                                                       CacheDtype keys_values) {
   int64_t fixed = 0, per_position = 0;
   for (int i = 0; i < w.blocks(); ++i) {
-    const auto one = w.block(i).make_decode_memory(1, 1), two = w.block(i).make_decode_memory(1, 2);
+    const auto one = w.block(i).make_decode_memory(1, 1, keys_values),
+               two = w.block(i).make_decode_memory(1, 2, keys_values);
     if (!one) continue;
     per_position += two->bytes() - one->bytes();
     fixed += one->bytes() - (two->bytes() - one->bytes());

@@ -18,8 +18,10 @@ namespace gattn {
 class BatchedInferState {
  public:
   // slots: sequences held at once; context: positions per slot (at most
-  // max_position_embeddings); max_chunk: the most prompt tokens one prefill() call takes.
-  BatchedInferState(const Weights& weights, int slots, int context, int max_chunk);
+  // max_position_embeddings); max_chunk: the most prompt tokens one prefill() call takes;
+  // keys_values: how attention layers store them (model/block.h).
+  BatchedInferState(const Weights& weights, int slots, int context, int max_chunk,
+                    CacheDtype keys_values = CacheDtype::f32);
   BatchedInferState(const BatchedInferState&) = delete;  // holds pointers into its own arenas
   BatchedInferState& operator=(const BatchedInferState&) = delete;
 
@@ -70,7 +72,8 @@ class BatchedInferState {
   int64_t decode_memory_bytes() const;
   // What decode_memory_bytes() will be for `slots` x `context`, before allocating it (measured
   // on one sequence of capacity 1 and 2: a per-sequence part and a per-position part).
-  static int64_t planned_decode_memory_bytes(const Weights& weights, int slots, int context);
+  static int64_t planned_decode_memory_bytes(const Weights& weights, int slots, int context,
+                                             CacheDtype keys_values = CacheDtype::f32);
 
  private:
   void check_room(int slot, int count) const;

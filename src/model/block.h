@@ -26,6 +26,10 @@ struct BlockScratch {
   virtual ~BlockScratch() = default;
 };
 
+// How attention's decode memory stores keys and values: fp32, or bf16 (rounded to nearest even as
+// they are stored; half the bytes a decode step reads at long context, as llama.cpp's f16 cache).
+enum class CacheDtype { f32, bf16 };
+
 // What a block keeps of each sequence from one decode pass to the next (attention's keys and
 // values; a linear attention's convolution and recurrent state), for a number of sequences of up
 // to `capacity` positions each.
@@ -57,8 +61,8 @@ class Block {
   virtual void plan_transient(Arena& /*arena*/, int64_t /*rows*/, BlockActivations& /*a*/) const {}
   virtual std::unique_ptr<BlockScratch> plan_scratch(Arena& arena, int64_t rows) const = 0;
   // Null: the block keeps nothing between decode passes.
-  virtual std::unique_ptr<DecodeMemory> make_decode_memory(int /*sequences*/,
-                                                           int /*capacity*/) const {
+  virtual std::unique_ptr<DecodeMemory> make_decode_memory(int /*sequences*/, int /*capacity*/,
+                                                           CacheDtype /*keys_values*/) const {
     return nullptr;
   }
 

@@ -11,8 +11,9 @@ class InferState {
  public:
   // context: positions the decode memory holds (at most max_position_embeddings); max_chunk: the
   // most tokens one forward() call takes.
-  InferState(const Weights& weights, int context, int max_chunk)
-      : state_(weights, 1, context, max_chunk) {}
+  InferState(const Weights& weights, int context, int max_chunk,
+             CacheDtype keys_values = CacheDtype::f32)
+      : state_(weights, 1, context, max_chunk, keys_values) {}
 
   int length() const { return state_.length(0); }  // positions in the decode memory
   int context() const { return state_.context(); }

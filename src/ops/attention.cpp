@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ops/attention_decode.h"
+#include "ops/bf16_bits.h"
 #include "ops/fast_exp.h"
 #include "ops/matmul.h"
 
@@ -203,6 +204,29 @@ void attention_forward(const ExecContext& exec, T* out, T* lse, const T* q, cons
       }
     }
   }
+}
+
+void attention_forward(const ExecContext& exec, float* out, float* lse, const float* q,
+                       const uint16_t* k, const uint16_t* v, const AttentionShape& s) {
+  if (s.q_len <= kFewQueryRows) return attention_forward_few_queries(out, lse, q, k, v, s);
+  // every sequence's keys and values widened, packed [kv_len, K * d], then the fp32 path
+  const int width = s.kv_heads * s.head_dim;
+  const int64_t per_sequence = int64_t(s.kv_len) * width;
+  thread_local std::vector<float> widened;
+  float* keys = scratch(widened, size_t(2 * s.batch * per_sequence));
+  float* values = keys + s.batch * per_sequence;
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < int64_t(s.batch) * s.kv_len; ++r) {
+    const int64_t from = (r / s.kv_len * s.kv_stride + r % s.kv_len);
+    for (int c = 0; c < width; ++c) {
+      keys[r * width + c] = bf16_to_float(k[from * s.ld_k + c]);
+      values[r * width + c] = bf16_to_float(v[from * s.ld_v + c]);
+    }
+  }
+  AttentionShape packed = s;
+  packed.kv_stride = s.kv_len;
+  packed.ld_k = packed.ld_v = width;
+  attention_forward(exec, out, lse, q, keys, values, packed);
 }
 
 namespace {

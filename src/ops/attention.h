@@ -53,6 +53,13 @@ template <typename T>
 void attention_forward(const ExecContext& exec, T* out, T* lse, const T* q, const T* k, const T* v,
                        const AttentionShape& s, const OutputGate<T>* gate = nullptr);
 
+// The same over keys and values stored as bf16 bits (a bf16 KV cache; no gate): a few query rows
+// read them in place, each value widened (exactly) as it is read; more widen every sequence's
+// keys and values to fp32 first. Either way the sums are those of the fp32 path on the widened
+// values.
+void attention_forward(const ExecContext& exec, float* out, float* lse, const float* q,
+                       const uint16_t* k, const uint16_t* v, const AttentionShape& s);
+
 // Writes (not accumulates) d_q, d_k, d_v (kv_len rows of each sequence); with a gate, d_out is the
 // gradient of the gated output and gate->d_z is written too.
 template <typename T>

@@ -7,27 +7,39 @@
 #include <cstdint>
 #include <vector>
 
+#include "ops/bf16_bits.h"
 #include "ops/dot.h"
 #include "ops/fast_exp.h"
 
 namespace gattn {
 
 namespace {
-// Dot products of a query with one and with four key rows: fp32 through ops/dot's vector
-// kernels, any other type (the float64 of the tests) by plain loops.
+// A cached key or value as the query's type: bf16 bits widened (exactly), others as they are.
 template <typename T>
-T row_dot(const T* a, const T* b, int n) {
+T widened(T x) {
+  return x;
+}
+inline float widened(uint16_t x) { return bf16_to_float(x); }
+
+// Dot products of a query with one and with four key rows: fp32 (and fp32 with bf16 keys)
+// through ops/dot's vector kernels, any other type (the float64 of the tests) by plain loops.
+template <typename T, typename KV>
+T row_dot(const T* a, const KV* b, int n) {
   T s = 0;
   for (int c = 0; c < n; ++c) s += a[c] * b[c];
   return s;
 }
 inline float row_dot(const float* a, const float* b, int n) { return dot(a, b, n); }
+inline float row_dot(const float* a, const uint16_t* b, int n) { return dot(a, b, n); }
 
-template <typename T>
-void row_dot4(const T* x, const T* const rows[4], int n, T out[4]) {
+template <typename T, typename KV>
+void row_dot4(const T* x, const KV* const rows[4], int n, T out[4]) {
   for (int i = 0; i < 4; ++i) out[i] = row_dot(x, rows[i], n);
 }
 inline void row_dot4(const float* x, const float* const rows[4], int n, float out[4]) {
+  dot4(x, rows, n, out);
+}
+inline void row_dot4(const float* x, const uint16_t* const rows[4], int n, float out[4]) {
   dot4(x, rows, n, out);
 }
 
@@ -78,8 +90,8 @@ struct QueryVectors {
 // A cache keeps all kv heads of a position in one row, so each task serves a contiguous range of
 // kv heads and walks the rows in order (as four far-apart streams, which one core reads faster
 // than one), not one 4 KiB stride per head. Tasks: sequences x (one range of heads per thread).
-template <typename T>
-void attention_forward_few_queries(T* out, T* lse, const T* q, const T* k, const T* v,
+template <typename T, typename KV>
+void attention_forward_few_queries(T* out, T* lse, const T* q, const KV* k, const KV* v,
                                    const AttentionShape& s) {
   const int d = s.head_dim, group = s.q_heads / s.kv_heads;
   const T scale = T(1) / std::sqrt(T(d));
@@ -114,7 +126,8 @@ void attention_forward_few_queries(T* out, T* lse, const T* q, const T* k, const
           most_seen,
           [&](const int js[4]) {
             for (int u = 0; u < qv.count(); ++u) {
-              const T* const rows[4] = {key(js[0], u), key(js[1], u), key(js[2], u), key(js[3], u)};
+              const KV* const rows[4] = {key(js[0], u), key(js[1], u), key(js[2], u),
+                                         key(js[3], u)};
               T dots[4];
               row_dot4(query(u), rows, d, dots);
               for (int i = 0; i < 4; ++i) scores[size_t(u) * most_seen + js[i]] = scale * dots[i];
@@ -139,20 +152,22 @@ void attention_forward_few_queries(T* out, T* lse, const T* q, const T* k, const
             for (int u = 0; u < qv.count(); ++u) {
               const T* p = scores + size_t(u) * most_seen;
               const T p0 = p[js[0]], p1 = p[js[1]], p2 = p[js[2]], p3 = p[js[3]];
-              const T *v0 = value(js[0], u), *v1 = value(js[1], u), *v2 = value(js[2], u),
-                      *v3 = value(js[3], u);
+              const KV *v0 = value(js[0], u), *v1 = value(js[1], u), *v2 = value(js[2], u),
+                       *v3 = value(js[3], u);
               T* a = acc + size_t(u) * d;
 #pragma omp simd
-              for (int c = 0; c < d; ++c) a[c] += p0 * v0[c] + p1 * v1[c] + p2 * v2[c] + p3 * v3[c];
+              for (int c = 0; c < d; ++c)
+                a[c] += p0 * widened(v0[c]) + p1 * widened(v1[c]) + p2 * widened(v2[c]) +
+                        p3 * widened(v3[c]);
             }
           },
           [&](int j) {
             for (int u = 0; u < qv.count(); ++u) {
               const T p = scores[size_t(u) * most_seen + j];
-              const T* vj = value(j, u);
+              const KV* vj = value(j, u);
               T* a = acc + size_t(u) * d;
 #pragma omp simd
-              for (int c = 0; c < d; ++c) a[c] += p * vj[c];
+              for (int c = 0; c < d; ++c) a[c] += p * widened(vj[c]);
             }
           });
       for (int u = 0; u < qv.count(); ++u) {
@@ -166,9 +181,11 @@ void attention_forward_few_queries(T* out, T* lse, const T* q, const T* k, const
   }
 }
 
-template void attention_forward_few_queries<float>(float*, float*, const float*, const float*,
-                                                   const float*, const AttentionShape&);
-template void attention_forward_few_queries<double>(double*, double*, const double*, const double*,
-                                                    const double*, const AttentionShape&);
+template void attention_forward_few_queries(float*, float*, const float*, const float*,
+                                            const float*, const AttentionShape&);
+template void attention_forward_few_queries(double*, double*, const double*, const double*,
+                                            const double*, const AttentionShape&);
+template void attention_forward_few_queries(float*, float*, const float*, const uint16_t*,
+                                            const uint16_t*, const AttentionShape&);
 
 }  // namespace gattn

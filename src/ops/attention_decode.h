@@ -9,8 +9,9 @@ namespace gattn {
 inline constexpr int kFewQueryRows = 4;  // attention_forward() comes here for q_len up to this
 
 // The same result as attention_forward's tiled path (out and lse), for s.q_len <= kFewQueryRows.
-template <typename T>
-void attention_forward_few_queries(T* out, T* lse, const T* q, const T* k, const T* v,
+// KV: T, or uint16_t with T = float (a bf16 KV cache: each value widened as it is read).
+template <typename T, typename KV>
+void attention_forward_few_queries(T* out, T* lse, const T* q, const KV* k, const KV* v,
                                    const AttentionShape& s);
 
 }  // namespace gattn

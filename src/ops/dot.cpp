@@ -1,42 +1,60 @@
 #include "ops/dot.h"
 
+#include "ops/bf16_bits.h"
+
 namespace gattn {
 
 namespace {
-float tail(const float* a, const float* b, int begin, int end) {
+inline float widened(float x) { return x; }
+inline float widened(uint16_t x) { return bf16_to_float(x); }
+
+template <typename W>
+float tail(const float* a, const W* b, int begin, int end) {
   float s = 0;
-  for (int k = begin; k < end; ++k) s += a[k] * b[k];
+  for (int k = begin; k < end; ++k) s += a[k] * widened(b[k]);
   return s;
 }
+
+#ifdef GATTN_DOT_AVX2
+// Eight values at p as fp32: loaded, or bf16 widened (exactly: the bits shifted up).
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 load8(const uint16_t* p) {
+  const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+}
+#endif
 }  // namespace
 
 #ifdef GATTN_DOT_AVX2
+namespace {
 // Four independent accumulators over 32 values at a time (one would wait on each FMA).
-float dot(const float* in, const float* w, int n) {
+template <typename W>
+float dot_any(const float* in, const W* w, int n) {
   __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
   int k = 0;
   for (; k + 32 <= n; k += 32) {
-    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(in + k), _mm256_loadu_ps(w + k), a0);
-    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(in + k + 8), _mm256_loadu_ps(w + k + 8), a1);
-    a2 = _mm256_fmadd_ps(_mm256_loadu_ps(in + k + 16), _mm256_loadu_ps(w + k + 16), a2);
-    a3 = _mm256_fmadd_ps(_mm256_loadu_ps(in + k + 24), _mm256_loadu_ps(w + k + 24), a3);
+    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(in + k), load8(w + k), a0);
+    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(in + k + 8), load8(w + k + 8), a1);
+    a2 = _mm256_fmadd_ps(_mm256_loadu_ps(in + k + 16), load8(w + k + 16), a2);
+    a3 = _mm256_fmadd_ps(_mm256_loadu_ps(in + k + 24), load8(w + k + 24), a3);
   }
   return horizontal_sum(a0, a1, a2, a3) + tail(in, w, k, n);
 }
 
-void dot4(const float* in, const float* const w[4], int n, float out[4]) {
+template <typename W>
+void dot4_any(const float* in, const W* const w[4], int n, float out[4]) {
   __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
   int k = 0;
   for (; k + 16 <= n; k += 16) {
     const __m256 x0 = _mm256_loadu_ps(in + k), x1 = _mm256_loadu_ps(in + k + 8);
-    a0 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(w[0] + k), a0);
-    b0 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(w[0] + k + 8), b0);
-    a1 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(w[1] + k), a1);
-    b1 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(w[1] + k + 8), b1);
-    a2 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(w[2] + k), a2);
-    b2 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(w[2] + k + 8), b2);
-    a3 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(w[3] + k), a3);
-    b3 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(w[3] + k + 8), b3);
+    a0 = _mm256_fmadd_ps(x0, load8(w[0] + k), a0);
+    b0 = _mm256_fmadd_ps(x1, load8(w[0] + k + 8), b0);
+    a1 = _mm256_fmadd_ps(x0, load8(w[1] + k), a1);
+    b1 = _mm256_fmadd_ps(x1, load8(w[1] + k + 8), b1);
+    a2 = _mm256_fmadd_ps(x0, load8(w[2] + k), a2);
+    b2 = _mm256_fmadd_ps(x1, load8(w[2] + k + 8), b2);
+    a3 = _mm256_fmadd_ps(x0, load8(w[3] + k), a3);
+    b3 = _mm256_fmadd_ps(x1, load8(w[3] + k + 8), b3);
   }
   const __m256 zero = _mm256_setzero_ps();
   out[0] = horizontal_sum(a0, b0, zero, zero) + tail(in, w[0], k, n);
@@ -44,12 +62,28 @@ void dot4(const float* in, const float* const w[4], int n, float out[4]) {
   out[2] = horizontal_sum(a2, b2, zero, zero) + tail(in, w[2], k, n);
   out[3] = horizontal_sum(a3, b3, zero, zero) + tail(in, w[3], k, n);
 }
+}  // namespace
 
 #else
-float dot(const float* a, const float* b, int n) { return tail(a, b, 0, n); }
-void dot4(const float* x, const float* const rows[4], int n, float out[4]) {
+namespace {
+template <typename W>
+float dot_any(const float* a, const W* b, int n) {
+  return tail(a, b, 0, n);
+}
+template <typename W>
+void dot4_any(const float* x, const W* const rows[4], int n, float out[4]) {
   for (int i = 0; i < 4; ++i) out[i] = tail(x, rows[i], 0, n);
 }
+}  // namespace
 #endif
+
+float dot(const float* a, const float* b, int n) { return dot_any(a, b, n); }
+float dot(const float* a, const uint16_t* b, int n) { return dot_any(a, b, n); }
+void dot4(const float* x, const float* const rows[4], int n, float out[4]) {
+  dot4_any(x, rows, n, out);
+}
+void dot4(const float* x, const uint16_t* const rows[4], int n, float out[4]) {
+  dot4_any(x, rows, n, out);
+}
 
 }  // namespace gattn

@@ -2,6 +2,7 @@
 // sum the small-batch linear kernel shares: AVX2 with independent accumulators where the CPU has
 // it, plain loops elsewhere.
 #pragma once
+#include <cstdint>
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -16,6 +17,11 @@ float dot(const float* a, const float* b, int n);
 // out[i] = sum_k x[k] rows[i][k] for four rows: x is loaded once for the four, and four streams
 // of rows are in flight at once.
 void dot4(const float* x, const float* const rows[4], int n, float out[4]);
+
+// The same with bf16 rows (a bf16 KV cache): each value widened to fp32 (exactly) as it is read;
+// the products and sums are those of dot and dot4 on the widened rows.
+float dot(const float* a, const uint16_t* b, int n);
+void dot4(const float* x, const uint16_t* const rows[4], int n, float out[4]);
 
 #ifdef GATTN_DOT_AVX2
 // The sum of the 32 lanes of four vectors.

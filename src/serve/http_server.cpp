@@ -57,6 +57,7 @@ HttpServer::HttpServer(const Weights& weights, const Tokenizer& tokenizer,
                   .decode_slowdown = options.decode_slowdown,
                   .timeout_s = options.timeout_s,
                   .exec = options.exec,
+                  .keys_values = options.keys_values,
                   .metrics = &metrics_,
                   .prefix_cache_bytes = options.prefix_cache_mib << 20}),
       http_(std::make_unique<HttpTransport>(

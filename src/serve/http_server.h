@@ -33,6 +33,7 @@ struct ServeOptions {
   int64_t prefix_cache_mib = 1024;   // reused prompt prefixes kept (0: none)
   std::string api_key = {};          // when set, every endpoint but /health needs it (Bearer)
   ExecContext exec = {};             // how the passes compute
+  CacheDtype keys_values = CacheDtype::f32;  // attention's cached keys and values
   // How chats become prompts (null: ChatFormat::choose("auto") for the tokenizer alone).
   std::shared_ptr<const ChatFormat> chat_format = {};
   bool split_reasoning = true;  // a chat reply's <think> block goes to reasoning_content

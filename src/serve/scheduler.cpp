@@ -107,8 +107,11 @@ Scheduler::Scheduler(const Weights& weights, const Tokenizer& tokenizer,
   if (o_.timeout_s <= 0) fail("serve: the time limit must be positive, got ", o_.timeout_s);
   if (!(o_.decode_slowdown >= 1))
     fail("serve: --decode-slowdown must be at least 1, got ", o_.decode_slowdown);
-  model_.reset(new Model{.state = {w_, o_.parallel, o_.context, o_.prefill_chunk}, .logits = {}});
-  model_->state.set_exec(o_.exec);
+  model_.reset(new Model{.state = {w_, o_.parallel, o_.context, o_.prefill_chunk, o_.keys_values},
+                         .logits = {}});
+  ExecContext exec = o_.exec;
+  exec.profile = &pass_profile_;  // attention's share of each pass (PassCost)
+  model_->state.set_exec(exec);
   for (int i = 0; i < o_.parallel; ++i) {
     slots_.push_back(std::make_unique<Slot>());
     slots_.back()->index = i;
@@ -214,40 +217,55 @@ void Scheduler::guarded(Slot& slot, const std::function<void()>& work) {
 // Prompts with at most this many tokens left are not cut into chunks beside decoding slots.
 constexpr int kShortPrompt = 32;
 
+namespace {
+// The query-key pairs of n rows from position p on: (p + 1) + ... + (p + n).
+int64_t query_key_pairs(int64_t n, int64_t p) { return n * p + n * (n + 1) / 2; }
+}  // namespace
+
 // How many prompt tokens the next pass may carry. Alone, a full chunk; beside decoding slots, as
 // many as keep the pass within decode_slowdown times a decode-only pass, from the measured cost
-// of passes (at least one token, so a prompt always advances). Where more prompts wait than slots
-// decode, each waiting prompt may slow the decoders that much: a burst of new requests does not
-// wait behind a few decoding ones.
-int Scheduler::prefill_budget(int decoding, int waiting) const {
-  if (!decoding || !cost_.ready()) return o_.prefill_chunk;
+// of passes: rows, and attention's query-key pairs of the decoding slots (decode_pairs) and of
+// the prompt's tokens from `position` on (at least one token, so a prompt always advances).
+// Where more prompts wait than slots decode, each waiting prompt may slow the decoders that
+// much: a burst of new requests does not wait behind a few decoding ones.
+int Scheduler::prefill_budget(int decoding, int waiting, int64_t decode_pairs, int position) const {
+  if (!decoding || !rows_cost_.ready()) return o_.prefill_chunk;
+  const bool timed = attention_cost_.ready();
+  const double per_pair = timed ? attention_cost_.per_unit() : 0;
+  const double decode_pass =
+      rows_cost_.seconds(decoding) + (timed ? attention_cost_.seconds(double(decode_pairs)) : 0);
   const double share = std::max(1.0, double(waiting) / decoding);
-  const double room = (o_.decode_slowdown - 1) * share * cost_.seconds(decoding);
-  return std::clamp(int(room / cost_.per_row()), 1, o_.prefill_chunk);
+  const double room = (o_.decode_slowdown - 1) * share * decode_pass;
+  auto extra = [&](int n) {
+    return rows_cost_.per_unit() * n + per_pair * double(query_key_pairs(n, position));
+  };
+  int n = 1;
+  while (n < o_.prefill_chunk && extra(n + 1) <= room) ++n;
+  return n;
 }
 
-void Scheduler::PassCost::record(double seconds, int rows) {
+void Scheduler::PassCost::record(double seconds, double units) {
   constexpr double kKeep = 0.95;  // about the last 20 passes
   for (double* sum : {&w, &sx, &sy, &sxx, &sxy}) *sum *= kKeep;
   w += 1;
-  sx += rows;
+  sx += units;
   sy += seconds;
-  sxx += double(rows) * rows;
-  sxy += rows * seconds;
+  sxx += units * units;
+  sxy += units * seconds;
 }
 
-// The fitted slope; while the passes all had the same number of rows, time over rows (which
-// overstates a row's cost, so budgets err small).
-double Scheduler::PassCost::per_row() const {
+// The fitted slope; while the passes' units hardly varied, time over units (which overstates a
+// unit's cost, so budgets err small).
+double Scheduler::PassCost::per_unit() const {
   const double mx = sx / w, my = sy / w, var = sxx / w - mx * mx;
   const double proportional = my / mx;
-  if (!(var > 0.25)) return proportional;
+  if (!(var > 0.25 && var > 1e-4 * mx * mx)) return proportional;
   return std::clamp((sxy / w - mx * my) / var, proportional * 1e-3, proportional);
 }
 
-double Scheduler::PassCost::seconds(int rows) const {
-  const double b = per_row(), fixed = std::max(0.0, sy / w - b * sx / w);
-  return fixed + b * rows;
+double Scheduler::PassCost::seconds(double units) const {
+  const double b = per_unit(), fixed = std::max(0.0, sy / w - b * sx / w);
+  return fixed + b * units;
 }
 
 // One ragged pass: every decoding slot's next token and, within the budget, chunks of the
@@ -263,6 +281,9 @@ void Scheduler::step() {
       chunks.push_back({.slot = slot->index, .ids = &slot->next_id, .count = 1});
     }
   const int decoding = int(chunks.size());
+  int64_t pairs = 0;  // attention's query-key pairs in this pass
+  for (const auto& chunk : chunks) pairs += model_->state.length(chunk.slot) + 1;
+  const int64_t decode_pairs = pairs;
   std::vector<Slot*> waiting;
   for (auto& slot : slots_)
     if (slot->prefilling()) {
@@ -272,7 +293,9 @@ void Scheduler::step() {
   std::stable_sort(waiting.begin(), waiting.end(), [](const Slot* a, const Slot* b) {
     return a->job->submitted() < b->job->submitted();
   });
-  int budget = prefill_budget(decoding, int(waiting.size())), prompt_tokens = 0, rows = decoding;
+  int budget = prefill_budget(decoding, int(waiting.size()), decode_pairs,
+                              waiting.empty() ? 0 : waiting[0]->prefilled),
+      prompt_tokens = 0, rows = decoding;
   // A short prompt runs whole: cutting it would save the decoders little and cost its first token
   // a pass or more.
   if (!waiting.empty()) {
@@ -292,6 +315,7 @@ void Scheduler::step() {
                       .every_row = every});
     budget -= n;
     prompt_tokens += n;
+    pairs += query_key_pairs(n, slot->prefilled);
     rows += every ? n : 1;
   }
   if (chunks.empty()) return;
@@ -304,8 +328,13 @@ void Scheduler::step() {
     for (Slot* slot : batch) slot->failure = JobOutcome{.error_status = 500, .error = e.what()};
     return;
   }
-  cost_.record(std::chrono::duration<double>(SteadyClock::now() - start).count(),
-               decoding + prompt_tokens);
+  const double seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
+  double attention = 0;
+  for (const auto& [op, op_seconds] : pass_profile_.totals())
+    if (op.starts_with("attention")) attention += op_seconds;
+  pass_profile_.clear();
+  rows_cost_.record(seconds - attention, decoding + prompt_tokens);
+  attention_cost_.record(attention, double(pairs));
   {
     std::lock_guard lock(m_);
     ++stats_.passes;

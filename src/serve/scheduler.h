@@ -23,6 +23,7 @@
 #include "serve/metrics.h"
 #include "serve/prefix_cache.h"
 #include "tokenizer/tokenizer.h"
+#include "util/op_profile.h"
 
 namespace gattn {
 
@@ -99,9 +100,10 @@ struct SchedulerOptions {
   // prompts waiting than slots decoding, the extra time is this factor's share per waiting
   // prompt and decoding slot.
   double decode_slowdown = 1.5;
-  double timeout_s = 300;           // a job's time limit, from submission (queueing included)
-  ExecContext exec = {};            // how the passes compute
-  ServeMetrics* metrics = nullptr;  // where token counts and latencies go (may be null)
+  double timeout_s = 300;  // a job's time limit, from submission (queueing included)
+  ExecContext exec = {};   // how the passes compute
+  CacheDtype keys_values = CacheDtype::f32;  // how attention layers keep them (model/block.h)
+  ServeMetrics* metrics = nullptr;           // where token counts and latencies go (may be null)
   int64_t prefix_cache_bytes = int64_t(1) << 30;  // serve/prefix_cache.h; 0: no reuse
 };
 
@@ -136,7 +138,7 @@ class Scheduler {
   bool admit();  // moves queued jobs into free slots; false when stopping
   // Runs one slot's work: what it throws fails that slot's job only.
   static void guarded(Slot& slot, const std::function<void()>& work);
-  int prefill_budget(int decoding, int waiting) const;
+  int prefill_budget(int decoding, int waiting, int64_t decode_pairs, int position) const;
   void step();
   void prefilled(Slot& slot, int count, std::span<float> logits);
   void reuse_prefix(Slot& slot);
@@ -153,15 +155,20 @@ class Scheduler {
   struct Model;
   std::unique_ptr<Model> model_;  // the BatchedInferState and its logits
   std::vector<std::unique_ptr<Slot>> slots_;
-  // A pass's time as fixed + per_row x rows (decoding tokens and prompt tokens alike), fitted
-  // by least squares on the recent passes (exponentially weighted); the scheduler thread's.
+  // A pass's time in two parts, each fixed + per_unit x units, fitted by least squares on the
+  // recent passes (exponentially weighted); the scheduler thread's. Attention's part (timed in
+  // each pass through an op profile) per query-key pair it scores: a row at position p scores
+  // p + 1 keys, and its reads and products grow with them, so a prompt token late in a long
+  // prompt costs far more than an early one. The rest per row (decoding and prompt tokens).
   struct PassCost {
     double w = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-    void record(double seconds, int rows);
+    void record(double seconds, double units);
     bool ready() const { return w > 0 && sx > 0 && sy > 0; }
-    double per_row() const;
-    double seconds(int rows) const;
-  } cost_;
+    double per_unit() const;
+    double seconds(double units) const;
+  };
+  PassCost rows_cost_, attention_cost_;
+  OpProfile pass_profile_;
   PrefixCache prefix_cache_;
 
   mutable std::mutex m_;

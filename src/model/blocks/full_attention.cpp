@@ -8,6 +8,7 @@
 
 #include "model/blocks/block_params.h"
 #include "ops/attention.h"
+#include "ops/bf16_gemm.h"
 #include "ops/elementwise.h"
 #include "ops/gate.h"
 #include "ops/mlp.h"
@@ -85,13 +86,23 @@ std::unique_ptr<BlockScratch> FullAttention::plan_scratch(Arena& arena, int64_t 
   return s;
 }
 
-// Keys of positions [from, to), then their values.
+// Keys of positions [from, to), then their values: their bytes as stored (bf16 ones packed two
+// to a float, a piece's pad half zero).
 void KeyValueRows::save(int sequence, int from, int to, std::vector<float>& out) const {
   GATTN_ASSERT(sequence >= 0 && sequence < sequences && 0 <= from && from <= to && to <= capacity);
   const int64_t first = (int64_t(sequence) * capacity + from) * kv_dim,
                 n = int64_t(to - from) * kv_dim;
-  out.insert(out.end(), keys + first, keys + first + n);
-  out.insert(out.end(), values + first, values + first + n);
+  const size_t element = dtype == CacheDtype::f32 ? sizeof(float) : sizeof(uint16_t);
+  const char* keys_at = dtype == CacheDtype::f32 ? reinterpret_cast<const char*>(keys + first)
+                                                 : reinterpret_cast<const char*>(keys16 + first);
+  const char* values_at = dtype == CacheDtype::f32
+                              ? reinterpret_cast<const char*>(values + first)
+                              : reinterpret_cast<const char*>(values16 + first);
+  for (const char* from_bytes : {keys_at, values_at}) {
+    const size_t at = out.size();
+    out.resize(at + size_t(piece_floats(n)), 0.0f);
+    std::memcpy(out.data() + at, from_bytes, size_t(n) * element);
+  }
 }
 
 int64_t KeyValueRows::load(int sequence, int from, int to, int upto, const float* in) {
@@ -99,21 +110,37 @@ int64_t KeyValueRows::load(int sequence, int from, int to, int upto, const float
                to <= capacity);
   const int64_t first = (int64_t(sequence) * capacity + from) * kv_dim,
                 n = int64_t(to - from) * kv_dim;
-  const int64_t used = int64_t(upto - from) * kv_dim;
-  std::copy(in, in + used, keys + first);
-  std::copy(in + n, in + n + used, values + first);
-  return 2 * n;
+  const int64_t used = int64_t(upto - from) * kv_dim, half = piece_floats(n);
+  if (dtype == CacheDtype::f32) {
+    std::copy(in, in + used, keys + first);
+    std::copy(in + half, in + half + used, values + first);
+  } else {
+    std::memcpy(keys16 + first, in, size_t(used) * sizeof(uint16_t));
+    std::memcpy(values16 + first, in + half, size_t(used) * sizeof(uint16_t));
+  }
+  return 2 * half;
 }
 
-std::unique_ptr<DecodeMemory> FullAttention::make_decode_memory(int sequences, int capacity) const {
+std::unique_ptr<DecodeMemory> FullAttention::make_decode_memory(int sequences, int capacity,
+                                                                CacheDtype keys_values) const {
   auto m = std::make_unique<KeyValueRows>();
   m->capacity = capacity;
   m->sequences = sequences;
   m->kv_dim = c_.kv_dim();
-  const int64_t floats = int64_t(sequences) * capacity * c_.kv_dim();
-  m->storage.plan(&m->keys, floats, "kv cache keys");
-  m->storage.plan(&m->values, floats, "kv cache values");
-  m->storage.allocate();
+  m->dtype = keys_values;
+  const int64_t count = int64_t(sequences) * capacity * c_.kv_dim();
+  if (keys_values == CacheDtype::f32) {
+    m->storage.plan(&m->keys, count, "kv cache keys");
+    m->storage.plan(&m->values, count, "kv cache values");
+    m->storage.allocate();
+  } else {  // bf16 bits in float-planned storage, two to a float
+    float *keys = nullptr, *values = nullptr;
+    m->storage.plan(&keys, (count + 1) / 2, "kv cache keys (bf16)");
+    m->storage.plan(&values, (count + 1) / 2, "kv cache values (bf16)");
+    m->storage.allocate();
+    m->keys16 = reinterpret_cast<uint16_t*>(keys);
+    m->values16 = reinterpret_cast<uint16_t*>(values);
+  }
   return m;
 }
 
@@ -254,8 +281,13 @@ void AttentionForward::attention_over_memory(TensorRef q, TensorRef k, TensorRef
            memory.capacity);
     for (int t = 0; t < T; ++t) {
       const int64_t row = row0 + t, slot = base + pass_.positions[row];
-      std::memcpy(memory.keys + slot * kvd, k.data + row * k.ld, sizeof(float) * kvd);
-      std::memcpy(memory.values + slot * kvd, v.data + row * v.ld, sizeof(float) * kvd);
+      if (memory.dtype == CacheDtype::f32) {
+        std::memcpy(memory.keys + slot * kvd, k.data + row * k.ld, sizeof(float) * kvd);
+        std::memcpy(memory.values + slot * kvd, v.data + row * v.ld, sizeof(float) * kvd);
+      } else {
+        to_bf16(k.data + row * k.ld, 1, kvd, kvd, memory.keys16 + slot * kvd);
+        to_bf16(v.data + row * v.ld, 1, kvd, kvd, memory.values16 + slot * kvd);
+      }
     }
     const AttentionShape shape{.batch = 1,
                                .q_len = T,
@@ -269,9 +301,14 @@ void AttentionForward::attention_over_memory(TensorRef q, TensorRef k, TensorRef
                                .ld_k = kvd,
                                .ld_v = kvd,
                                .ld_out = c_.q_dim()};
-    attention_forward(pass_.exec, a_.attn_out + row0 * shape.ld_out, a_.attn_lse + row0 * H,
-                      q.data + row0 * q.ld, memory.keys + base * kvd, memory.values + base * kvd,
-                      shape);
+    float* out = a_.attn_out + row0 * shape.ld_out;
+    float* lse = a_.attn_lse + row0 * H;
+    if (memory.dtype == CacheDtype::f32)
+      attention_forward(pass_.exec, out, lse, q.data + row0 * q.ld, memory.keys + base * kvd,
+                        memory.values + base * kvd, shape);
+    else
+      attention_forward(pass_.exec, out, lse, q.data + row0 * q.ld, memory.keys16 + base * kvd,
+                        memory.values16 + base * kvd, shape);
   }
 }
 

@@ -30,11 +30,18 @@ struct FullAttentionScratch : BlockScratch {
 };
 
 // Keys and values of `sequences` sequences of up to `capacity` positions: sequence s owns rows
-// s * capacity .. of each, [rows, K * head_dim].
+// s * capacity .. of each, [rows, K * head_dim], in fp32 (keys, values) or as bf16 bits
+// (keys16, values16; the others null).
 struct KeyValueRows : DecodeMemory {
   int capacity = 0, sequences = 0;
+  CacheDtype dtype = CacheDtype::f32;
   float *keys = nullptr, *values = nullptr;
+  uint16_t *keys16 = nullptr, *values16 = nullptr;
   Arena storage;
+  // Floats a saved piece of `count` keys (or values) takes: bf16 ones go two to a float.
+  int64_t piece_floats(int64_t count) const {
+    return dtype == CacheDtype::f32 ? count : (count + 1) / 2;
+  }
   void reset(int) override {}  // rows past a sequence's length are never read
   int64_t bytes() const override { return storage.bytes(); }
   void save(int sequence, int from, int to, std::vector<float>& out) const override;
@@ -50,7 +57,8 @@ class FullAttention final : public Block {
 
   std::unique_ptr<BlockActivations> plan_activations(Arena& arena, int64_t rows) const override;
   std::unique_ptr<BlockScratch> plan_scratch(Arena& arena, int64_t rows) const override;
-  std::unique_ptr<DecodeMemory> make_decode_memory(int sequences, int capacity) const override;
+  std::unique_ptr<DecodeMemory> make_decode_memory(int sequences, int capacity,
+                                                   CacheDtype keys_values) const override;
   void forward(const PassContext& pass, BlockActivations& a, DecodeMemory* memory, const float* in,
                float* out) const override;
   void backward(const PassContext& pass, const BlockActivations& a, BlockScratch& s, Gradients& g,

@@ -89,7 +89,9 @@ int64_t DeltaNetMemory::load(int sequence, int, int to, int upto, const float* i
   return conv_size + state_size;
 }
 
-std::unique_ptr<DecodeMemory> GatedDeltaNet::make_decode_memory(int sequences, int) const {
+// The recurrent state stays fp32 whatever the keys and values of attention layers are.
+std::unique_ptr<DecodeMemory> GatedDeltaNet::make_decode_memory(int sequences, int,
+                                                                CacheDtype) const {
   auto m = std::make_unique<DeltaNetMemory>();
   m->sequences = sequences;
   m->conv_size = int64_t(d_.conv_kernel - 1) * d_.conv_channels();

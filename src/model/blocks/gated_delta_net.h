@@ -72,7 +72,8 @@ class GatedDeltaNet final : public Block {
   std::unique_ptr<BlockActivations> plan_activations(Arena& arena, int64_t rows) const override;
   void plan_transient(Arena& arena, int64_t rows, BlockActivations& a) const override;
   std::unique_ptr<BlockScratch> plan_scratch(Arena& arena, int64_t rows) const override;
-  std::unique_ptr<DecodeMemory> make_decode_memory(int sequences, int capacity) const override;
+  std::unique_ptr<DecodeMemory> make_decode_memory(int sequences, int capacity,
+                                                   CacheDtype keys_values) const override;
   void forward(const PassContext& pass, BlockActivations& a, DecodeMemory* memory, const float* in,
                float* out) const override;
   void backward(const PassContext& pass, const BlockActivations& a, BlockScratch& s, Gradients& g,

@@ -5,11 +5,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
+#include "ops/avx512_kernels.h"
 #include "ops/bf16_bits.h"
 #include "ops/dot.h"
 #include "ops/fast_exp.h"
+#include "util/cpu_isa.h"
 
 namespace gattn {
 
@@ -98,6 +101,12 @@ void attention_forward_few_queries(T* out, T* lse, const T* q, const KV* k, cons
   // Keys query row i sees: those at or before its position (at least one: its own).
   auto seen = [&](int i) { return std::min(s.kv_len, s.q_offset + i + 1); };
   const int most_seen = seen(s.q_len - 1);
+  // fp32 queries on AVX-512 (the head size a multiple of its 16 lanes): its kernels
+#ifdef GATTN_X86_KERNELS
+  const bool wide = std::is_same_v<T, float> && d % 16 == 0 && avx512_bf16_kernels_in_use();
+#else
+  constexpr bool wide = false;
+#endif
 #pragma omp parallel
   {
     const int ranges = std::min(omp_get_num_threads(), s.kv_heads);
@@ -122,21 +131,40 @@ void attention_forward_few_queries(T* out, T* lse, const T* q, const KV* k, cons
       auto query = [&](int u) { return q + (q_row0 + qv.row(u)) * s.ld_q + qv.head(u) * d; };
       // Scores; rows after a query's position are computed and not kept.
       auto key = [&](int j, int u) { return k + (kv_row0 + j) * s.ld_k + qv.kv_head(u) * d; };
-      in_four_streams(
-          most_seen,
-          [&](const int js[4]) {
-            for (int u = 0; u < qv.count(); ++u) {
-              const KV* const rows[4] = {key(js[0], u), key(js[1], u), key(js[2], u),
-                                         key(js[3], u)};
-              T dots[4];
-              row_dot4(query(u), rows, d, dots);
-              for (int i = 0; i < 4; ++i) scores[size_t(u) * most_seen + js[i]] = scale * dots[i];
-            }
-          },
-          [&](int j) {
-            for (int u = 0; u < qv.count(); ++u)
-              scores[size_t(u) * most_seen + j] = scale * row_dot(query(u), key(j, u), d);
-          });
+#ifdef GATTN_X86_KERNELS
+      thread_local std::vector<const float*> queries;
+      thread_local std::vector<int> kv_offsets;
+      avx512::FewQueryVectors vectors{};
+      if constexpr (std::is_same_v<T, float>) {
+        if (wide) {
+          queries.resize(qv.count());
+          kv_offsets.resize(qv.count());
+          for (int u = 0; u < qv.count(); ++u) {
+            queries[u] = query(u);
+            kv_offsets[u] = qv.kv_head(u) * d;
+          }
+          vectors = {queries.data(), kv_offsets.data(), qv.count(), group, d};
+          avx512::few_query_scores(scores, most_seen, vectors, k + kv_row0 * s.ld_k, s.ld_k,
+                                   most_seen, scale);
+        }
+      }
+#endif
+      if (!wide)
+        in_four_streams(
+            most_seen,
+            [&](const int js[4]) {
+              for (int u = 0; u < qv.count(); ++u) {
+                const KV* const rows[4] = {key(js[0], u), key(js[1], u), key(js[2], u),
+                                           key(js[3], u)};
+                T dots[4];
+                row_dot4(query(u), rows, d, dots);
+                for (int i = 0; i < 4; ++i) scores[size_t(u) * most_seen + js[i]] = scale * dots[i];
+              }
+            },
+            [&](int j) {
+              for (int u = 0; u < qv.count(); ++u)
+                scores[size_t(u) * most_seen + j] = scale * row_dot(query(u), key(j, u), d);
+            });
       for (int u = 0; u < qv.count(); ++u) {
         T* p = scores + size_t(u) * most_seen;
         const int n = seen(qv.row(u));
@@ -146,30 +174,37 @@ void attention_forward_few_queries(T* out, T* lse, const T* q, const KV* k, cons
       // out_u = sum_j p_uj v_j over the same streams (invisible rows have p = 0).
       std::fill(acc, acc + size_t(qv.count()) * d, T(0));
       auto value = [&](int j, int u) { return v + (kv_row0 + j) * s.ld_v + qv.kv_head(u) * d; };
-      in_four_streams(
-          most_seen,
-          [&](const int js[4]) {
-            for (int u = 0; u < qv.count(); ++u) {
-              const T* p = scores + size_t(u) * most_seen;
-              const T p0 = p[js[0]], p1 = p[js[1]], p2 = p[js[2]], p3 = p[js[3]];
-              const KV *v0 = value(js[0], u), *v1 = value(js[1], u), *v2 = value(js[2], u),
-                       *v3 = value(js[3], u);
-              T* a = acc + size_t(u) * d;
+#ifdef GATTN_X86_KERNELS
+      if constexpr (std::is_same_v<T, float>)
+        if (wide)
+          avx512::few_query_values(acc, scores, most_seen, vectors, v + kv_row0 * s.ld_v, s.ld_v,
+                                   most_seen);
+#endif
+      if (!wide)
+        in_four_streams(
+            most_seen,
+            [&](const int js[4]) {
+              for (int u = 0; u < qv.count(); ++u) {
+                const T* p = scores + size_t(u) * most_seen;
+                const T p0 = p[js[0]], p1 = p[js[1]], p2 = p[js[2]], p3 = p[js[3]];
+                const KV *v0 = value(js[0], u), *v1 = value(js[1], u), *v2 = value(js[2], u),
+                         *v3 = value(js[3], u);
+                T* a = acc + size_t(u) * d;
 #pragma omp simd
-              for (int c = 0; c < d; ++c)
-                a[c] += p0 * widened(v0[c]) + p1 * widened(v1[c]) + p2 * widened(v2[c]) +
-                        p3 * widened(v3[c]);
-            }
-          },
-          [&](int j) {
-            for (int u = 0; u < qv.count(); ++u) {
-              const T p = scores[size_t(u) * most_seen + j];
-              const KV* vj = value(j, u);
-              T* a = acc + size_t(u) * d;
+                for (int c = 0; c < d; ++c)
+                  a[c] += p0 * widened(v0[c]) + p1 * widened(v1[c]) + p2 * widened(v2[c]) +
+                          p3 * widened(v3[c]);
+              }
+            },
+            [&](int j) {
+              for (int u = 0; u < qv.count(); ++u) {
+                const T p = scores[size_t(u) * most_seen + j];
+                const KV* vj = value(j, u);
+                T* a = acc + size_t(u) * d;
 #pragma omp simd
-              for (int c = 0; c < d; ++c) a[c] += p * widened(vj[c]);
-            }
-          });
+                for (int c = 0; c < d; ++c) a[c] += p * widened(vj[c]);
+              }
+            });
       for (int u = 0; u < qv.count(); ++u) {
         const int64_t row = q_row0 + qv.row(u);
         T* o = out + row * s.ld_out + qv.head(u) * d;

@@ -18,4 +18,25 @@ void bf16_tile_gemm(float* c, const float* a, const float* b, int m, int n, int 
 // (ops/bf16_convert_avx512.cpp)
 int to_bf16_bits(const float* x, int n, uint16_t* out);
 
+// The few-query attention's two passes over a cache's rows (ops/attention_decode.cpp) for the
+// query vectors of one sequence and a range of kv heads, fp32 or bf16 keys and values (each
+// value widened exactly as it is read). (ops/attention_few_avx512.cpp)
+struct FewQueryVectors {
+  const float* const* queries;  // vector u's d values
+  const int* kv_offset;         // where vector u's kv head starts within a cached row
+  int count;                    // vectors
+  int group;                    // runs of `group` consecutive vectors share a kv head
+  int d;                        // the head size, a multiple of 16
+};
+// out[u * ld + j] = scale * (query u . key row j) for rows j < n (k: row 0, rows ld_k apart).
+void few_query_scores(float* out, int64_t ld, const FewQueryVectors& qv, const float* k,
+                      int64_t ld_k, int n, float scale);
+void few_query_scores(float* out, int64_t ld, const FewQueryVectors& qv, const uint16_t* k,
+                      int64_t ld_k, int n, float scale);
+// acc[u * d + c] += sum_j p[u * ld + j] v[j][kv_offset[u] + c] for rows j < n.
+void few_query_values(float* acc, const float* p, int64_t ld, const FewQueryVectors& qv,
+                      const float* v, int64_t ld_v, int n);
+void few_query_values(float* acc, const float* p, int64_t ld, const FewQueryVectors& qv,
+                      const uint16_t* v, int64_t ld_v, int n);
+
 }  // namespace gattn::avx512

@@ -279,12 +279,17 @@ def decode_until(port, args, seed, stop_event, streams, max_tokens):
 def prefill(args):
     rng, n, decoders = random.Random(2), args.prefill_tokens, args.prefill_decoders
     context = n + 64
+    # Each decoding request's length: --max-tokens by default, so the decoders stay at short
+    # positions in both windows and the ratio is the prompt's interference alone; "long" keeps
+    # one request decoding through the whole prefill (as before 2026-12-05: its own position then
+    # grows to ~4,000, which by itself makes its steps ~1.5x slower than in the quiet window).
+    decoder_tokens = context - 32 if args.prefill_decoder_tokens == "long" else args.max_tokens
     with gattn_server(args, "prefill", decoders + 1, "--context", context) as port:
         alone = complete(port, {"prompt": token_ids(rng, args.vocab, n), "max_tokens": 1})
         check_errors([alone], "prefill alone")  # also the warm-up
         stop_event, streams = threading.Event(), [[] for _ in range(decoders)]
         threads = [threading.Thread(target=decode_until, args=(
-            port, args, 10 + i, stop_event, streams[i], context - 32)) for i in range(decoders)]
+            port, args, 10 + i, stop_event, streams[i], decoder_tokens)) for i in range(decoders)]
         for t in threads:
             t.start()
         time.sleep(1.0)  # past their prompts
@@ -300,13 +305,18 @@ def prefill(args):
     check_errors([long] + [r for r in streams if r["error"] != "stopped"], "prefill")
     quiet = [g for r in streams for g in gaps_overlapping(r["chunks"], q0, q1)]
     during = [g for r in streams for g in gaps_overlapping(r["chunks"], long["sent"], long["end"])]
-    d = {"decoders": decoders, "prompt_tokens": n, "prefill_alone_s": seconds(alone),
+    d = {"decoders": decoders, "decoder_tokens": decoder_tokens, "prompt_tokens": n, "prefill_alone_s": seconds(alone),
          "prefill_while_decoding_s": seconds(long), "quiet_gaps": len(quiet),
          "quiet_p50_s": percentile(quiet, 50), "quiet_p99_s": percentile(quiet, 99),
          "during_gaps": len(during), "during_p50_s": percentile(during, 50),
          "during_p99_s": percentile(during, 99), "during_max_s": max(during, default=NAN),
          "streams_started_during": sum(long["sent"] < r["sent"] < long["end"] for r in streams)}
     d["ratio"] = d["during_p99_s"] / d["quiet_p99_s"]
+    # where in the prompt's prefill the largest gaps fell (seconds after it was sent, gap)
+    late = [(b - long["sent"], b - a) for r in streams for a, b in zip(r["chunks"], r["chunks"][1:])
+            if b > long["sent"] and a < long["end"]]
+    d["during_largest_gaps"] = [[round(t, 3), round(g, 4)] for t, g in
+                                sorted(late, key=lambda x: -x[1])[:max(1, len(late) // 100)]]
     print(f"  {fmt(d)}\n  (gaps between one stream's chunks; a chunk carries every token decoded "
           "since the server's last write,\n  so on a fast model it may hold several; a decoder "
           f"whose stream ended starts another; quiet: {args.quiet_s:g} s before the long prompt)")
@@ -403,8 +413,10 @@ def compare(args):
 
 def fmt(d):
     def one(v):
+        if isinstance(v, list) and v and isinstance(v[0], list):
+            return f"({len(v)} in the JSON)"
         return f"{v:.4g}" if isinstance(v, float) else str(v)
-    return ", ".join(f"{k} {[round(x, 4) for x in v] if isinstance(v, list) else one(v)}"
+    return ", ".join(f"{k} {[round(x, 4) for x in v] if isinstance(v, list) and not (v and isinstance(v[0], list)) else one(v)}"
                      for k, v in d.items())
 
 
@@ -466,6 +478,9 @@ def parse_args():
     p.add_argument("--slow-connections", type=int, default=200)
     p.add_argument("--prefill-tokens", type=int, default=4096)
     p.add_argument("--prefill-decoders", type=int, default=1, help="streams decoding meanwhile")
+    p.add_argument("--prefill-decoder-tokens", choices=["short", "long"], default="short",
+                   help="prefill: decoding requests of --max-tokens (short, restarted) or one "
+                        "request per decoder spanning the whole prefill (long)")
     p.add_argument("--quiet-s", type=float, default=4, help="prefill: the quiet window")
     p.add_argument("--prefix-tokens", type=int, default=1000)
     p.add_argument("--prefix-repeats", type=int, default=5)

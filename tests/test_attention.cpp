@@ -146,7 +146,7 @@ TEST(AttentionForward, FewQueriesInFloatMatchTheFormula) {
 
 // A bf16 KV cache: attention over bf16 keys and values gives the bits of the fp32 path over the
 // same values widened, on the few-query path (1 .. kFewQueryRows queries, widened as read) and
-// the tiled one (a 9-row chunk, widened first), for two sequences in a cache of larger capacity.
+// the tiled one (one row more, widened first), for two sequences in a cache of larger capacity.
 TEST(AttentionForward, OverBf16KeysAndValuesEqualsTheFp32PathOnThoseValues) {
   const int capacity = 2 * kAttentionTile + 40, kv_len = 2 * kAttentionTile + 21, d = 128;
   const int heads = 4, kv_heads = 2, width = kv_heads * d;
@@ -161,7 +161,7 @@ TEST(AttentionForward, OverBf16KeysAndValuesEqualsTheFp32PathOnThoseValues) {
     kf[i] = bf16_to_float(k16[i]);
     vf[i] = bf16_to_float(v16[i]);
   }
-  for (int n : {1, 2, kFewQueryRows, 9}) {
+  for (int n : {1, 2, kFewQueryRows, kFewQueryRows + 1}) {
     const AttentionShape s{.batch = 2,
                            .q_len = n,
                            .kv_len = kv_len,

@@ -901,10 +901,39 @@ TEST(Scheduler, AReusedPrefixGivesTheLogitsOfAColdPrefill) {
       const auto [c_cold_logits, c_cold_tokens] = first_logits_and_tokens(cold, c, 6);
       EXPECT_EQ(warm.stats().prefix_cache.tokens_reused - reused, 45);
       // (its last 5 tokens' keys and values were computed one per pass, the cold run's in a chunk:
-    // equal to rounding, which a bf16 cache may round to neighbouring bf16 values)
-    EXPECT_LT(relative_l2(c_logits, c_cold_logits), kv == CacheDtype::f32 ? 1e-5 : 1e-4);
+      // equal to rounding, which a bf16 cache may round to neighbouring bf16 values)
+      EXPECT_LT(relative_l2(c_logits, c_cold_logits), kv == CacheDtype::f32 ? 1e-5 : 1e-4);
       EXPECT_EQ(c_tokens, c_cold_tokens);
     }
+}
+
+// A short prompt that arrives while a long one prefills (nothing decoding) goes into the next
+// passes before the long prompt's chunks: its first token comes before the long prompt's.
+TEST(Scheduler, AShortPromptDoesNotWaitForALongPrefill) {
+  Scheduler scheduler(model(), chat_tokenizer(),
+                      {.parallel = 2, .context = 256, .prefill_chunk = 8, .prefix_cache_bytes = 0});
+  auto order = std::make_shared<std::vector<std::string>>();
+  std::mutex order_mutex;
+  auto spec = [&](int n, const std::string& name) {
+    JobSpec job{.prompt = numbered_tokens(n, 3),
+                .options = {.max_tokens = 1, .sampling = {.temperature = 0}}};
+    job.on_logits = [order, &order_mutex, name](std::span<float>) {
+      std::lock_guard lock(order_mutex);
+      order->push_back(name);
+    };
+    return job;
+  };
+  const auto long_job = scheduler.submit(spec(240, "long"));  // 30 chunks of 8
+  // 20 tokens: a short prompt, yet more than a chunk (the pass still takes 8 prompt tokens at most)
+  const auto short_job = scheduler.submit(spec(20, "short"));
+  JobProgress progress;
+  for (const auto& job : {long_job, short_job}) {
+    while (!job->wait(progress, 100ms)) {
+    }
+    EXPECT_EQ(job->outcome().error_status, 0) << job->outcome().error;
+  }
+  ASSERT_EQ(order->size(), 2u);
+  EXPECT_EQ(order->front(), "short");
 }
 
 // The cache keeps at most its bound: pieces of old prompts go, least recently used first.

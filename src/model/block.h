@@ -42,6 +42,8 @@ class DecodeMemory {
   // of positions [from, to) (keys and values) and the per-sequence state (a convolution's and a
   // recurrence's, valid at exactly `to`). A prefix cache keeps such pieces.
   virtual void save(int sequence, int from, int to, std::vector<float>& out) const = 0;
+  // The floats save() appends for positions [from, to).
+  virtual int64_t saved_floats(int from, int to) const = 0;
   // Puts back positions [from, upto) of what save() wrote for [from, to) (upto <= to; the state
   // only with upto == to); returns the floats of the whole piece.
   virtual int64_t load(int sequence, int from, int to, int upto, const float* in) = 0;

@@ -6,7 +6,10 @@
 
 namespace gattn {
 
-inline constexpr int kFewQueryRows = 4;  // attention_forward() comes here for q_len up to this
+// attention_forward() comes here for q_len up to this: a short prompt chunk beside decoding slots
+// reads the cached keys and values once for all its rows (the tiled path packs and transposes
+// every row of them per call: at position ~4,000, 8 rows cost 16x one row there).
+inline constexpr int kFewQueryRows = 16;
 
 // The same result as attention_forward's tiled path (out and lse), for s.q_len <= kFewQueryRows.
 // KV: T, or uint16_t with T = float (a bf16 KV cache: each value widened as it is read).

@@ -269,8 +269,8 @@ double Scheduler::PassCost::seconds(double units) const {
 }
 
 // One ragged pass: every decoding slot's next token and, within the budget, chunks of the
-// prompts waiting (oldest first; a chunk never crosses the prefill_chunk grid, so a prompt's
-// chunks are those of prefilling it alone when nothing decodes).
+// prompts waiting (short ones, then oldest first; a chunk never crosses the prefill_chunk grid, so
+// a prompt's chunks are those of prefilling it alone when nothing decodes).
 void Scheduler::step() {
   std::vector<Slot*> batch;
   std::vector<BatchedInferState::Chunk> chunks;
@@ -290,7 +290,13 @@ void Scheduler::step() {
       if (!slot->looked_up) guarded(*slot, [&] { reuse_prefix(*slot); });
       waiting.push_back(slot.get());
     }
-  std::stable_sort(waiting.begin(), waiting.end(), [](const Slot* a, const Slot* b) {
+  // Short prompts first (they cost a pass little, and a new request must not wait behind a long
+  // prompt's whole prefill), then oldest first.
+  auto is_long = [](const Slot* slot) {
+    return int(slot->ids.size()) - slot->prefilled > kShortPrompt;
+  };
+  std::stable_sort(waiting.begin(), waiting.end(), [&](const Slot* a, const Slot* b) {
+    if (is_long(a) != is_long(b)) return is_long(b);
     return a->job->submitted() < b->job->submitted();
   });
   int budget = prefill_budget(decoding, int(waiting.size()), decode_pairs,
@@ -300,7 +306,8 @@ void Scheduler::step() {
   // a pass or more.
   if (!waiting.empty()) {
     const int left = int(waiting[0]->ids.size()) - waiting[0]->prefilled;
-    if (left <= kShortPrompt) budget = std::max(budget, left);
+    // (never past a chunk: a pass takes the decoding tokens and prefill_chunk more at most)
+    if (left <= kShortPrompt) budget = std::max(budget, std::min(left, o_.prefill_chunk));
   }
   for (Slot* slot : waiting) {
     if (budget == 0) break;

@@ -45,6 +45,9 @@ struct KeyValueRows : DecodeMemory {
   void reset(int) override {}  // rows past a sequence's length are never read
   int64_t bytes() const override { return storage.bytes(); }
   void save(int sequence, int from, int to, std::vector<float>& out) const override;
+  int64_t saved_floats(int from, int to) const override {
+    return 2 * piece_floats(int64_t(to - from) * kv_dim);
+  }
   int64_t load(int sequence, int from, int to, int upto, const float* in) override;
   bool cuttable() const override { return true; }
   int kv_dim = 0;

@@ -53,6 +53,7 @@ struct DeltaNetMemory : DecodeMemory {
   int64_t bytes() const override { return storage.bytes(); }
   // The convolution's and the recurrence's state: valid at exactly `to` (from is not used).
   void save(int sequence, int from, int to, std::vector<float>& out) const override;
+  int64_t saved_floats(int, int) const override { return conv_size + state_size; }
   int64_t load(int sequence, int from, int to, int upto, const float* in) override;
   bool cuttable() const override { return false; }
 };

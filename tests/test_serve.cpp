@@ -23,6 +23,7 @@
 #include "serve/http_server.h"
 #include "serve/openai_response.h"
 #include "serve/prefix_cache.h"
+#include "serve/warm_buffer.h"
 #include "util/json_parse.h"
 
 namespace gattn {
@@ -934,6 +935,18 @@ TEST(Scheduler, AShortPromptDoesNotWaitForALongPrefill) {
   }
   ASSERT_EQ(order->size(), 2u);
   EXPECT_EQ(order->front(), "short");
+}
+
+// Warmed or not, a buffer is empty with room for what was asked; sizes may change.
+TEST(WarmBuffer, HandsOutEmptyBuffersWithTheRoomAsked) {
+  WarmBuffer warm;
+  for (size_t n : {1000, 1000, 1000, 10, 1000, 1000}) {
+    std::vector<float> v = warm.take(n);
+    EXPECT_TRUE(v.empty());
+    EXPECT_GE(v.capacity(), n);
+    v.assign(n, 1.0f);
+    std::this_thread::sleep_for(1ms);
+  }
 }
 
 // The cache keeps at most its bound: pieces of old prompts go, least recently used first.

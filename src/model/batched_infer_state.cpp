@@ -58,20 +58,30 @@ int64_t BatchedInferState::planned_decode_memory_bytes(const Weights& w, int slo
   return int64_t(slots) * (fixed + int64_t(context) * per_position);
 }
 
-std::vector<float> BatchedInferState::save(int slot, int from) const {
+int64_t BatchedInferState::saved_floats(int slot, int from) const {
   check_room(slot, 0);
   GATTN_ASSERT(from >= 0 && from <= lengths_[slot]);
-  // One allocation of the piece's exact size: growing it block by block would copy it and touch
-  // fresh pages several times over (on the machines measured, first touches of new memory cost
-  // up to ~6 ms per MiB, which a pass waits for).
   int64_t floats = 0;
   for (const auto& memory : memory_)
     if (memory) floats += memory->saved_floats(from, lengths_[slot]);
-  std::vector<float> out;
+  return floats;
+}
+
+// One allocation of the piece's exact size: growing it block by block would copy it and touch
+// fresh pages several times over (on the machines measured, first touches of new memory cost up
+// to ~6 ms per MiB, which a pass waits for).
+void BatchedInferState::save(int slot, int from, std::vector<float>& out) const {
+  const int64_t floats = saved_floats(slot, from);
+  out.clear();
   out.reserve(size_t(floats));
   for (const auto& memory : memory_)
     if (memory) memory->save(slot, from, lengths_[slot], out);
   GATTN_ASSERT(int64_t(out.size()) == floats);
+}
+
+std::vector<float> BatchedInferState::save(int slot, int from) const {
+  std::vector<float> out;
+  save(slot, from, out);
   return out;
 }
 

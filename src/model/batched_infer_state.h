@@ -58,6 +58,10 @@ class BatchedInferState {
   // A piece of the slot's memory: positions [from, length(slot)) of every block's rows and the
   // recurrent states at length(slot) (model/block.h DecodeMemory::save).
   std::vector<float> save(int slot, int from) const;
+  // The same into `out` (emptied first; no allocation when it has room for the piece).
+  void save(int slot, int from, std::vector<float>& out) const;
+  // The floats save() writes for positions [from, length(slot)).
+  int64_t saved_floats(int slot, int from) const;
   // Appends positions [length(slot), upto) of a piece save() wrote for [length(slot), to) to the
   // slot (its length becomes `upto`; upto < to only when memory_cuttable()); pieces of a chain go
   // back root first. `floats`: the piece's size, checked.

@@ -229,7 +229,8 @@ int64_t query_key_pairs(int64_t n, int64_t p) { return n * p + n * (n + 1) / 2; 
 // Where more prompts wait than slots decode, each waiting prompt may slow the decoders that
 // much: a burst of new requests does not wait behind a few decoding ones.
 int Scheduler::prefill_budget(int decoding, int waiting, int64_t decode_pairs, int position) const {
-  if (!decoding || !rows_cost_.ready()) return o_.prefill_chunk;
+  if (!decoding) return o_.prefill_chunk;
+  if (!rows_cost_.ready()) return 1;  // no pass beside decoding slots measured yet
   const bool timed = attention_cost_.ready();
   const double per_pair = timed ? attention_cost_.per_unit() : 0;
   const double decode_pass =
@@ -340,8 +341,11 @@ void Scheduler::step() {
   for (const auto& [op, op_seconds] : pass_profile_.totals())
     if (op.starts_with("attention")) attention += op_seconds;
   pass_profile_.clear();
-  rows_cost_.record(seconds - attention, decoding + prompt_tokens);
-  attention_cost_.record(attention, double(pairs));
+  if (decoding > 0) {  // the lines budget passes beside decoding slots: fitted on those alone
+    // (a pass of a whole chunk runs at a far lower cost per row than a few rows beside decoders)
+    rows_cost_.record(seconds - attention, decoding + prompt_tokens);
+    attention_cost_.record(attention, double(pairs));
+  }
   {
     std::lock_guard lock(m_);
     ++stats_.passes;
@@ -386,8 +390,12 @@ void Scheduler::save_prefix(Slot& slot, std::span<const uint32_t> tokens) {
   const int to = int(tokens.size());
   if (o_.prefix_cache_bytes == 0 || to <= slot.saved_to) return;
   GATTN_ASSERT(model_->state.length(slot.index) == to);
-  if (!prefix_cache_.contains(tokens, to))
-    prefix_cache_.insert(tokens, slot.saved_to, to, model_->state.save(slot.index, slot.saved_to));
+  if (!prefix_cache_.contains(tokens, to)) {
+    std::vector<float> piece =
+        piece_memory_.take(size_t(model_->state.saved_floats(slot.index, slot.saved_to)));
+    model_->state.save(slot.index, slot.saved_to, piece);
+    prefix_cache_.insert(tokens, slot.saved_to, to, std::move(piece));
+  }
   slot.saved_to = to;
   std::lock_guard lock(m_);
   stats_.prefix_cache = prefix_cache_.stats();

@@ -22,6 +22,7 @@
 #include "ops/exec_context.h"
 #include "serve/metrics.h"
 #include "serve/prefix_cache.h"
+#include "serve/warm_buffer.h"
 #include "tokenizer/tokenizer.h"
 #include "util/op_profile.h"
 
@@ -170,6 +171,7 @@ class Scheduler {
   PassCost rows_cost_, attention_cost_;
   OpProfile pass_profile_;
   PrefixCache prefix_cache_;
+  WarmBuffer piece_memory_;  // each prefix piece's memory, its pages touched ahead of time
 
   mutable std::mutex m_;
   std::condition_variable cv_;

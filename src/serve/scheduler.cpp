@@ -329,6 +329,7 @@ void Scheduler::step() {
   if (chunks.empty()) return;
   const int V = w_.config().vocab_size;
   model_->logits.resize(size_t(rows) * V);
+  pass_profile_.clear();  // this pass's ops only (a pass that threw left its own)
   const auto start = SteadyClock::now();
   try {
     model_->state.forward(chunks, model_->logits.data());
@@ -340,7 +341,6 @@ void Scheduler::step() {
   double attention = 0;
   for (const auto& [op, op_seconds] : pass_profile_.totals())
     if (op.starts_with("attention")) attention += op_seconds;
-  pass_profile_.clear();
   if (decoding > 0) {  // the lines budget passes beside decoding slots: fitted on those alone
     // (a pass of a whole chunk runs at a far lower cost per row than a few rows beside decoders)
     rows_cost_.record(seconds - attention, decoding + prompt_tokens);

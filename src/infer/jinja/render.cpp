@@ -184,10 +184,10 @@ class Renderer {
         if (i >= call.positional.size() && v.is_undefined() && fallback) v = eval(*fallback, s);
         s->set(name, std::move(v));
       }
-      for (const auto& [k, x] : call.named)
+      for (const auto& named : call.named)  // (clang 14 captures no structured binding)
         if (std::none_of(n.params.begin(), n.params.end(),
-                         [&](const auto& p) { return p.first == k; }))
-          fail(where(n.line), ": macro '", n.macro_name, "' has no parameter '", k, "'");
+                         [&](const auto& p) { return p.first == named.first; }))
+          fail(where(n.line), ": macro '", n.macro_name, "' has no parameter '", named.first, "'");
       Text out;
       exec(n.body, s, out);
       --call_depth_;

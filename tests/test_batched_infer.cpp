@@ -134,7 +134,8 @@ Config tiny_hybrid() {
 }
 
 // Sequence 0 decodes while sequences 1 and 2 prefill in chunks of 3 and 5 beside it (sequence 2
-// scoring every prompt token); then all three decode. Each pass is one forward() of ragged rows.
+// scoring every prompt token, sequence 1's chunks without logits but the last); then all three
+// decode. Each pass is one forward() of ragged rows.
 // With either KV cache dtype.
 TEST(BatchedInfer, MixedPassesOfDecodeAndPrefillEqualRunningAlone) {
   for (const CacheDtype kv : {CacheDtype::f32, CacheDtype::bf16})
@@ -156,7 +157,9 @@ TEST(BatchedInfer, MixedPassesOfDecodeAndPrefillEqualRunningAlone) {
         for (int s = 0; s < 3; ++s) {
           if (prefilled[s] < kPrompt[s]) {
             const int n = std::min(chunk[s], kPrompt[s] - prefilled[s]);
-            chunks.push_back({s, lists[s].data() + prefilled[s], n, s == 2});
+            // (logits of the prompt's last chunk only; sequence 2's every_row wins)
+            chunks.push_back(
+                {s, lists[s].data() + prefilled[s], n, s == 2, prefilled[s] + n == kPrompt[s]});
           } else if (decoded[s] < 8) {
             chunks.push_back({s, &lists[s][kPrompt[s] + decoded[s]], 1, false});
           } else {
@@ -172,11 +175,12 @@ TEST(BatchedInfer, MixedPassesOfDecodeAndPrefillEqualRunningAlone) {
           const bool prompt = prefilled[s] < kPrompt[s];
           if (prompt) {
             prefilled[s] += chunks[i].count;
-            row += int64_t(chunks[i].every_row ? chunks[i].count - 1 : 0) * V;
+            const int rows = BatchedInferState::logits_rows(chunks[i]);
             if (prefilled[s] < kPrompt[s]) {
-              row += V;
+              row += int64_t(rows) * V;
               continue;
             }
+            row += int64_t(rows - 1) * V;
           } else {
             ++decoded[s];
           }
@@ -188,7 +192,7 @@ TEST(BatchedInfer, MixedPassesOfDecodeAndPrefillEqualRunningAlone) {
         EXPECT_EQ(
             row, logits.data() + [&] {
               int64_t rows = 0;
-              for (const auto& ch : chunks) rows += ch.every_row ? ch.count : 1;
+              for (const auto& ch : chunks) rows += BatchedInferState::logits_rows(ch);
               return rows * V;
             }());
       }

@@ -22,6 +22,7 @@
 #include "model/train_state.h"
 #include "serve/http_server.h"
 #include "serve/openai_response.h"
+#include "serve/pass_cost.h"
 #include "serve/prefix_cache.h"
 #include "serve/warm_buffer.h"
 #include "util/json_parse.h"
@@ -795,10 +796,10 @@ TEST(Scheduler, AFaultInOneJobFailsThatJobOnly) {
 // A prompt that arrives while another request decodes prefills in the same passes as that
 // request's tokens: with --decode-slowdown 1, one prompt token per pass (the decoding request is
 // never stalled by more) until 32 are left, which run whole (in chunks of 8, 16 and 8 tokens: the
-// 16-token grid); every one of them a mixed pass; both texts equal generate().
+// 16-token grid) where --short-prompt-slowdown allows any pass, or one token per pass where it
+// allows none slower than a decode-only one; every one of them a mixed pass; both texts equal
+// generate().
 TEST(Scheduler, PromptsPrefillInsideTheDecodingPasses) {
-  Scheduler scheduler(model(), chat_tokenizer(),
-                      {.parallel = 2, .context = 512, .prefill_chunk = 16, .decode_slowdown = 1});
   const GenerateOptions o{.max_tokens = 200, .sampling = {.temperature = 0}};
   const std::vector<uint32_t> first = chat_tokenizer().encode("And God said");
   std::vector<uint32_t> second;
@@ -811,19 +812,28 @@ TEST(Scheduler, PromptsPrefillInsideTheDecodingPasses) {
     return JobSpec{.prompt = prompt,
                    .options = {.max_tokens = 200, .sampling = {.temperature = 0}}};
   };
-  const auto a = scheduler.submit(spec(first));
-  // Once the scheduler has timed a prompt pass and decode-only passes.
-  while (scheduler.stats().passes < 3) std::this_thread::sleep_for(1ms);
-  const int64_t before = scheduler.stats().mixed_passes;
-  const auto b = scheduler.submit(spec(second));
-  JobProgress progress;
-  for (const std::shared_ptr<Job>& job : {a, b})
-    while (!job->wait(progress, 100ms)) {
-    }
-  const SchedulerStats stats = scheduler.stats();
-  EXPECT_EQ(stats.mixed_passes - before, 8 + 3) << "passes " << stats.passes;
-  EXPECT_EQ(a->outcome().text, generate(model(), chat_tokenizer(), first, o).text);
-  EXPECT_EQ(b->outcome().text, generate(model(), chat_tokenizer(), second, o).text);
+  for (const auto& [short_prompt_slowdown, mixed] : {std::pair{1000.0, 8 + 3}, {1.0, 40}}) {
+    Scheduler scheduler(model(), chat_tokenizer(),
+                        {.parallel = 2,
+                         .context = 512,
+                         .prefill_chunk = 16,
+                         .decode_slowdown = 1,
+                         .short_prompt_slowdown = short_prompt_slowdown});
+    const auto a = scheduler.submit(spec(first));
+    // Once the scheduler has timed a prompt pass and decode-only passes.
+    while (scheduler.stats().passes < 3) std::this_thread::sleep_for(1ms);
+    const int64_t before = scheduler.stats().mixed_passes;
+    const auto b = scheduler.submit(spec(second));
+    JobProgress progress;
+    for (const std::shared_ptr<Job>& job : {a, b})
+      while (!job->wait(progress, 100ms)) {
+      }
+    const SchedulerStats stats = scheduler.stats();
+    EXPECT_EQ(stats.mixed_passes - before, mixed)
+        << "short_prompt_slowdown " << short_prompt_slowdown << ", passes " << stats.passes;
+    EXPECT_EQ(a->outcome().text, generate(model(), chat_tokenizer(), first, o).text);
+    EXPECT_EQ(b->outcome().text, generate(model(), chat_tokenizer(), second, o).text);
+  }
 }
 
 // A job's first logits and its tokens, run on `scheduler`.
@@ -947,6 +957,27 @@ TEST(WarmBuffer, HandsOutEmptyBuffersWithTheRoomAsked) {
     v.assign(n, 1.0f);
     std::this_thread::sleep_for(1ms);
   }
+}
+
+// A pass's time outside attention by row count: the mean of a measured count's recent passes,
+// linear between measured counts, priced high above them (the largest one's time per row).
+TEST(RowsCost, InterpolatesBetweenMeasuredCountsAndPricesHighAboveThem) {
+  RowsCost cost;
+  EXPECT_FALSE(cost.ready());
+  EXPECT_THROW(cost.record(0, 1.0), std::invalid_argument);
+  cost.record(9, 0.075);
+  EXPECT_TRUE(cost.ready());
+  EXPECT_DOUBLE_EQ(cost.seconds(3), 0.025);  // below every count: proportional
+  cost.record(3, 0.039);
+  cost.record(5, 0.056);
+  cost.record(18, 0.086);
+  EXPECT_DOUBLE_EQ(cost.seconds(3), 0.039);
+  EXPECT_DOUBLE_EQ(cost.seconds(4), 0.0475);
+  EXPECT_DOUBLE_EQ(cost.seconds(7), 0.0655);
+  EXPECT_DOUBLE_EQ(cost.seconds(20), 0.086 + 2 * 0.086 / 18);
+  EXPECT_DOUBLE_EQ(cost.seconds(1), 0.013);
+  cost.record(5, 0.066);  // a newer pass weighs more: (0.9 x 0.056 + 0.066) / 1.9
+  EXPECT_NEAR(cost.seconds(5), (0.9 * 0.056 + 0.066) / 1.9, 1e-15);
 }
 
 // The cache keeps at most its bound: pieces of old prompts go, least recently used first.

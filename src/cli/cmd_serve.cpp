@@ -116,6 +116,11 @@ void add_serve_command(CLI::App& app) {
                   "prompts waiting than requests decoding, the extra time grows with their ratio)")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 1000.0));
+  cmd->add_option("--short-prompt-slowdown", o.short_prompt_slowdown,
+                  "beside decoding requests, a prompt with at most 32 tokens left runs in one "
+                  "pass where that keeps the pass within this factor of a decode-only one")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1000.0));
   cmd->add_option("--prefix-cache-mib", o.prefix_cache_mib,
                   "memory for reused prompt prefixes (keys, values and recurrent states on the "
                   "256-token grid and at each request's end; 0: none)")

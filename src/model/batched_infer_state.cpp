@@ -133,7 +133,7 @@ void BatchedInferState::forward(std::span<const Chunk> chunks, float* logits) {
     }
     row_starts_.push_back(row0 + c.count);
     pass_slots_.push_back(c.slot);
-    out_rows += c.every_row ? c.count : 1;
+    out_rows += logits_rows(c);
   }
   const PassContext pass{.weights = w_,
                          .exec = exec_,
@@ -145,14 +145,14 @@ void BatchedInferState::forward(std::span<const Chunk> chunks, float* logits) {
                          .row_starts = row_starts_.data()};
   forward_blocks(pass, ids_.data(), buffers_);
   for (const Chunk& c : chunks) lengths_[c.slot] += c.count;
-  if (!logits) return;
+  if (!logits || out_rows == 0) return;
   // The rows whose logits are asked for, gathered (all of them, in place, when that is every row).
   const float* hidden = buffers_.final_out;
   if (out_rows != row_starts_.back()) {
     last_hidden_.resize(size_t(out_rows) * C);
     float* to = last_hidden_.data();
     for (int b = 0; b < n; ++b) {
-      const int rows = chunks[b].every_row ? chunks[b].count : 1;
+      const int rows = logits_rows(chunks[b]);
       const float* from = buffers_.final_out + int64_t(row_starts_[b + 1] - rows) * C;
       to = std::copy(from, from + int64_t(rows) * C, to);
     }

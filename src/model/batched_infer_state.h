@@ -39,14 +39,17 @@ class BatchedInferState {
     const int32_t* ids = nullptr;
     int count = 0;
     bool every_row = false;  // logits of every token (scoring a prompt), not only of the last
+    bool logits = true;      // false: none (a prompt's chunk before its last; every_row wins)
   };
+  // The logits rows forward() writes for a chunk.
+  static int logits_rows(const Chunk& c) { return c.every_row ? c.count : c.logits ? 1 : 0; }
   // The most tokens one forward() takes: a token of every slot plus one prompt chunk.
   int max_rows() const { return slots() + max_chunk_; }
   // One pass over the chunks of distinct slots (a ragged batch: decoding slots' next tokens and
   // prompt chunks together, at most max_rows() tokens), each appended to its slot's memory;
-  // writes, chunk by chunk, the logits of its last token, or of all its tokens with every_row
-  // ([rows, vocab]). Each chunk's logits equal those of running it alone to rounding (every
-  // weight matrix is one GEMM over all rows).
+  // writes, chunk by chunk, the logits of its last token, of all its tokens with every_row, or
+  // none for a chunk without logits ([rows, vocab]). Each chunk's logits equal those of running it
+  // alone to rounding (every weight matrix is one GEMM over all rows).
   void forward(std::span<const Chunk> chunks, float* logits);
   // Runs `count` tokens of one slot at positions length(slot) .. and appends them to its memory;
   // writes the logits [vocab] of the last one when `logits` is not null, or of every one

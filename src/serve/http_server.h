@@ -24,6 +24,7 @@ struct ServeOptions {
   int context = 0;                   // positions per request (prompt + max_tokens)
   int prefill_chunk = 256;
   double decode_slowdown = 1.5;      // SchedulerOptions::decode_slowdown
+  double short_prompt_slowdown = 3;  // SchedulerOptions::short_prompt_slowdown
   int64_t max_body_bytes = 1 << 20;  // larger request bodies get 413
   double timeout_s = 300;            // a request's time limit (408 when exceeded)
   int http_threads = 0;              // POST workers; 0: 2 * parallel + 4, at least 8

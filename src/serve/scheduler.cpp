@@ -214,7 +214,10 @@ void Scheduler::guarded(Slot& slot, const std::function<void()>& work) {
   }
 }
 
-// Prompts with at most this many tokens left are not cut into chunks beside decoding slots.
+// Prompts with at most this many tokens left are not cut into chunks beside decoding slots
+// where running them whole keeps a pass within short_prompt_slowdown times a decode-only one.
+// (The tail of a long prompt is cut: its last 31 tokens at position ~4,065 of the 0.6B shape
+// cost 0.8 s in one pass.)
 constexpr int kShortPrompt = 32;
 
 namespace {
@@ -222,51 +225,34 @@ namespace {
 int64_t query_key_pairs(int64_t n, int64_t p) { return n * p + n * (n + 1) / 2; }
 }  // namespace
 
-// How many prompt tokens the next pass may carry. Alone, a full chunk; beside decoding slots, as
-// many as keep the pass within decode_slowdown times a decode-only pass, from the measured cost
-// of passes: rows, and attention's query-key pairs of the decoding slots (decode_pairs) and of
-// the prompt's tokens from `position` on (at least one token, so a prompt always advances).
-// Where more prompts wait than slots decode, each waiting prompt may slow the decoders that
-// much: a burst of new requests does not wait behind a few decoding ones.
-int Scheduler::prefill_budget(int decoding, int waiting, int64_t decode_pairs, int position) const {
+// How many prompt tokens the next pass may carry for a prompt with `left` tokens from `position`
+// on. Alone, a full chunk; beside decoding slots, as many as keep the pass within
+// decode_slowdown times a decode-only pass, from the measured cost of passes: their rows, and
+// attention's query-key pairs of the decoding slots (decode_pairs) and of the prompt's tokens (at
+// least one token, so a prompt always advances), or a short prompt whole (kShortPrompt) where its
+// pass stays within short_prompt_slowdown times a decode-only one. Where
+// more prompts wait than slots decode, each waiting prompt may slow the decoders that much: a
+// burst of new requests does not wait behind a few decoding ones.
+int Scheduler::prefill_budget(int decoding, int waiting, int64_t decode_pairs, int position,
+                              int left) const {
   if (!decoding) return o_.prefill_chunk;
-  if (!rows_cost_.ready()) return 1;  // no pass beside decoding slots measured yet
-  const bool timed = attention_cost_.ready();
-  const double per_pair = timed ? attention_cost_.per_unit() : 0;
-  const double decode_pass =
-      rows_cost_.seconds(decoding) + (timed ? attention_cost_.seconds(double(decode_pairs)) : 0);
+  const int whole = left <= kShortPrompt ? std::min(left, o_.prefill_chunk) : 1;
+  // (until a pass beside decoding slots was measured)
+  if (!rows_cost_.ready() || !attention_cost_.ready()) return whole;
+  const double per_pair = attention_cost_.per_unit();
+  const double decode_rows = rows_cost_.seconds(decoding);
+  const double decode_pass = decode_rows + attention_cost_.seconds(double(decode_pairs));
   const double share = std::max(1.0, double(waiting) / decoding);
   const double room = (o_.decode_slowdown - 1) * share * decode_pass;
   auto extra = [&](int n) {
-    return rows_cost_.per_unit() * n + per_pair * double(query_key_pairs(n, position));
+    return std::max(0.0, rows_cost_.seconds(decoding + n) - decode_rows) +
+           per_pair * double(query_key_pairs(n, position));
   };
   int n = 1;
   while (n < o_.prefill_chunk && extra(n + 1) <= room) ++n;
+  const double short_room = std::max(room, (o_.short_prompt_slowdown - 1) * decode_pass);
+  if (whole > n && extra(whole) <= short_room) return whole;
   return n;
-}
-
-void Scheduler::PassCost::record(double seconds, double units) {
-  constexpr double kKeep = 0.95;  // about the last 20 passes
-  for (double* sum : {&w, &sx, &sy, &sxx, &sxy}) *sum *= kKeep;
-  w += 1;
-  sx += units;
-  sy += seconds;
-  sxx += units * units;
-  sxy += units * seconds;
-}
-
-// The fitted slope; while the passes' units hardly varied, time over units (which overstates a
-// unit's cost, so budgets err small).
-double Scheduler::PassCost::per_unit() const {
-  const double mx = sx / w, my = sy / w, var = sxx / w - mx * mx;
-  const double proportional = my / mx;
-  if (!(var > 0.25 && var > 1e-4 * mx * mx)) return proportional;
-  return std::clamp((sxy / w - mx * my) / var, proportional * 1e-3, proportional);
-}
-
-double Scheduler::PassCost::seconds(double units) const {
-  const double b = per_unit(), fixed = std::max(0.0, sy / w - b * sx / w);
-  return fixed + b * units;
 }
 
 // One ragged pass: every decoding slot's next token and, within the budget, chunks of the
@@ -293,38 +279,31 @@ void Scheduler::step() {
     }
   // Short prompts first (they cost a pass little, and a new request must not wait behind a long
   // prompt's whole prefill), then oldest first.
-  auto is_long = [](const Slot* slot) {
-    return int(slot->ids.size()) - slot->prefilled > kShortPrompt;
-  };
+  auto left = [](const Slot* slot) { return int(slot->ids.size()) - slot->prefilled; };
+  auto is_long = [&](const Slot* slot) { return left(slot) > kShortPrompt; };
   std::stable_sort(waiting.begin(), waiting.end(), [&](const Slot* a, const Slot* b) {
     if (is_long(a) != is_long(b)) return is_long(b);
     return a->job->submitted() < b->job->submitted();
   });
-  int budget = prefill_budget(decoding, int(waiting.size()), decode_pairs,
-                              waiting.empty() ? 0 : waiting[0]->prefilled),
-      prompt_tokens = 0, rows = decoding;
-  // A short prompt runs whole: cutting it would save the decoders little and cost its first token
-  // a pass or more.
-  if (!waiting.empty()) {
-    const int left = int(waiting[0]->ids.size()) - waiting[0]->prefilled;
-    // (never past a chunk: a pass takes the decoding tokens and prefill_chunk more at most)
-    if (left <= kShortPrompt) budget = std::max(budget, std::min(left, o_.prefill_chunk));
-  }
+  int budget = waiting.empty() ? 0
+                               : prefill_budget(decoding, int(waiting.size()), decode_pairs,
+                                                waiting[0]->prefilled, left(waiting[0])),
+      prompt_tokens = 0, rows = decoding;  // rows: of logits
   for (Slot* slot : waiting) {
     if (budget == 0) break;
-    const int left = int(slot->ids.size()) - slot->prefilled;
     const int to_grid = o_.prefill_chunk - slot->prefilled % o_.prefill_chunk;
-    const int n = std::min({budget, left, to_grid});
-    const bool every = slot->job->spec().prompt_logprobs;
+    const int n = std::min({budget, left(slot), to_grid});
     batch.push_back(slot);
+    // (logits only where the prompt ends, or of every token for its scores)
     chunks.push_back({.slot = slot->index,
                       .ids = slot->ids.data() + slot->prefilled,
                       .count = n,
-                      .every_row = every});
+                      .every_row = slot->job->spec().prompt_logprobs,
+                      .logits = n == left(slot)});
     budget -= n;
     prompt_tokens += n;
     pairs += query_key_pairs(n, slot->prefilled);
-    rows += every ? n : 1;
+    rows += BatchedInferState::logits_rows(chunks.back());
   }
   if (chunks.empty()) return;
   const int V = w_.config().vocab_size;
@@ -341,11 +320,11 @@ void Scheduler::step() {
   double attention = 0;
   for (const auto& [op, op_seconds] : pass_profile_.totals())
     if (op.starts_with("attention")) attention += op_seconds;
-  if (decoding > 0) {  // the lines budget passes beside decoding slots: fitted on those alone
-    // (a pass of a whole chunk runs at a far lower cost per row than a few rows beside decoders)
-    rows_cost_.record(seconds - attention, decoding + prompt_tokens);
-    attention_cost_.record(attention, double(pairs));
-  }
+  // Every pass's rows (a pass of a whole prompt chunk prices the counts between it and the
+  // decoding passes); attention's line only beside decoding slots, whose passes it budgets (a
+  // whole chunk's attention runs at a far lower cost per query-key pair than a few rows').
+  rows_cost_.record(decoding + prompt_tokens, seconds - attention);
+  if (decoding > 0) attention_cost_.record(attention, double(pairs));
   {
     std::lock_guard lock(m_);
     ++stats_.passes;
@@ -353,7 +332,7 @@ void Scheduler::step() {
   }
   std::span<float> out(model_->logits);
   for (size_t i = 0; i < batch.size(); ++i) {
-    const int n = chunks[i].every_row ? chunks[i].count : 1;
+    const int n = BatchedInferState::logits_rows(chunks[i]);
     const std::span<float> logits = out.subspan(0, size_t(n) * V);
     out = out.subspan(size_t(n) * V);
     if (int(i) < decoding)

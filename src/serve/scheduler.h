@@ -21,6 +21,7 @@
 #include "model/weights.h"
 #include "ops/exec_context.h"
 #include "serve/metrics.h"
+#include "serve/pass_cost.h"
 #include "serve/prefix_cache.h"
 #include "serve/warm_buffer.h"
 #include "tokenizer/tokenizer.h"
@@ -101,6 +102,10 @@ struct SchedulerOptions {
   // prompts waiting than slots decoding, the extra time is this factor's share per waiting
   // prompt and decoding slot.
   double decode_slowdown = 1.5;
+  // A prompt with at most 32 tokens left runs whole beside decoding slots where that keeps the
+  // pass within this factor of a decode-only pass (else it is cut like a long one): cutting it
+  // would save the decoders little and cost its first token several passes.
+  double short_prompt_slowdown = 3;
   double timeout_s = 300;  // a job's time limit, from submission (queueing included)
   ExecContext exec = {};   // how the passes compute
   CacheDtype keys_values = CacheDtype::f32;  // how attention layers keep them (model/block.h)
@@ -139,7 +144,7 @@ class Scheduler {
   bool admit();  // moves queued jobs into free slots; false when stopping
   // Runs one slot's work: what it throws fails that slot's job only.
   static void guarded(Slot& slot, const std::function<void()>& work);
-  int prefill_budget(int decoding, int waiting, int64_t decode_pairs, int position) const;
+  int prefill_budget(int decoding, int waiting, int64_t decode_pairs, int position, int left) const;
   void step();
   void prefilled(Slot& slot, int count, std::span<float> logits);
   void reuse_prefix(Slot& slot);
@@ -156,19 +161,11 @@ class Scheduler {
   struct Model;
   std::unique_ptr<Model> model_;  // the BatchedInferState and its logits
   std::vector<std::unique_ptr<Slot>> slots_;
-  // A pass's time in two parts, each fixed + per_unit x units, fitted by least squares on the
-  // recent passes (exponentially weighted); the scheduler thread's. Attention's part (timed in
-  // each pass through an op profile) per query-key pair it scores: a row at position p scores
-  // p + 1 keys, and its reads and products grow with them, so a prompt token late in a long
-  // prompt costs far more than an early one. The rest per row (decoding and prompt tokens).
-  struct PassCost {
-    double w = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-    void record(double seconds, double units);
-    bool ready() const { return w > 0 && sx > 0 && sy > 0; }
-    double per_unit() const;
-    double seconds(double units) const;
-  };
-  PassCost rows_cost_, attention_cost_;
+  // A pass's time in two parts (serve/pass_cost.h), learned from the passes it runs; the
+  // scheduler thread's: attention's (timed in each pass through an op profile) per query-key pair
+  // it scores, and the rest by the pass's row count.
+  LineCost attention_cost_;
+  RowsCost rows_cost_;
   OpProfile pass_profile_;
   PrefixCache prefix_cache_;
   WarmBuffer piece_memory_;  // each prefix piece's memory, its pages touched ahead of time

@@ -223,8 +223,13 @@ TEST_F(HfErrors, UnsupportedLayerTypes) {
                                 "'layer_types'): gattn runs full_attention and linear_attention "
                                 "layers"));
   edit_config(m, [](json& j) { j["layer_types"] = {"full_attention", "full_attention"}; });
-  edit_config(m, [](json& j) { j["mlp_only_layers"] = {0}; });  // num_experts 4
-  EXPECT_CONTAINS(error_of(m), ("layer 1 has a mixture-of-experts MLP (num_experts 4"));
+  // num_experts 4: layer 1 a mixture of experts, of Qwen3NextConfig's default 10 experts per
+  // token; then of 2, which the checkpoint's dense tensors do not fit
+  edit_config(m, [](json& j) { j["mlp_only_layers"] = {0}; });
+  EXPECT_CONTAINS(error_of(m), ("config.json: field 'num_experts_per_tok': expected at most "
+                                "num_experts (4), found 10"));
+  edit_config(m, [](json& j) { j["num_experts_per_tok"] = 2; });
+  EXPECT_CONTAINS(error_of(m), ("tensor 'model.layers.1.mlp."));
   const std::string q = copy("qwen3_f32");
   edit_config(q, [](json& j) { j["layer_types"] = {"full_attention", "sliding_attention"}; });
   EXPECT_CONTAINS(error_of(q), ("layer 1 has type 'sliding_attention'"));

@@ -150,7 +150,9 @@ TEST_F(HfExport, MatchesTheFoldersTransformersWrote) {
                {"authors_elementwise_f32", HfExportFormat::authors, Dtype::F32, 0},
                {"authors_headwise_bf16", HfExportFormat::authors, Dtype::BF16, 0},
                {"qwen3_next_f32", HfExportFormat::qwen3_next, Dtype::F32, 6e-8f},
-               {"qwen3_next_hybrid_f32", HfExportFormat::qwen3_next, Dtype::F32, 6e-8f}};
+               {"qwen3_next_hybrid_f32", HfExportFormat::qwen3_next, Dtype::F32, 6e-8f},
+               {"qwen3_next_moe_f32", HfExportFormat::qwen3_next, Dtype::F32, 6e-8f},
+               {"qwen3_next_moe_hybrid_f32", HfExportFormat::qwen3_next, Dtype::F32, 6e-8f}};
   for (const auto& c : cases) {
     const std::unique_ptr<Weights> weights = load_any_model(kHfDir + "/" + c.fixture);
     export_hf(*weights, out(c.fixture), {.format = c.format, .dtype = c.dtype});

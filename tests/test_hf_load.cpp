@@ -25,6 +25,7 @@
 #include "model/infer_state.h"
 #include "model/train_state.h"
 #include "model/weights.h"
+#include "ops/matmul.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -90,7 +91,9 @@ const std::vector<std::string> kHfFixtures = {"authors_elementwise_f32",
                                               "qwen3_f32",
                                               "qwen3_next_bf16",
                                               "qwen3_next_f32",
-                                              "qwen3_next_hybrid_f32"};
+                                              "qwen3_next_hybrid_f32",
+                                              "qwen3_next_moe_f32",
+                                              "qwen3_next_moe_hybrid_f32"};
 
 TEST(HfFixtures, TheFolderHoldsExactlyTheListedFixtures) {
   std::vector<std::string> found;
@@ -282,17 +285,12 @@ TEST(HfLoad, Bf16StorageIsLoadedDirectly) {
   }
 }
 
-// A hybrid in bf16 storage decodes: its Gated DeltaNet layers read their convolution taps (and
-// norms, gates) as floats, kept exact (the 1 + w norms too); the fixture's weights are bf16, so
-// the prompt's and 8 decode steps' logits are the f32 model's (4.5e-3 to 5.8e-2 when the 1 + w
-// norms were rounded to bf16).
-TEST(HfLoad, AHybridDecodesFromBf16Storage) {
-  const std::string folder = kHfDir + "/qwen3_5_hybrid_tied_bf16_sharded";
-  const auto f32 = load_any_model(folder);
-  const auto bf16 = load_any_model(folder, discard_log(), WeightDtype::bf16);
-  const size_t vocab = size_t(f32->config().vocab_size);
+// An 8-token prompt and 8 greedy steps (a's choices) in both models: each step's logits of b
+// within 1e-5 relative L2 of a's.
+void expect_same_decode(const Weights& a_weights, const Weights& b_weights) {
+  const size_t vocab = size_t(a_weights.config().vocab_size);
   std::vector<int32_t> ids = {1, 7, 3, 12, 5, 9, 2, 4};
-  InferState a(*f32, 32, 8), b(*bf16, 32, 8);
+  InferState a(a_weights, 32, 8), b(b_weights, 32, 8);
   std::vector<float> la(vocab), lb(vocab);
   a.forward_last(ids.data(), int(ids.size()), la.data());
   b.forward_last(ids.data(), int(ids.size()), lb.data());
@@ -302,6 +300,31 @@ TEST(HfLoad, AHybridDecodesFromBf16Storage) {
     a.forward_last(&next, 1, la.data());
     b.forward_last(&next, 1, lb.data());
   }
+}
+
+// A hybrid in bf16 storage decodes: its Gated DeltaNet layers read their convolution taps (and
+// norms, gates) as floats, kept exact (the 1 + w norms too); the fixture's weights are bf16, so
+// the prompt's and 8 decode steps' logits are the f32 model's (4.5e-3 to 5.8e-2 when the 1 + w
+// norms were rounded to bf16).
+TEST(HfLoad, AHybridDecodesFromBf16Storage) {
+  const std::string folder = kHfDir + "/qwen3_5_hybrid_tied_bf16_sharded";
+  const auto f32 = load_any_model(folder);
+  const auto bf16 = load_any_model(folder, discard_log(), WeightDtype::bf16);
+  expect_same_decode(*f32, *bf16);
+}
+
+// A mixture of experts in bf16 storage decodes with the fp32 model's logits when the weights are
+// the same: the fixture's rounded to bf16 first (each expert's matrices read at its own offset of
+// the bf16 copy; 5e-2 relative L2 without the rounding).
+TEST(HfLoad, AMixtureOfExpertsDecodesFromBf16Storage) {
+  const std::unique_ptr<Weights> f32 = load_any_model(kHfDir + "/qwen3_next_moe_hybrid_f32");
+  for (int64_t i = 0; i < f32->size(); ++i) f32->data()[i] = round_to_bf16(f32->data()[i]);
+  const fs::path dir = fs::temp_directory_path() / ("gattn_moe_bf16_" + std::to_string(::getpid()));
+  save_model(dir.string(), *f32);
+  const auto bf16 = load_any_model(dir.string(), discard_log(), WeightDtype::bf16);
+  fs::remove_all(dir);
+  ASSERT_EQ(bf16->storage(), WeightDtype::bf16);
+  expect_same_decode(*f32, *bf16);
 }
 
 TEST(HfLoad, GattnCheckpointsStillLoad) {

@@ -12,6 +12,7 @@
 #include "model/infer_state.h"
 #include "model/layout.h"
 #include "model/train_state.h"
+#include "model_test_data.h"
 #include "util/error.h"
 #include "util/threads.h"
 
@@ -36,26 +37,6 @@ nlohmann::json hybrid_json() {
           {"gate", {{"position", "sdpa"}}}};
 }
 
-struct Tokens {
-  Tokens(int batch, int seq, int vocab, uint64_t seed) : ids(batch * seq), targets(batch * seq) {
-    std::mt19937_64 rng(seed);
-    for (auto& id : ids) id = int32_t(rng() % vocab);
-    for (size_t i = 0; i < ids.size(); ++i) targets[i] = (i + 1) % seq ? ids[i + 1] : -1;
-    b = {ids.data(), targets.data(), batch, seq};
-  }
-  std::vector<int32_t> ids, targets;
-  Batch b{};
-};
-
-double relative_l2(const float* ours, const float* ref, int64_t n) {
-  double diff = 0, norm = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    diff += (double(ours[i]) - ref[i]) * (double(ours[i]) - ref[i]);
-    norm += double(ref[i]) * ref[i];
-  }
-  return std::sqrt(diff / norm);
-}
-
 TEST(HybridModel, ChunkedDecodeEqualsTheFullForward) {
   const ThreadScope threads(2);
   Weights w(config_from_json(hybrid_json(), "test"));
@@ -66,18 +47,8 @@ TEST(HybridModel, ChunkedDecodeEqualsTheFullForward) {
   TrainState(w).forward(t.b, full.data());
   for (const std::vector<int>& chunks :
        {std::vector<int>{70, 80}, std::vector<int>{1, 2, 63, 64, 20}, std::vector<int>(T, 1)}) {
-    InferState infer(w, 160, 80);
-    std::vector<float> logits(size_t(T) * V);
-    int done = 0;
-    for (int n : chunks) {
-      infer.forward(t.ids.data() + done, n, logits.data() + size_t(done) * V);
-      done += n;
-    }
-    double worst = 0;
-    for (int p = 0; p < T; ++p)
-      worst = std::max(worst,
-                       relative_l2(logits.data() + size_t(p) * V, full.data() + size_t(p) * V, V));
-    EXPECT_LT(worst, 2e-5) << chunks.size() << " chunks";
+    EXPECT_LT(chunked_decode_error(w, t.ids, chunks, full, 160, 80), 2e-5)
+        << chunks.size() << " chunks";
   }
 }
 

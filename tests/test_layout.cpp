@@ -32,6 +32,20 @@ TEST(ParamCount, ReproducesThePapersAddedParameters) {
   EXPECT_EQ(added_15a2b(R"({"position": "value", "granularity": "headwise"})"), 196'608);   // 0.20M
 }
 
+// The paper's 15A2B with its experts (128 of width 768, top 8, no shared expert): 15.58 B
+// parameters, 1.68 B of them run per token, 1.99 B with the input embedding.
+TEST(ParamCount, The15A2BMixtureOfExperts) {
+  const Config c = load_config(kPaper + "15a2b.json");
+  EXPECT_EQ(ParamLayout(c).total(), 15'577'227'264);
+  EXPECT_EQ(active_parameters(c), 1'676'517'376);
+  EXPECT_EQ(active_parameters(c) + int64_t(c.vocab_size) * c.hidden_size, 1'987'682'304);
+  EXPECT_EQ(idle_expert_parameters(c), int64_t(24) * 120 * 3 * 768 * 2048);
+  // The attention shape alone (15a2b_attention.json) adds the same gate parameters.
+  EXPECT_EQ(ParamLayout(load_config(kPaper + "15a2b.json", R"({"position": "sdpa"})")).total() -
+                ParamLayout(c).total(),
+            201'326'592);
+}
+
 TEST(ParamCount, Dense1p7B) {
   EXPECT_EQ(count("dense_1.7b.json"), 1'720'574'976);
   EXPECT_EQ(count("dense_1.7b.json", R"({"position": "sdpa"})"), 1'720'574'976 + 117'440'512);

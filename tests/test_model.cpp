@@ -9,6 +9,7 @@
 
 #include "model/infer_state.h"
 #include "model/train_state.h"
+#include "model_test_data.h"
 #include "util/error.h"
 #include "util/threads.h"
 
@@ -27,17 +28,6 @@ Config small() {
   c.gate.position = GatePosition::sdpa;
   return c;
 }
-
-struct Tokens {
-  Tokens(int batch, int seq, int vocab, uint64_t seed) : ids(batch * seq), targets(batch * seq) {
-    std::mt19937_64 rng(seed);
-    for (auto& id : ids) id = int32_t(rng() % vocab);
-    for (size_t i = 0; i < ids.size(); ++i) targets[i] = (i + 1) % seq ? ids[i + 1] : -1;
-    b = {ids.data(), targets.data(), batch, seq};
-  }
-  std::vector<int32_t> ids, targets;
-  Batch b{};
-};
 
 TEST(Model, StepIsBitwiseReproducible) {
   const ThreadScope threads(2);
@@ -129,15 +119,6 @@ TEST(Model, RejectsBadInputs) {
   Tokens bad_target(1, 8, 300, 6);
   bad_target.targets[2] = -2;
   EXPECT_THROW(m.forward(bad_target.b), Error);
-}
-
-double relative_l2(const float* ours, const float* ref, int64_t n) {
-  double diff = 0, norm = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    diff += (double(ours[i]) - ref[i]) * (double(ours[i]) - ref[i]);
-    norm += double(ref[i]) * ref[i];
-  }
-  return std::sqrt(diff / norm);
 }
 
 // Positions 0..k-1 as one chunk, then k..T-1 against the cached keys and values of the first:

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "io/safetensors.h"
+#include "model/flops.h"
 #include "model/layout.h"
 
 namespace gattn {
@@ -30,6 +31,14 @@ void print_parameter_table(const Config& config, bool per_tensor) {
     std::printf("  %-20s %15s  %5.1f%%\n", component.c_str(), with_commas(count).c_str(),
                 100.0 * count / layout.total());
   std::printf("  %-20s %15s\n", "total", with_commas(layout.total()).c_str());
+  if (config.has_moe_layers()) {  // a token runs k experts of each mixture
+    const int64_t active = active_parameters(config);
+    std::printf("  %-20s %15s  (k of each layer's experts; without the input embedding)\n",
+                "active per token", with_commas(active).c_str());
+    if (!config.tie_word_embeddings)
+      std::printf("  %-20s %15s\n", "active + embedding",
+                  with_commas(active + int64_t(config.vocab_size) * config.hidden_size).c_str());
+  }
   if (config.gate.enabled())
     std::printf("  gate adds %s parameters (+%.2f%% over the same model without a gate)\n",
                 with_commas(layout.total() - base).c_str(), 100.0 * (layout.total() - base) / base);

@@ -18,8 +18,8 @@ namespace fs = std::filesystem;
 const char* const kSupported =
     "qwen3 (plain or the authors' gated), qwen3_next, qwen3_5, qwen3_5_text";
 
-// Keys that do not change the forward pass of a model gattn accepts (the MoE sizes only matter
-// for the layers refused below; the linear-attention sizes are read where a layer has it).
+// Keys that do not change the forward pass of a model gattn accepts (the MoE and
+// linear-attention sizes are read where a layer has such a block).
 const char* const kInformational[] = {"architectures",
                                       "model_type",
                                       "torch_dtype",
@@ -104,11 +104,16 @@ void read_rope(JsonFields& f, const json& j, json& g, const std::string& source)
   g["rope_scaling"] = rope_scaling_for_gattn(rope, source + ": rope");
 }
 
+struct LayerTypes {
+  std::vector<std::string> attention, mlp;  // gattn's layer_types and mlp_types
+};
+
 // Each layer's attention kind (HF's layer_types, or for qwen3_next and qwen3_5 transformers'
 // default pattern): full attention, or for those two layouts Gated DeltaNet (linear_attention);
-// every MLP dense: gattn has no sliding window or experts.
-std::vector<std::string> check_layers(JsonFields& f, HfLayout layout, int layers,
-                                      const std::string& source) {
+// and its MLP's: a mixture of experts where num_experts > 0 (qwen3_next's default 512), the layer
+// is not in mlp_only_layers and (l + 1) % decoder_sparse_step == 0 (transformers' rule), else
+// dense. gattn has no sliding window.
+LayerTypes check_layers(JsonFields& f, HfLayout layout, int layers, const std::string& source) {
   std::vector<std::string> types;
   f.read("layer_types", types);
   if (f.has("layer_types") && int(types.size()) != layers)
@@ -145,13 +150,25 @@ std::vector<std::string> check_layers(JsonFields& f, HfLayout layout, int layers
       dense_layers.push_back(l.get<int>());
     }
   }
-  for (int l = 0; l < layers && experts > 0; ++l)
-    if (std::find(dense_layers.begin(), dense_layers.end(), l) == dense_layers.end() &&
-        (l + 1) % sparse_step == 0)
-      fail(source, ": layer ", l, " has a mixture-of-experts MLP (num_experts ", experts,
-           ", decoder_sparse_step ", sparse_step,
-           ", not in mlp_only_layers): gattn runs only dense MLPs");
-  return types;
+  std::vector<std::string> mlp;
+  for (int l = 0; l < layers; ++l)
+    mlp.push_back(experts > 0 &&
+                          std::find(dense_layers.begin(), dense_layers.end(), l) ==
+                              dense_layers.end() &&
+                          (l + 1) % sparse_step == 0
+                      ? "moe"
+                      : "dense");
+  return {types, mlp};
+}
+
+// The MoE fields of a layout with experts (transformers' Qwen3NextConfig defaults).
+void read_moe(const json& j, json& g) {
+  const std::pair<const char*, json> defaults[] = {{"num_experts", 512},
+                                                   {"num_experts_per_tok", 10},
+                                                   {"moe_intermediate_size", 512},
+                                                   {"shared_expert_intermediate_size", 512},
+                                                   {"norm_topk_prob", true}};
+  for (const auto& [key, value] : defaults) g[key] = j.contains(key) ? j[key] : value;
 }
 
 // Fields whose only value gattn can compute.
@@ -291,10 +308,14 @@ HfModelInfo hf_model_info_from_json(const json& outer, const std::string& source
       g["num_hidden_layers"].get<int64_t>() > (int64_t(1) << 30))
     fail(where, ": field 'num_hidden_layers': expected an integer in [1, 2^30], found ",
          g.contains("num_hidden_layers") ? json_summary(g["num_hidden_layers"]) : "nothing");
-  const std::vector<std::string> types =
-      check_layers(f, info.layout, g["num_hidden_layers"].get<int>(), where);
-  if (std::find(types.begin(), types.end(), "linear_attention") != types.end()) {
-    g["layer_types"] = types;
+  const LayerTypes types = check_layers(f, info.layout, g["num_hidden_layers"].get<int>(), where);
+  if (std::find(types.mlp.begin(), types.mlp.end(), "moe") != types.mlp.end()) {
+    g["mlp_types"] = types.mlp;
+    read_moe(j, g);
+  }
+  if (std::find(types.attention.begin(), types.attention.end(), "linear_attention") !=
+      types.attention.end()) {
+    g["layer_types"] = types.attention;
     for (const char* key : {"linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
                             "linear_value_head_dim", "linear_conv_kernel_dim"})
       if (j.contains(key)) g[key] = j[key];

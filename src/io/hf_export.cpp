@@ -178,9 +178,17 @@ json hf_config_json(const Config& c, HfExportFormat format, Dtype dtype) {
   }
   if (next) {
     j["partial_rotary_factor"] = c.partial_rotary_factor;
-    j["num_experts"] = 0;
+    j["num_experts"] = c.has_moe_layers() ? c.num_experts : 0;
     j["mlp_only_layers"] = json::array();
     j["decoder_sparse_step"] = 1;
+    if (c.has_moe_layers()) {  // the dense layers by index, every other one with experts
+      for (int l = 0; l < c.num_hidden_layers; ++l)
+        if (c.layer(l).mlp == MlpKind::dense) j["mlp_only_layers"].push_back(l);
+      j["num_experts_per_tok"] = c.num_experts_per_tok;
+      j["moe_intermediate_size"] = c.moe_intermediate_size;
+      j["shared_expert_intermediate_size"] = c.shared_expert_intermediate_size;
+      j["norm_topk_prob"] = c.norm_topk_prob;
+    }
   } else if (!q35) {
     j["use_sliding_window"] = false;
     j["sliding_window"] = nullptr;
@@ -266,6 +274,8 @@ std::string hf_export_refusal(const Config& c, HfExportFormat format) {
   if (c.has_linear_layers() && !hybrid_format)
     return "it has Gated DeltaNet (linear_attention) layers, which only --format qwen3_5 and "
            "qwen3_next have";
+  if (c.has_moe_layers() && format != HfExportFormat::qwen3_next)
+    return "it has mixture-of-experts MLPs, which only --format qwen3_next has here";
   if (!c.use_qk_norm) return "it has no QK-norm (every format has per-head q_norm and k_norm)";
   if (c.sandwich_norm) return "it has sandwich norms (the format has no such tensors)";
   if (c.block_output_clip > 0) return "it clips block outputs (the format does not)";

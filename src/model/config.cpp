@@ -37,7 +37,7 @@ const std::map<std::string, RopeScaling::Type> kRopeTypes = {{"default", RopeSca
 
 const std::map<std::string, AttentionKind> kAttentionKinds = {
     {"full_attention", AttentionKind::full}, {"linear_attention", AttentionKind::linear}};
-const std::map<std::string, MlpKind> kMlpKinds = {{"dense", MlpKind::dense}};
+const std::map<std::string, MlpKind> kMlpKinds = {{"dense", MlpKind::dense}, {"moe", MlpKind::moe}};
 
 // `field` (a list of one name per layer) into each layer's spec.
 template <typename Kind>
@@ -172,6 +172,26 @@ static void read_delta_net_fields(JsonFields& f, Config& c) {
          c.linear_num_key_heads, "), found ", c.linear_num_value_heads);
 }
 
+static void read_moe_fields(JsonFields& f, Config& c) {
+  const std::pair<const char*, int*> fields[] = {
+      {"num_experts", &c.num_experts},
+      {"num_experts_per_tok", &c.num_experts_per_tok},
+      {"moe_intermediate_size", &c.moe_intermediate_size},
+      {"shared_expert_intermediate_size", &c.shared_expert_intermediate_size}};
+  for (auto [name, value] : fields) {
+    f.read_count(name, *value);
+    if (*value > 65536) f.bad(name, "at most 65536");
+  }
+  f.read("norm_topk_prob", c.norm_topk_prob);
+  if (!c.has_moe_layers()) return;
+  for (auto [name, value] : fields)  // (a shared expert is optional)
+    if (*value == 0 && std::string(name) != "shared_expert_intermediate_size")
+      fail(f.where(), ": field '", name, "' is required (a positive integer) with 'moe' layers");
+  if (c.num_experts_per_tok > c.num_experts)
+    fail(f.where(), ": field 'num_experts_per_tok': expected at most num_experts (", c.num_experts,
+         "), found ", c.num_experts_per_tok);
+}
+
 Config config_from_json(const json& j, const std::string& source) {
   JsonFields f(j, source);
   Config c;
@@ -195,6 +215,7 @@ Config config_from_json(const json& j, const std::string& source) {
                    &LayerSpec::attention);
   read_layer_kinds(f, "mlp_types", kMlpKinds, c.num_hidden_layers, c.layer_specs, &LayerSpec::mlp);
   read_delta_net_fields(f, c);
+  read_moe_fields(f, c);
   for (const char* info : {"model_type", "architectures", "torch_dtype", "transformers_version",
                            "bos_token_id", "eos_token_id", "pad_token_id", "use_cache"})
     f.ignore(info);
@@ -271,6 +292,13 @@ json config_to_json(const Config& c) {
     j["linear_value_head_dim"] = c.linear_value_head_dim;
     j["linear_conv_kernel_dim"] = c.linear_conv_kernel_dim;
   }
+  if (c.has_moe_layers()) {
+    j["num_experts"] = c.num_experts;
+    j["num_experts_per_tok"] = c.num_experts_per_tok;
+    j["moe_intermediate_size"] = c.moe_intermediate_size;
+    j["shared_expert_intermediate_size"] = c.shared_expert_intermediate_size;
+    j["norm_topk_prob"] = c.norm_topk_prob;
+  }
   const GateConfig& g = c.gate;
   json gate = {{"position", name_of(kPositions, g.position)}};
   if (g.enabled()) {
@@ -306,6 +334,12 @@ std::string gate_description(const GateConfig& g) {
 bool Config::has_linear_layers() const {
   for (const LayerSpec& spec : layer_specs)
     if (spec.attention == AttentionKind::linear) return true;
+  return false;
+}
+
+bool Config::has_moe_layers() const {
+  for (const LayerSpec& spec : layer_specs)
+    if (spec.mlp == MlpKind::moe) return true;
   return false;
 }
 

@@ -42,9 +42,10 @@ struct GateConfig {
 
 // What a layer is made of. Hugging Face's `layer_types` names the attention kind per layer
 // ("full_attention", or "linear_attention": Gated DeltaNet, as in Qwen3.5 and Qwen3-Next);
-// gattn's `mlp_types` the MLP kind ("dense"; MoE later).
+// gattn's `mlp_types` the MLP kind ("dense", or "moe": a mixture of experts as in Qwen3-Next and
+// Qwen3.5-MoE).
 enum class AttentionKind { full, linear };
-enum class MlpKind { dense };
+enum class MlpKind { dense, moe };
 
 struct LayerSpec {
   AttentionKind attention = AttentionKind::full;
@@ -78,12 +79,21 @@ struct Config {
   int linear_key_head_dim = 128;
   int linear_value_head_dim = 128;
   int linear_conv_kernel_dim = 4;
+  // Mixture-of-experts layers (Hugging Face's Qwen3-Next names): read where a layer is "moe".
+  // shared_expert_intermediate_size 0: no shared expert and no shared-expert gate (the paper's
+  // 15A2B); norm_topk_prob: the k selected probabilities renormalised to sum to 1.
+  int num_experts = 0;
+  int num_experts_per_tok = 0;
+  int moe_intermediate_size = 0;
+  int shared_expert_intermediate_size = 0;
+  bool norm_topk_prob = true;
 
   LayerSpec layer(int l) const {
     return l < int(layer_specs.size()) ? layer_specs[l] : LayerSpec{};
   }
   int rotary_dim() const;
   bool has_linear_layers() const;
+  bool has_moe_layers() const;
   int q_dim() const { return num_attention_heads * head_dim; }
   int kv_dim() const { return num_key_value_heads * head_dim; }
 };

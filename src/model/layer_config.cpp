@@ -29,7 +29,12 @@ std::vector<LayerConfig> layer_configs(const Config& c) {
                       .mlp = {.kind = spec.mlp,
                               .hidden = c.hidden_size,
                               .intermediate = c.intermediate_size,
-                              .output = output}});
+                              .output = output,
+                              .moe = {.experts = c.num_experts,
+                                      .top_k = c.num_experts_per_tok,
+                                      .expert_intermediate = c.moe_intermediate_size,
+                                      .shared_intermediate = c.shared_expert_intermediate_size,
+                                      .norm_topk = c.norm_topk_prob}}});
   }
   return layers;
 }

@@ -51,10 +51,19 @@ struct AttentionConfig {
   int projection_stride() const { return (projection_rows() + 15) / 16 * 16; }
 };
 
+// A mixture-of-experts block's geometry (MlpKind::moe): `experts` SwiGLU experts of width
+// `expert_intermediate`, `top_k` of them per token; a shared expert of width
+// `shared_intermediate` (0: none) scaled by a sigmoid gate.
+struct MoeConfig {
+  int experts = 0, top_k = 0, expert_intermediate = 0, shared_intermediate = 0;
+  bool norm_topk = true;  // the selected probabilities renormalised to sum to 1
+};
+
 struct MlpConfig {
   MlpKind kind = MlpKind::dense;
-  int hidden = 0, intermediate = 0;
+  int hidden = 0, intermediate = 0;  // intermediate: kind dense
   BlockOutputConfig output;
+  MoeConfig moe;  // kind moe
 };
 
 struct LayerConfig {

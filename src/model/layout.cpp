@@ -43,6 +43,9 @@ ParamLayout::ParamLayout(const Config& c) {
       case MlpKind::dense:
         p.mlp = add_dense_mlp_params(*this, configs[l].mlp, prefix);
         break;
+      case MlpKind::moe:
+        p.mlp = add_moe_mlp_params(*this, configs[l].mlp, prefix);
+        break;
     }
     layers.push_back(p);
   }

@@ -53,6 +53,12 @@ struct MlpParams {
   // mlp.gate_proj and mlp.up_proj are consecutive from gate_up.
   int64_t input_norm = kAbsent, gate_up = kAbsent, down = kAbsent;
   int64_t output_norm = kAbsent;  // sandwich norm
+  // A mixture of experts: the router (mlp.gate); expert e's gate_proj | up_proj from
+  // experts + e * expert_stride, its down_proj after them; the shared expert's gate_up and down
+  // (and the scalar gate mlp.shared_expert_gate), where it has one.
+  int64_t router = kAbsent, experts = kAbsent, expert_stride = 0;
+  int64_t shared_gate_up = kAbsent, shared_down = kAbsent, shared_gate = kAbsent;
+  int64_t expert_down(int e) const { return experts + e * expert_stride + expert_stride * 2 / 3; }
 };
 struct LayerParams {
   AttentionParams attention;

@@ -9,7 +9,9 @@ generate.safetensors: 64 greedy tokens from those ids and the logits behind each
 Layouts: qwen3; the authors' gated qwen3 (authors_gated_qwen3.py: their code is not on PyPI);
 qwen3_next and qwen3_5 with every layer full attention and dense MLPs; hybrids of both with Gated
 DeltaNet (linear_attention) layers: qwen3_5 flat projections with r = 2 (fp32) and r = 1 (bf16,
-tied, sharded), qwen3_next's per-key-head grouped in_proj_qkvz / in_proj_ba (fp32). Shapes: GQA with G = 2 (so
+tied, sharded), qwen3_next's per-key-head grouped in_proj_qkvz / in_proj_ba (fp32); qwen3_next with
+mixture-of-experts MLPs (per-expert tensors, a shared expert and its gate), full-attention and
+hybrid. Shapes: GQA with G = 2 (so
 grouped and interleaved gate rows differ), head_dim 12 or 20 (a SIMD tail on 8-wide AVX2), partial
 rotary, fp32 and bf16, one sharded checkpoint with an index.
 
@@ -108,10 +110,37 @@ def add_mtp_tensor(folder):
     save_file(tensors, path, metadata={"format": "pt"})
 
 
+def eager_experts(config):
+    """Mixtures of experts through transformers' eager loop over experts: its default grouped GEMM
+    (torch._grouped_mm) takes no float64."""
+    if getattr(config, "num_experts", 0):
+        config._experts_implementation = "eager"
+
+
+def per_expert(tensors):
+    """transformers' fused expert parameters (mlp.experts.gate_up_proj [E, 2I, H], down_proj
+    [E, H, I]) under the checkpoint's per-expert names (mlp.experts.{e}.gate_proj.weight, ...)."""
+    out = {}
+    for name, t in tensors.items():
+        prefix, fused = name.rsplit(".", 1)[0], name.rsplit(".", 1)[-1]
+        if prefix.endswith(".mlp.experts") and fused in ("gate_up_proj", "down_proj"):
+            for e in range(t.shape[0]):
+                if fused == "down_proj":
+                    out[f"{prefix}.{e}.down_proj.weight"] = t[e]
+                else:
+                    gate, up = t[e].chunk(2, dim=0)
+                    out[f"{prefix}.{e}.gate_proj.weight"] = gate
+                    out[f"{prefix}.{e}.up_proj.weight"] = up
+        else:
+            out[name] = t
+    return out
+
+
 def reference_model(folder, cls, authors_elementwise=None):
     """transformers' model of the checkpoint as loaded back from the folder, in fp32."""
     if authors_elementwise is None:
         model = cls.from_pretrained(folder, dtype=torch.float32)
+        eager_experts(model.config)
     else:  # the authors' layout: our module, their tensors
         config = Qwen3Config.from_pretrained(folder)
         model = gated_qwen3(config, authors_elementwise)
@@ -165,7 +194,8 @@ def finetune_step(folder, cls, authors_elementwise, dtype):
         logits = model(input_ids=ids).logits[0].to(dtype)
         loss = torch.nn.functional.cross_entropy(logits[:-1], ids[0, 1:])
     loss.backward()
-    return loss.detach(), {name: p.grad for name, p in model.named_parameters() if p.grad is not None}
+    return loss.detach(), per_expert(
+        {name: p.grad for name, p in model.named_parameters() if p.grad is not None})
 
 
 def write_finetune_step(folder, cls, authors_elementwise=None):
@@ -252,6 +282,20 @@ FIXTURES = {
         "qwen3_next_hybrid_f32",
         qwen3_next(g, num_experts=0, partial_rotary_factor=0.5, **hybrid_layers(2, 4)),
         Qwen3NextForCausalLM, g, torch.float32),
+    # Mixtures of experts: both layers (4 experts, top 2, a shared expert); and a hybrid whose
+    # DeltaNet layer 0 and attention layer 2 have experts (6, top 2) and DeltaNet layer 1 a dense MLP.
+    "qwen3_next_moe_f32": lambda g: write(
+        "qwen3_next_moe_f32",
+        qwen3_next(g, partial_rotary_factor=0.5, num_experts=4, num_experts_per_tok=2,
+                   moe_intermediate_size=16, shared_expert_intermediate_size=24,
+                   mlp_only_layers=[]),
+        Qwen3NextForCausalLM, g, torch.float32),
+    "qwen3_next_moe_hybrid_f32": lambda g: write(
+        "qwen3_next_moe_hybrid_f32",
+        qwen3_next(g, partial_rotary_factor=0.5, num_experts=6, num_experts_per_tok=2,
+                   moe_intermediate_size=16, shared_expert_intermediate_size=24,
+                   mlp_only_layers=[1], **hybrid_layers(2, 4)),
+        Qwen3NextForCausalLM, g, torch.float32),
 }
 
 
@@ -305,6 +349,7 @@ def write_generation(folder, cls, authors_elementwise=None):
 def exact_logits(folder, cls, ids, tokens, step_logits, model):
     """logits_f64 and fp32_err of write_generation."""
     exact = cls.from_pretrained(folder, dtype=torch.float64).eval()
+    eager_experts(exact.config)
     rel = lambda a, b: ((a.double() - b).norm() / b.norm()).item()
     cached = model(input_ids=ids, use_cache=True)
     cache, decoded = cached.past_key_values, cached.logits[0, -1]

@@ -14,5 +14,6 @@ AttentionParams add_full_attention_params(ParamLayout& layout, const AttentionCo
 AttentionParams add_gated_delta_net_params(ParamLayout& layout, const AttentionConfig& c,
                                            const std::string& prefix);
 MlpParams add_dense_mlp_params(ParamLayout& layout, const MlpConfig& c, const std::string& prefix);
+MlpParams add_moe_mlp_params(ParamLayout& layout, const MlpConfig& c, const std::string& prefix);
 
 }  // namespace gattn

@@ -3,6 +3,7 @@
 #include "model/blocks/dense_mlp.h"
 #include "model/blocks/full_attention.h"
 #include "model/blocks/gated_delta_net.h"
+#include "model/blocks/moe_mlp.h"
 
 namespace gattn {
 
@@ -21,6 +22,8 @@ std::unique_ptr<Block> make_mlp_block(const MlpConfig& c, const MlpParams& p) {
   switch (c.kind) {
     case MlpKind::dense:
       return std::make_unique<DenseMlp>(c, p);
+    case MlpKind::moe:
+      return std::make_unique<MoeMlp>(c, p);
   }
   return nullptr;
 }

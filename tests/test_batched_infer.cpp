@@ -133,13 +133,25 @@ Config tiny_hybrid() {
   return config_from_json(j, "tiny_hybrid");
 }
 
+// Layer 0 a mixture of experts (5 experts, top 2, a shared expert), layer 1 dense.
+Config tiny_moe() {
+  Config c = tiny(GatePosition::sdpa);
+  c.layer_specs = {{.mlp = MlpKind::moe}, {}};
+  c.num_experts = 5;
+  c.num_experts_per_tok = 2;
+  c.moe_intermediate_size = 16;
+  c.shared_expert_intermediate_size = 24;
+  return c;
+}
+
 // Sequence 0 decodes while sequences 1 and 2 prefill in chunks of 3 and 5 beside it (sequence 2
 // scoring every prompt token, sequence 1's chunks without logits but the last); then all three
 // decode. Each pass is one forward() of ragged rows.
-// With either KV cache dtype.
+// With either KV cache dtype; baseline, G1, a hybrid and a mixture of experts.
 TEST(BatchedInfer, MixedPassesOfDecodeAndPrefillEqualRunningAlone) {
   for (const CacheDtype kv : {CacheDtype::f32, CacheDtype::bf16})
-    for (const Config& c : {tiny(GatePosition::none), tiny(GatePosition::sdpa), tiny_hybrid()}) {
+    for (const Config& c :
+         {tiny(GatePosition::none), tiny(GatePosition::sdpa), tiny_hybrid(), tiny_moe()}) {
       Weights w(c);
       w.init(17);
       const int V = c.vocab_size;

@@ -87,6 +87,7 @@ const std::vector<std::string> kHfFixtures = {"authors_elementwise_f32",
                                               "qwen3_5_f32",
                                               "qwen3_5_hybrid_f32",
                                               "qwen3_5_hybrid_tied_bf16_sharded",
+                                              "qwen3_5_moe_hybrid_f32",
                                               "qwen3_bf16_sharded",
                                               "qwen3_f32",
                                               "qwen3_next_bf16",
@@ -325,6 +326,63 @@ TEST(HfLoad, AMixtureOfExpertsDecodesFromBf16Storage) {
   fs::remove_all(dir);
   ASSERT_EQ(bf16->storage(), WeightDtype::bf16);
   expect_same_decode(*f32, *bf16);
+}
+
+// Qwen3.5-MoE's experts as two fused 3-D tensors per layer (mlp.experts.gate_up_proj [E, 2 Ie, C],
+// down_proj [E, C, Ie]: how the Hub's Qwen3.5-MoE checkpoints hold them; transformers writes them
+// one by one, as the fixture has them) load to the same weights, bit for bit; a fused tensor of
+// another shape is named.
+TEST(HfLoad, FusedExpertTensorsLoadAsThePerExpertOnes) {
+  const std::string fixture = kHfDir + "/qwen3_5_moe_hybrid_f32";
+  const fs::path dir = fs::temp_directory_path() / ("gattn_fused_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::copy(fixture, dir, fs::copy_options::recursive);
+  const SafetensorsReader per_expert(fixture + "/model.safetensors");
+  const Config& c = read_hf_model_info(fixture).config;
+  const int64_t E = c.num_experts, I = c.moe_intermediate_size, C = c.hidden_size;
+  auto write_fused = [&](bool transposed_down) {
+    std::vector<TensorToWrite> out;
+    std::vector<std::vector<float>> fused;  // kept alive until written
+    fused.reserve(size_t(2 * c.num_hidden_layers));
+    for (const TensorView& t : per_expert.tensors())
+      if (t.name.find(".mlp.experts.") == std::string::npos)
+        out.push_back({t.name, t.dtype, t.shape, t.data});
+    for (int l = 0; l < c.num_hidden_layers; ++l) {
+      const std::string experts = "model.layers." + std::to_string(l) + ".mlp.experts.";
+      std::vector<float>& gate_up = fused.emplace_back();
+      std::vector<float>& down = fused.emplace_back();
+      for (int64_t e = 0; e < E; ++e) {
+        for (const char* part : {"gate_proj", "up_proj", "down_proj"}) {
+          const std::vector<float> w =
+              per_expert.read_floats(experts + std::to_string(e) + "." + part + ".weight");
+          std::vector<float>& to = std::string(part) == "down_proj" ? down : gate_up;
+          to.insert(to.end(), w.begin(), w.end());
+        }
+      }
+      out.push_back({experts + "gate_up_proj", Dtype::F32, {E, 2 * I, C}, gate_up.data()});
+      out.push_back(
+          {experts + "down_proj", Dtype::F32,
+           transposed_down ? std::vector<int64_t>{E, I, C} : std::vector<int64_t>{E, C, I},
+           down.data()});
+    }
+    write_safetensors((dir / "model.safetensors").string(), out);
+  };
+  write_fused(false);
+  const auto ours = load_any_model(dir.string());
+  const auto theirs = load_any_model(fixture);
+  EXPECT_TRUE(ours->values() == theirs->values());
+  write_fused(true);
+  std::string error;
+  try {
+    load_any_model(dir.string());
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  fs::remove_all(dir);
+  EXPECT_NE(error.find("tensor 'model.layers.0.mlp.experts.down_proj' has shape [4, 16, 32], "
+                       "expected [4, 32, 16]"),
+            std::string::npos)
+      << error;
 }
 
 TEST(HfLoad, GattnCheckpointsStillLoad) {

@@ -16,7 +16,8 @@ using json = nlohmann::json;
 namespace fs = std::filesystem;
 
 const char* const kSupported =
-    "qwen3 (plain or the authors' gated), qwen3_next, qwen3_5, qwen3_5_text";
+    "qwen3 (plain or the authors' gated), qwen3_next, qwen3_5, qwen3_5_text, qwen3_5_moe, "
+    "qwen3_5_moe_text";
 
 // Keys that do not change the forward pass of a model gattn accepts (the MoE and
 // linear-attention sizes are read where a layer has such a block).
@@ -110,10 +111,11 @@ struct LayerTypes {
 
 // Each layer's attention kind (HF's layer_types, or for qwen3_next and qwen3_5 transformers'
 // default pattern): full attention, or for those two layouts Gated DeltaNet (linear_attention);
-// and its MLP's: a mixture of experts where num_experts > 0 (qwen3_next's default 512), the layer
-// is not in mlp_only_layers and (l + 1) % decoder_sparse_step == 0 (transformers' rule), else
-// dense. gattn has no sliding window.
-LayerTypes check_layers(JsonFields& f, HfLayout layout, int layers, const std::string& source) {
+// and its MLP's: a mixture of experts where num_experts > 0 (default 512 for qwen3_next, 256 for
+// qwen3_5_moe, whose every layer has experts), the layer is not in mlp_only_layers and
+// (l + 1) % decoder_sparse_step == 0 (transformers' rule), else dense. gattn has no sliding window.
+LayerTypes check_layers(JsonFields& f, HfLayout layout, bool every_layer_moe, int layers,
+                        const std::string& source) {
   std::vector<std::string> types;
   f.read("layer_types", types);
   if (f.has("layer_types") && int(types.size()) != layers)
@@ -139,7 +141,7 @@ LayerTypes check_layers(JsonFields& f, HfLayout layout, int layers, const std::s
   if (output_gate != "silu" && output_gate != "swish")
     fail(source, ": field 'output_gate_type' is '", output_gate,
          "': gattn's Gated DeltaNet gates its output with silu(z) (silu or swish)");
-  int experts = layout == HfLayout::qwen3_next ? 512 : 0, sparse_step = 1;
+  int experts = layout == HfLayout::qwen3_next ? 512 : every_layer_moe ? 256 : 0, sparse_step = 1;
   f.read_count("num_experts", experts);
   f.read("decoder_sparse_step", sparse_step);
   std::vector<int> dense_layers;
@@ -161,14 +163,16 @@ LayerTypes check_layers(JsonFields& f, HfLayout layout, int layers, const std::s
   return {types, mlp};
 }
 
-// The MoE fields of a layout with experts (transformers' Qwen3NextConfig defaults).
-void read_moe(const json& j, json& g) {
-  const std::pair<const char*, json> defaults[] = {{"num_experts", 512},
-                                                   {"num_experts_per_tok", 10},
+// The MoE fields of a layout with experts, with transformers' defaults: Qwen3NextConfig's, or
+// Qwen3_5MoeTextConfig's (whose router always renormalises the selected probabilities).
+void read_moe(const json& j, bool qwen3_5_moe, json& g) {
+  const std::pair<const char*, json> defaults[] = {{"num_experts", qwen3_5_moe ? 256 : 512},
+                                                   {"num_experts_per_tok", qwen3_5_moe ? 8 : 10},
                                                    {"moe_intermediate_size", 512},
                                                    {"shared_expert_intermediate_size", 512},
                                                    {"norm_topk_prob", true}};
   for (const auto& [key, value] : defaults) g[key] = j.contains(key) ? j[key] : value;
+  if (qwen3_5_moe) g["norm_topk_prob"] = true;
 }
 
 // Fields whose only value gattn can compute.
@@ -208,7 +212,9 @@ json authors_gate(JsonFields& f, const std::string& source, HfLayout& layout) {
 HfLayout layout_of(const std::string& model_type, const std::string& source) {
   if (model_type == "qwen3") return HfLayout::qwen3;
   if (model_type == "qwen3_next") return HfLayout::qwen3_next;
-  if (model_type == "qwen3_5" || model_type == "qwen3_5_text") return HfLayout::qwen3_5;
+  if (model_type == "qwen3_5" || model_type == "qwen3_5_text" || model_type == "qwen3_5_moe" ||
+      model_type == "qwen3_5_moe_text")
+    return HfLayout::qwen3_5;  // (the MoE's experts: HfModelInfo::fused_experts)
   fail(source, ": model_type '", model_type, "' is not supported; supported: ", kSupported);
 }
 
@@ -279,9 +285,10 @@ HfModelInfo hf_model_info_from_json(const json& outer, const std::string& source
   info.zero_centred_norms = info.layout == HfLayout::qwen3_next || info.layout == HfLayout::qwen3_5;
 
   // Qwen3.5's multimodal checkpoints nest the language model: text_config, model.language_model.*.
-  const bool nested = model_type == "qwen3_5";
+  const bool nested = model_type == "qwen3_5" || model_type == "qwen3_5_moe";
+  info.fused_experts = model_type.starts_with("qwen3_5_moe");
   if (nested && !(outer.contains("text_config") && outer["text_config"].is_object()))
-    fail(source, ": model_type 'qwen3_5' needs a 'text_config' object");
+    fail(source, ": model_type '", model_type, "' needs a 'text_config' object");
   const json& j = nested ? outer["text_config"] : outer;
   const std::string where = nested ? source + ": text_config" : source;
   if (nested) info.tensor_prefix = "model.language_model.";
@@ -308,10 +315,11 @@ HfModelInfo hf_model_info_from_json(const json& outer, const std::string& source
       g["num_hidden_layers"].get<int64_t>() > (int64_t(1) << 30))
     fail(where, ": field 'num_hidden_layers': expected an integer in [1, 2^30], found ",
          g.contains("num_hidden_layers") ? json_summary(g["num_hidden_layers"]) : "nothing");
-  const LayerTypes types = check_layers(f, info.layout, g["num_hidden_layers"].get<int>(), where);
+  const LayerTypes types =
+      check_layers(f, info.layout, info.fused_experts, g["num_hidden_layers"].get<int>(), where);
   if (std::find(types.mlp.begin(), types.mlp.end(), "moe") != types.mlp.end()) {
     g["mlp_types"] = types.mlp;
-    read_moe(j, g);
+    read_moe(j, info.fused_experts, g);
   }
   if (std::find(types.attention.begin(), types.attention.end(), "linear_attention") !=
       types.attention.end()) {

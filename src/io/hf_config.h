@@ -25,7 +25,10 @@ struct HfModelInfo {
   // "model.language_model." (Qwen3.5's multimodal checkpoints); the gattn name is "model." + rest.
   std::string tensor_prefix = "model.";
   bool zero_centred_norms = false;  // RMSNorm weights stored as w, applied as (1 + w)
-  std::vector<std::string> notes;   // what the reader ignored (fields gattn does not use)
+  // Qwen3.5-MoE: every layer a mixture of experts whose experts are two 3-D tensors,
+  // mlp.experts.gate_up_proj [E, 2 Ie, C] and mlp.experts.down_proj [E, C, Ie].
+  bool fused_experts = false;
+  std::vector<std::string> notes;  // what the reader ignored (fields gattn does not use)
 };
 
 // How a gated layout's q_proj interleaves query and gate rows: `groups` blocks, each of q_rows

@@ -24,7 +24,17 @@ constexpr size_t kChunkBytes = size_t(8) << 20;  // converted, then its pages re
 // regroup_qkvz / regroup_ba: Qwen3-Next's per-key-head groups of a Gated DeltaNet projection
 // (in_proj_qkvz: [q | k | v | z] per group; in_proj_ba: [b | a]) into gattn's (and Qwen3.5's)
 // flat in_proj_qkv | in_proj_z and in_proj_b | in_proj_a, consecutive in the layout.
-enum class Convert { copy, plus_one, split_q_gate, regroup_qkvz, regroup_ba };
+// fused_gate_up / fused_down: Qwen3.5-MoE's experts as two 3-D tensors ([E, 2 Ie, C] and
+// [E, C, Ie]) into gattn's per-expert gate_proj | up_proj | down_proj.
+enum class Convert {
+  copy,
+  plus_one,
+  split_q_gate,
+  regroup_qkvz,
+  regroup_ba,
+  fused_gate_up,
+  fused_down
+};
 
 // One checkpoint tensor and where its rows go.
 struct Job {
@@ -37,6 +47,11 @@ struct Job {
   QGateBlocks blocks{};
   DeltaNetConfig delta{};  // regroup_*: the layer's geometry
   int64_t rows = 0;        // regroup_*: the checkpoint tensor's rows (two layout tensors' worth)
+  // fused_*: the checkpoint tensor's shape; expert e's rows go from first + e * stride
+  // (floats); fills: every layout tensor it writes.
+  std::vector<int64_t> fused_shape;
+  int64_t first = 0, stride = 0;
+  std::vector<const TensorSpec*> fills;
 };
 
 // A shard's file name must stay inside the model folder.
@@ -78,6 +93,34 @@ Job regroup_job(const HfModelInfo& info, const ParamLayout& layout, const std::s
   return job;
 }
 
+// Qwen3.5-MoE's mlp.experts.gate_up_proj or mlp.experts.down_proj of layer `ours`.
+Job fused_experts_job(const HfModelInfo& info, const ParamLayout& layout, const std::string& ours,
+                      const std::string& file) {
+  const int l = std::stoi(ours.substr(std::string("model.layers.").size()));
+  const std::vector<LayerConfig> configs = layer_configs(info.config);
+  if (l >= int(configs.size()) || configs[l].mlp.kind != MlpKind::moe)
+    fail(file, ": unexpected tensor '", ours, "' (its layer has no experts)");
+  const MoeConfig& m = configs[l].mlp.moe;
+  const MlpParams& p = layout.layers[l].mlp;
+  const bool gate_up = ours.ends_with("gate_up_proj");
+  const int64_t E = m.experts, I = m.expert_intermediate, C = configs[l].mlp.hidden;
+  Job job;
+  job.convert = gate_up ? Convert::fused_gate_up : Convert::fused_down;
+  job.fused_shape = gate_up ? std::vector<int64_t>{E, 2 * I, C} : std::vector<int64_t>{E, C, I};
+  job.first = gate_up ? p.experts : p.expert_down(0);
+  job.stride = p.expert_stride;
+  const std::string prefix = ours.substr(0, ours.rfind("experts.") + 8);
+  for (int64_t e = 0; e < E; ++e)
+    for (const char* part : gate_up ? std::vector<const char*>{"gate_proj", "up_proj"}
+                                    : std::vector<const char*>{"down_proj"}) {
+      const TensorSpec* spec = layout.find(prefix + std::to_string(e) + "." + part + ".weight");
+      GATTN_ASSERT(spec, "the layout has no expert ", e, " ", part, " in layer ", l);
+      job.fills.push_back(spec);
+    }
+  job.target = job.fills.front();
+  return job;
+}
+
 // What to do with one checkpoint tensor; false: skipped (vision tower, multi-token prediction).
 bool route(const std::string& name, const HfModelInfo& info, const ParamLayout& layout,
            const std::string& file, Job& job, int& skipped, std::vector<std::string>& notes) {
@@ -108,6 +151,9 @@ bool route(const std::string& name, const HfModelInfo& info, const ParamLayout& 
              (ours.ends_with(".linear_attn.in_proj_qkvz.weight") ||
               ours.ends_with(".linear_attn.in_proj_ba.weight"))) {
     job = regroup_job(info, layout, ours, file);
+  } else if (info.fused_experts && (ours.ends_with(".mlp.experts.gate_up_proj") ||
+                                    ours.ends_with(".mlp.experts.down_proj"))) {
+    job = fused_experts_job(info, layout, ours, file);
   } else {
     job.target = layout.find(ours);
     // gattn names its gate tensor sdpa_gate; a checkpoint of these layouts never has one.
@@ -132,6 +178,8 @@ void check_tensor(const TensorView& t, const Job& job, const std::string& file) 
   if (job.convert == Convert::split_q_gate) expected[0] += job.gate->shape[0];
   if (job.convert == Convert::regroup_qkvz || job.convert == Convert::regroup_ba)
     expected[0] = job.rows;
+  if (job.convert == Convert::fused_gate_up || job.convert == Convert::fused_down)
+    expected = job.fused_shape;
   if (t.shape != expected)
     fail(file, ": tensor '", t.name, "' has shape ", shape_string(t.shape), ", expected ",
          shape_string(expected),
@@ -143,6 +191,10 @@ void check_tensor(const TensorView& t, const Job& job, const std::string& file) 
 
 // The layout offset row r of the checkpoint tensor goes to.
 int64_t destination_row(const Job& job, int64_t r, int64_t cols) {
+  if (job.convert == Convert::fused_gate_up || job.convert == Convert::fused_down) {
+    const int64_t per_expert = job.fused_shape[1];  // rows of one expert's matrix
+    return job.first + (r / per_expert) * job.stride + (r % per_expert) * cols;
+  }
   if (job.convert == Convert::regroup_qkvz || job.convert == Convert::regroup_ba)
     return job.target->offset +
            qwen3_next_flat_row(job.delta, job.convert == Convert::regroup_ba, r) * cols;
@@ -154,7 +206,7 @@ int64_t destination_row(const Job& job, int64_t r, int64_t cols) {
 }
 
 void convert(const TensorView& t, const Job& job, const ParamSink& put, const std::string& file) {
-  const int64_t cols = t.shape.size() == 2 ? t.shape[1] : t.numel;
+  const int64_t cols = t.shape.size() >= 2 ? t.shape.back() : t.numel;
   const int64_t rows = t.numel / std::max<int64_t>(cols, 1);
   const size_t row_bytes = size_t(cols) * dtype_bytes(t.dtype);
   const int64_t chunk_rows =
@@ -264,7 +316,9 @@ HfWeightPlan plan_hf_weights(const HfModelInfo& info, const ParamLayout& layout)
       fail(shards.index, ": names tensor '", name, "' in shard '",
            fs::path(shards.files[file]).filename().string(), "', which does not have it");
     check_tensor(*t, job, shards.files[file]);
-    for (const TensorSpec* spec : {job.target, job.gate})
+    std::vector<const TensorSpec*> fills = job.fills;
+    if (fills.empty()) fills = {job.target, job.gate};
+    for (const TensorSpec* spec : fills)
       if (spec && !filled.insert(spec->name).second)
         fail(where, ": tensor '", name, "' fills '", spec->name, "' a second time");
     plan.jobs.push_back(std::move(job));

@@ -11,7 +11,8 @@ qwen3_next and qwen3_5 with every layer full attention and dense MLPs; hybrids o
 DeltaNet (linear_attention) layers: qwen3_5 flat projections with r = 2 (fp32) and r = 1 (bf16,
 tied, sharded), qwen3_next's per-key-head grouped in_proj_qkvz / in_proj_ba (fp32); qwen3_next with
 mixture-of-experts MLPs (per-expert tensors, a shared expert and its gate), full-attention and
-hybrid. Shapes: GQA with G = 2 (so
+hybrid; Qwen3.5-MoE's language model (a hybrid whose experts are two fused 3-D tensors per
+layer). Shapes: GQA with G = 2 (so
 grouped and interleaved gate rows differ), head_dim 12 or 20 (a SIMD tail on 8-wide AVX2), partial
 rotary, fp32 and bf16, one sharded checkpoint with an index.
 
@@ -28,8 +29,9 @@ import transformers
 from safetensors.torch import load_file, save_file
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
-from transformers import (Qwen3_5Config, Qwen3_5ForConditionalGeneration, Qwen3Config,
-                          Qwen3ForCausalLM, Qwen3NextConfig, Qwen3NextForCausalLM)
+from transformers import (Qwen3_5Config, Qwen3_5ForConditionalGeneration, Qwen3_5MoeForCausalLM,
+                          Qwen3_5MoeTextConfig, Qwen3Config, Qwen3ForCausalLM, Qwen3NextConfig,
+                          Qwen3NextForCausalLM)
 
 from authors_gated_qwen3 import gated_qwen3
 
@@ -83,6 +85,20 @@ def qwen3_next(generator, **extra):
     config = Qwen3NextConfig(**dict(dict(SHAPE, layer_types=["full_attention"] * 2), **extra),
                              tie_word_embeddings=False)
     model = Qwen3NextForCausalLM(config)
+    randomise(model, generator, True)
+    return model
+
+
+def qwen3_5_moe(generator, hybrid):
+    """Qwen3.5-MoE's language model alone (model_type qwen3_5_moe_text): every layer 4 experts,
+    top 2, a shared expert; the experts saved as transformers holds them, two 3-D tensors."""
+    text = dict(SHAPE, head_dim=20, tie_word_embeddings=False, num_experts=4, num_experts_per_tok=2,
+                moe_intermediate_size=16, shared_expert_intermediate_size=24,
+                rope_parameters=dict(rope_type="default", rope_theta=10000.0,
+                                     partial_rotary_factor=0.5, mrope_section=[2, 2, 1],
+                                     mrope_interleaved=True))
+    text.update(hybrid)
+    model = Qwen3_5MoeForCausalLM(Qwen3_5MoeTextConfig(**text))
     randomise(model, generator, True)
     return model
 
@@ -194,8 +210,7 @@ def finetune_step(folder, cls, authors_elementwise, dtype):
         logits = model(input_ids=ids).logits[0].to(dtype)
         loss = torch.nn.functional.cross_entropy(logits[:-1], ids[0, 1:])
     loss.backward()
-    return loss.detach(), per_expert(
-        {name: p.grad for name, p in model.named_parameters() if p.grad is not None})
+    return loss.detach(), {name: p.grad for name, p in model.named_parameters() if p.grad is not None}
 
 
 def write_finetune_step(folder, cls, authors_elementwise=None):
@@ -207,6 +222,8 @@ def write_finetune_step(folder, cls, authors_elementwise=None):
     loss32, grads32 = finetune_step(folder, cls, authors_elementwise, torch.float32)
     loss64, grads64 = finetune_step(folder, cls, authors_elementwise, torch.float64)
     saved = set(checkpoint_tensors(folder))
+    if any(".mlp.experts.0." in name for name in saved):  # experts saved one by one
+        grads32, grads64 = per_expert(grads32), per_expert(grads64)
     grads64 = {name: g for name, g in grads64.items() if name in saved}
     missing = sorted(n for n in saved if n not in grads64 and not n.startswith(("mtp.", "model.visual.")))
     assert not missing, f"{folder}: no gradient for {missing}"
@@ -296,6 +313,9 @@ FIXTURES = {
                    moe_intermediate_size=16, shared_expert_intermediate_size=24,
                    mlp_only_layers=[1], **hybrid_layers(2, 4)),
         Qwen3NextForCausalLM, g, torch.float32),
+    "qwen3_5_moe_hybrid_f32": lambda g: write(
+        "qwen3_5_moe_hybrid_f32", qwen3_5_moe(g, hybrid_layers(2, 4)), Qwen3_5MoeForCausalLM, g,
+        torch.float32),
 }
 
 

@@ -340,8 +340,10 @@ TEST(HfLoad, FusedExpertTensorsLoadAsThePerExpertOnes) {
   const SafetensorsReader per_expert(fixture + "/model.safetensors");
   const Config& c = read_hf_model_info(fixture).config;
   const int64_t E = c.num_experts, I = c.moe_intermediate_size, C = c.hidden_size;
-  auto write_fused = [&](bool transposed_down) {
+  const float one = 1.0f;
+  auto write_fused = [&](bool transposed_down, const char* extra = nullptr) {
     std::vector<TensorToWrite> out;
+    if (extra) out.push_back({extra, Dtype::F32, {1}, &one});
     std::vector<std::vector<float>> fused;  // kept alive until written
     fused.reserve(size_t(2 * c.num_hidden_layers));
     for (const TensorView& t : per_expert.tensors())
@@ -371,18 +373,30 @@ TEST(HfLoad, FusedExpertTensorsLoadAsThePerExpertOnes) {
   const auto ours = load_any_model(dir.string());
   const auto theirs = load_any_model(fixture);
   EXPECT_TRUE(ours->values() == theirs->values());
+  auto error_of_load = [&] {
+    try {
+      load_any_model(dir.string());
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
   write_fused(true);
-  std::string error;
-  try {
-    load_any_model(dir.string());
-  } catch (const Error& e) {
-    error = e.what();
-  }
-  fs::remove_all(dir);
+  const std::string error = error_of_load();
   EXPECT_NE(error.find("tensor 'model.layers.0.mlp.experts.down_proj' has shape [4, 16, 32], "
                        "expected [4, 32, 16]"),
             std::string::npos)
       << error;
+  for (const char* name :
+       {"model.layers.-1.mlp.experts.down_proj",  // no layer of the model
+        "model.layers.7.mlp.experts.down_proj", "model.layers.x.mlp.experts.down_proj",
+        "model.norm.mlp.experts.down_proj"}) {
+    write_fused(false, name);
+    EXPECT_NE(error_of_load().find(std::string("unexpected tensor '") + name + "'"),
+              std::string::npos)
+        << error_of_load();
+  }
+  fs::remove_all(dir);
 }
 
 TEST(HfLoad, GattnCheckpointsStillLoad) {

@@ -1,6 +1,7 @@
 #include "io/hf_weights.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <memory>
@@ -93,12 +94,23 @@ Job regroup_job(const HfModelInfo& info, const ParamLayout& layout, const std::s
   return job;
 }
 
+// The layer of a "model.layers.<l>." name (digits only, at most 2^30); -1 when it has none.
+int layer_of(const std::string& ours) {
+  const std::string prefix = "model.layers.";
+  size_t i = prefix.size();
+  if (!ours.starts_with(prefix) || i >= ours.size() || !std::isdigit(uint8_t(ours[i]))) return -1;
+  int64_t l = 0;
+  for (; i < ours.size() && std::isdigit(uint8_t(ours[i])); ++i)
+    if ((l = l * 10 + (ours[i] - '0')) > (int64_t(1) << 30)) return -1;
+  return i < ours.size() && ours[i] == '.' ? int(l) : -1;
+}
+
 // Qwen3.5-MoE's mlp.experts.gate_up_proj or mlp.experts.down_proj of layer `ours`.
 Job fused_experts_job(const HfModelInfo& info, const ParamLayout& layout, const std::string& ours,
                       const std::string& file) {
-  const int l = std::stoi(ours.substr(std::string("model.layers.").size()));
+  const int l = layer_of(ours);
   const std::vector<LayerConfig> configs = layer_configs(info.config);
-  if (l >= int(configs.size()) || configs[l].mlp.kind != MlpKind::moe)
+  if (l < 0 || l >= int(configs.size()) || configs[l].mlp.kind != MlpKind::moe)
     fail(file, ": unexpected tensor '", ours, "' (its layer has no experts)");
   const MoeConfig& m = configs[l].mlp.moe;
   const MlpParams& p = layout.layers[l].mlp;

@@ -23,6 +23,7 @@
 #include "io/hf_weights.h"
 #include "io/safetensors.h"
 #include "model/infer_state.h"
+#include "model/router_balance.h"
 #include "model/train_state.h"
 #include "model/weights.h"
 #include "ops/matmul.h"
@@ -118,6 +119,30 @@ TEST_P(HfGolden, LogitsMatchTransformers) {
               prefill_err);
   EXPECT_LT(err, 1e-5);
   EXPECT_LT(prefill_err, 1e-5);
+}
+
+// A model with experts: the load-balancing loss of one forward pass over the reference ids (both
+// MoE layers' router rows pooled), against transformers' aux_loss (load_balancing_loss_func,
+// before router_aux_loss_coef, computed in float64).
+TEST_P(HfGolden, RouterLoadBalancingLossMatchesTransformers) {
+  const std::string folder = kHfDir + "/" + GetParam();
+  const SafetensorsReader file(folder + "/reference.safetensors");
+  if (!file.find("router_aux_loss")) {
+    const std::unique_ptr<Weights> weights = load_any_model(folder);
+    EXPECT_FALSE(weights->config().has_moe_layers()) << "a model with experts needs the reference";
+    return;
+  }
+  const std::unique_ptr<Weights> weights = load_any_model(folder);
+  const Reference ref(folder);
+  RouterBalance balance(weights->config().num_experts, 1.0, 1.0);
+  TrainState state(*weights);
+  state.set_router_balance(&balance);
+  state.forward(Batch{ref.ids.data(), nullptr, 1, int(ref.ids.size())});
+  balance.freeze();
+  const double theirs = file.read_floats("router_aux_loss")[0];
+  std::printf("  %-26s load-balancing loss %.8f (transformers %.8f)\n", GetParam().c_str(),
+              balance.loss(), theirs);
+  EXPECT_NEAR(balance.loss(), theirs, 1e-5 * theirs);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, HfGolden, ::testing::ValuesIn(kHfFixtures),

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
@@ -17,9 +18,11 @@
 #include "model/infer_state.h"
 #include "model/layout.h"
 #include "model/pass.h"
+#include "model/router_balance.h"
 #include "model/train_state.h"
 #include "model_test_data.h"
 #include "ops/moe_routing.h"
+#include "train/step.h"
 #include "util/error.h"
 #include "util/threads.h"
 
@@ -123,7 +126,8 @@ nlohmann::json moe_json(int shared) {
 // choices into `choices` ([N, k]) when given.
 std::vector<double> moe_reference(const Weights& w, const MlpParams& p, const MoeConfig& m,
                                   const std::vector<float>& in, int N, int C, double eps,
-                                  std::vector<int32_t>* choices = nullptr) {
+                                  std::vector<int32_t>* choices = nullptr,
+                                  std::vector<double>* probs = nullptr) {
   const float* norm_w = w.at(p.input_norm);
   auto matvec = [&](int64_t offset, const std::vector<double>& x, int out_dim) {
     const float* W = w.at(offset);
@@ -150,6 +154,8 @@ std::vector<double> moe_reference(const Weights& w, const MlpParams& p, const Mo
     const double top = *std::max_element(logits.begin(), logits.end());
     double sum = 0;
     for (size_t e = 0; e < logits.size(); ++e) sum += prob[e] = std::exp(logits[e] - top);
+    if (probs)
+      for (double q : prob) probs->push_back(q / sum);
     std::vector<int> order(size_t(m.experts));
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return prob[a] > prob[b]; });
@@ -186,7 +192,12 @@ struct BlockRun {
   }
   const MoeMlpActivations& moe() const { return static_cast<const MoeMlpActivations&>(*a); }
   PassContext pass() const {
-    return {.weights = w, .exec = exec, .batch = 1, .seq_len = N, .positions = positions.data()};
+    return {.weights = w,
+            .exec = exec,
+            .batch = 1,
+            .seq_len = N,
+            .positions = positions.data(),
+            .router_balance = balance};
   }
   // The block's raw output (before the residual add).
   std::vector<double> forward(const std::vector<float>& in) {
@@ -202,6 +213,7 @@ struct BlockRun {
   Arena arena;
   std::unique_ptr<BlockActivations> a;
   std::unique_ptr<BlockScratch> s;
+  RouterBalance* balance = nullptr;
 };
 
 TEST(MoeMlp, ForwardEqualsAFloat64ComputationOfTheSameWeights) {
@@ -306,6 +318,165 @@ TEST(MoeMlp, ChunkedDecodeEqualsTheFullForwardAndRepeatsBitwise) {
     EXPECT_LT(chunked_decode_error(w, t.ids, chunks, full, 64, 32), 1e-5)
         << chunks.size() << " chunks";
   }
+}
+
+// coef * E * sum_e f_e P_e over rows of probabilities [rows, E] and choices [rows, k], in
+// float64 (model/router_balance.h).
+double balance_loss(const std::vector<double>& probs, const std::vector<int32_t>& choices, int E,
+                    double coef) {
+  const size_t rows = probs.size() / size_t(E);
+  std::vector<double> f(static_cast<size_t>(E)), P(static_cast<size_t>(E));
+  for (int32_t e : choices) f[size_t(e)] += 1.0 / double(rows);
+  for (size_t i = 0; i < probs.size(); ++i) P[i % size_t(E)] += probs[i] / double(rows);
+  double sum = 0;
+  for (int e = 0; e < E; ++e) sum += f[size_t(e)] * P[size_t(e)];
+  return coef * E * sum;
+}
+
+// The load-balancing loss alone (no loss on the block's output): its value against the float64
+// computation, and the gradients the backward pass gives the router, the norm and the input
+// against central differences of that computation, f held at the point's choices (away from
+// ties). The experts and the shared expert get none.
+TEST(RouterBalance, GradientsMatchCentralDifferencesOfTheFloat64Loss) {
+  Weights w(config_from_json(moe_json(32), "test"));
+  w.init(21);
+  const int N = 29, C = w.config().hidden_size, E = 6;
+  for (const TensorSpec& spec : w.layout().tensors())  // a sharper router: larger gradients
+    if (spec.name == "model.layers.0.mlp.gate.weight")
+      for (int64_t i = 0; i < spec.numel; ++i) w.data()[spec.offset + i] *= 20;
+  const double coef = 0.7;
+  RouterBalance balance(E, coef, 1.0);
+  BlockRun run(w, N);
+  run.balance = &balance;
+  std::vector<float> in = normal_floats(size_t(N) * C, 22);
+  run.forward(in);
+  balance.end_forward();
+  const std::vector<int32_t> choice = run.moe().choice;
+  Gradients g(w.layout());
+  std::vector<float> d(in.size(), 0.0f);
+  run.block.backward(run.pass(), *run.a, *run.s, g, in.data(), d.data());
+  const LayerConfig layer = layer_configs(w.config())[0];
+  auto loss = [&] {
+    std::vector<int32_t> chosen;
+    std::vector<double> probs;
+    moe_reference(w, w.layout().layers[0].mlp, layer.mlp.moe, in, N, C, layer.mlp.output.eps,
+                  &chosen, &probs);
+    EXPECT_EQ(chosen, choice) << "a step changed the choice of experts";
+    return balance_loss(probs, choice, E, coef);
+  };
+  EXPECT_NEAR(balance.loss(), loss(), 1e-6 * loss());
+  std::mt19937_64 rng(9);
+  auto check = [&](const std::string& name, float* x, int64_t n, const float* grad) {
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> v(static_cast<size_t>(n)), saved(x, x + n);
+    double directional = 0;
+    for (int64_t i = 0; i < n; ++i) directional += double(v[size_t(i)] = normal(rng)) * grad[i];
+    auto at = [&](float step) {
+      for (int64_t i = 0; i < n; ++i) x[i] = saved[size_t(i)] + step * v[size_t(i)];
+      const double l = loss();
+      std::copy(saved.begin(), saved.end(), x);
+      return l;
+    };
+    const float h = 1e-3f;
+    const double numeric = (at(h) - at(-h)) / (2 * h);
+    EXPECT_NEAR(numeric, directional, 1e-2 * std::abs(directional) + 1e-6) << name;
+    EXPECT_GT(std::abs(directional), 1e-4) << name << ": too small to check";
+  };
+  const MlpParams& p = w.layout().layers[0].mlp;
+  for (int64_t offset : {p.router, p.input_norm}) {
+    const TensorSpec& spec = *std::find_if(w.layout().tensors().begin(), w.layout().tensors().end(),
+                                           [&](const TensorSpec& t) { return t.offset == offset; });
+    check(spec.name, w.data() + offset, spec.numel, g.at(offset));
+  }
+  check("the input", in.data(), int64_t(in.size()), d.data());
+  for (const TensorSpec& spec : w.layout().tensors())
+    if (spec.name.find("experts") != std::string::npos ||
+        spec.name.find("shared_expert") != std::string::npos)
+      for (int64_t i = 0; i < spec.numel; ++i) {
+        ASSERT_EQ(g.at(spec.offset)[i], 0.0f) << spec.name;
+      }
+}
+
+// Records every MoE layer's router probabilities of a pass.
+struct RouterRecorder final : PassHooks {
+  void on_tensor(const HookEvent& e) override {
+    if (e.site != HookSite::router_probs) return;
+    std::vector<double>& out = probs[e.layer];
+    out.insert(out.end(), e.tensor.data, e.tensor.data + e.tensor.rows * e.tensor.cols);
+  }
+  std::map<int, std::vector<double>> probs;
+};
+
+// The float64 loss over rows of every layer pooled (the top-k taken from the float64 values).
+double pooled_balance_loss(const std::map<int, std::vector<double>>& by_layer, int E, int k,
+                           double coef) {
+  std::vector<double> probs;
+  std::vector<int32_t> choices;
+  for (const auto& [layer, p] : by_layer) {
+    probs.insert(probs.end(), p.begin(), p.end());
+    for (size_t r = 0; r < p.size() / size_t(E); ++r) {
+      std::vector<int> order(static_cast<size_t>(E));
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(),
+                       [&, r](int a, int b) { return p[r * E + a] > p[r * E + b]; });
+      choices.insert(choices.end(), order.begin(), order.begin() + k);
+    }
+  }
+  return balance_loss(probs, choices, E, coef);
+}
+
+// A step of 2 micro-batches with the global scope gives the gradient of one pass over the whole
+// batch, and its loss equals the float64 loss over the whole batch (both MoE layers pooled);
+// the micro_batch scope's loss is the mean of the micro-batches' own, and its gradient differs.
+TEST(RouterBalance, GlobalScopeOverMicroBatchesEqualsTheWholeBatch) {
+  nlohmann::json j = moe_json(16);
+  j["mlp_types"] = {"moe", "moe"};
+  const Config config = config_from_json(j, "test");
+  const int V = config.vocab_size, seq = 12, E = config.num_experts, k = config.num_experts_per_tok;
+  const Tokens t(4, seq, V, 31);
+  const double coef = 0.5;
+  struct Step {
+    std::vector<float> grads;
+    StepResult result;
+  };
+  auto step = [&](int micro_batches, RouterLossScope scope) {
+    Weights w(config);
+    w.init(17);
+    TrainState state(w);
+    AdamW optimizer(w.layout(), AdamWOptions{});
+    Step s;
+    s.result =
+        optimizer_step(w, state, optimizer,
+                       {t.ids.data(), t.targets.data(), micro_batches, 4 / micro_batches, seq}, 0.0,
+                       0.0, {.coef = coef, .scope = scope});
+    const Gradients& g = state.grads();
+    s.grads.assign(g.data(), g.data() + g.size());
+    return s;
+  };
+  const Step whole = step(1, RouterLossScope::micro_batch);
+  const Step global = step(2, RouterLossScope::global);
+  const Step micro = step(2, RouterLossScope::micro_batch);
+  EXPECT_LT(relative_l2(global.grads.data(), whole.grads.data(), int64_t(whole.grads.size())),
+            2e-6);
+  EXPECT_GT(relative_l2(micro.grads.data(), whole.grads.data(), int64_t(whole.grads.size())), 1e-4);
+  EXPECT_NEAR(global.result.loss, whole.result.loss, 1e-6 * whole.result.loss);
+
+  Weights w(config);
+  w.init(17);
+  auto float64_loss = [&](int first_row, int rows) {
+    TrainState state(w);
+    RouterRecorder recorder;
+    state.set_hooks(&recorder);
+    state.forward({t.ids.data() + first_row * seq, nullptr, rows, seq});
+    EXPECT_EQ(recorder.probs.size(), 2u);
+    return pooled_balance_loss(recorder.probs, E, k, coef);
+  };
+  const double all = float64_loss(0, 4);
+  EXPECT_NEAR(global.result.router_aux_loss, all, 1e-6 * all);
+  EXPECT_NEAR(whole.result.router_aux_loss, all, 1e-6 * all);
+  const double halves = (float64_loss(0, 2) + float64_loss(2, 2)) / 2;
+  EXPECT_NEAR(micro.result.router_aux_loss, halves, 1e-6 * halves);
+  EXPECT_GT(std::abs(halves - all), 1e-4 * all) << "the scopes should differ on this batch";
 }
 
 TEST(MoeMlp, BadExpertFieldsAreNamed) {

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "analysis/layer_views.h"
+#include "analysis/router_stats.h"
 #include "model/gate_site.h"
 #include "ops/gate.h"
 #include "train/loader.h"
@@ -63,6 +64,7 @@ struct LayerSums {
   std::vector<double> value_abs[2], score_at[2], abs_in_at[2], abs_out_at[2];
   int64_t tokens_at[2] = {0, 0};
   std::optional<DeltaNetSums> delta_net;  // a Gated DeltaNet layer
+  std::optional<RouterSums> router;       // a mixture-of-experts layer
 };
 
 // The sums of every metric over the analysed sequences, one batch at a time.
@@ -74,6 +76,8 @@ class Analysis {
     hist_lo_ = range.first, hist_hi_ = range.second;
     for (int l = 0; l < c_.num_hidden_layers; ++l)
       if (!is_attention(l)) sums_[l].delta_net.emplace(w.layer(l).attention.delta_net);
+    for (int l = 0; l < c_.num_hidden_layers; ++l)
+      if (w.layer(l).mlp.kind == MlpKind::moe) sums_[l].router.emplace(w.layer(l).mlp.moe);
     for (LayerSums& s : sums_) {
       s.first_token.assign(c_.num_attention_heads, 0);
       s.first_token_late.assign(c_.num_attention_heads, 0);
@@ -92,6 +96,7 @@ class Analysis {
       const LayerView& v = views.layer(l);
       add_max_activation(v, rows, first_sequence, sums_[l]);
       if (sums_[l].delta_net) sums_[l].delta_net->add(v, int64_t(rows) * o_.seq_len, o_.seq_len);
+      if (sums_[l].router) sums_[l].router->add(v, int64_t(rows) * o_.seq_len);
       if (!is_attention(l)) continue;  // a Gated DeltaNet layer: no attention to measure
       add_first_token_attention(v, rows, sums_[l]);
       add_values(v, int64_t(rows) * o_.seq_len, sums_[l]);
@@ -241,6 +246,7 @@ LayerAnalysis Analysis::layer_result(int l, int* sink_heads) const {
                       .max_position = s.max_position,
                       .max_channel = s.max_channel,
                       .value_mean_abs = by_position(s.value_abs, s.tokens_at, c_.head_dim)};
+  if (s.router) layer.router = s.router->result();
   if (!is_attention(l)) {
     layer.attention = false;
     layer.delta_net = s.delta_net->result();
@@ -280,6 +286,23 @@ LayerAnalysis Analysis::layer_result(int l, int* sink_heads) const {
   return layer;
 }
 
+// The model-wide router figures: means over the MoE layers, the largest load ratio, and every
+// layer's dead experts counted.
+void add_router_summary(const RouterLayerStats& layer, AnalysisResult& r) {
+  MoeSummary& m = r.moe ? *r.moe : r.moe.emplace();
+  ++m.layers;
+  m.entropy_ratio += layer.entropy_ratio;
+  m.max_load_ratio = std::max(m.max_load_ratio, layer.max_load_ratio);
+  m.dead_experts += int(layer.dead_experts.size());
+  if (layer.has_shared)
+    m.shared_gate_mean = m.shared_gate_mean.value_or(0) + layer.shared_gate_mean;
+}
+
+void finish_router_summary(MoeSummary& m) {
+  m.entropy_ratio /= m.layers;
+  if (m.shared_gate_mean) *m.shared_gate_mean /= m.layers;
+}
+
 AnalysisResult Analysis::result(double loss, int64_t sequences) const {
   const int L = c_.num_hidden_layers, T = o_.seq_len;
   AnalysisResult r{
@@ -300,6 +323,7 @@ AnalysisResult Analysis::result(double loss, int64_t sequences) const {
     LayerAnalysis& layer = r.layers.emplace_back(layer_result(l, &sink_heads));
     r.m_act += sums_[l].max_abs / L;
     if (layer.delta_net) delta_net_gate += layer.delta_net->layer_mean_gate / (L - A);
+    if (layer.router) add_router_summary(*layer.router, r);
     if (!layer.attention) continue;
     r.f_attn += layer.f_attn / A;
     r.f_attn_from_k += layer.f_attn_from_k / A;
@@ -309,6 +333,7 @@ AnalysisResult Analysis::result(double loss, int64_t sequences) const {
   r.sink_fraction = A ? double(sink_heads) / (A * c_.num_attention_heads) : 0.0;
   if (site_.scores > 0) r.gate_score = gate_score;
   if (A < L) r.delta_net_gate = delta_net_gate;
+  if (r.moe) finish_router_summary(*r.moe);
   return r;
 }
 
@@ -408,6 +433,21 @@ json delta_net_json(const DeltaNetLayerStats& d) {
           {"layer_mean_beta", d.layer_mean_beta}};
 }
 
+json router_json(const RouterLayerStats& s) {
+  json out = {{"mean_entropy", s.mean_entropy},
+              {"entropy_ratio", s.entropy_ratio},
+              {"load", s.load},
+              {"dead_experts", s.dead_experts},
+              {"max_load_ratio", s.max_load_ratio},
+              {"load_cv", s.load_cv},
+              {"mean_selected_mass", s.mean_selected_mass}};
+  if (s.has_shared)
+    out["shared_expert_gate"] = {{"mean", s.shared_gate_mean},
+                                 {"fraction_below_0.1", s.shared_gate_below_01},
+                                 {"histogram", s.shared_gate_histogram}};
+  return out;
+}
+
 json layer_json(const LayerAnalysis& l) {
   json out = {
       {"layer", l.layer},
@@ -418,6 +458,7 @@ json layer_json(const LayerAnalysis& l) {
       {"max_at",
        {{"sequence", l.max_sequence}, {"position", l.max_position}, {"channel", l.max_channel}}}};
   if (l.delta_net) out["delta_net"] = delta_net_json(*l.delta_net);
+  if (l.router) out["router"] = router_json(*l.router);
   if (!l.attention) return out;  // a Gated DeltaNet layer: no attention, values or gate
   out["f_attn"] = l.f_attn;
   out["f_attn_from_k"] = l.f_attn_from_k;
@@ -456,6 +497,14 @@ json to_json(const AnalysisResult& r) {
               {"attention_maps", maps}};
   if (r.gate_score) out["gate_score"] = *r.gate_score;
   if (r.delta_net_gate) out["delta_net_gate"] = *r.delta_net_gate;
+  if (r.moe) {
+    json moe = {{"layers", r.moe->layers},
+                {"entropy_ratio", r.moe->entropy_ratio},
+                {"max_load_ratio", r.moe->max_load_ratio},
+                {"dead_experts", r.moe->dead_experts}};
+    if (r.moe->shared_gate_mean) moe["shared_expert_gate"] = *r.moe->shared_gate_mean;
+    out["moe"] = moe;
+  }
   if (!r.interventions.empty()) {
     out["interventions"] = r.interventions;
     out["unmodified_loss"] = r.unmodified_loss.value_or(0.0);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analysis/delta_net_stats.h"
+#include "analysis/router_stats.h"
 #include "io/token_shard.h"
 #include "model/intervention.h"
 #include "model/train_state.h"
@@ -64,6 +65,16 @@ struct LayerAnalysis {
   PositionMeans value_mean_abs;
   std::optional<LayerGateStats> gate = {};           // layers with a gate
   std::optional<DeltaNetLayerStats> delta_net = {};  // Gated DeltaNet layers
+  std::optional<RouterLayerStats> router = {};       // mixture-of-experts layers
+};
+
+// Over the mixture-of-experts layers: the mean entropy ratio, the largest load ratio, the dead
+// experts of every layer counted, and the shared expert gate's mean (models with one).
+struct MoeSummary {
+  int layers = 0;
+  double entropy_ratio = 0, max_load_ratio = 0;
+  int dead_experts = 0;
+  std::optional<double> shared_gate_mean = {};
 };
 
 struct AttentionMap {
@@ -83,6 +94,7 @@ struct AnalysisResult {
   int attention_layers = 0;
   std::optional<double> gate_score = {};      // models whose gates have scores
   std::optional<double> delta_net_gate = {};  // mean silu(z) over the Gated DeltaNet layers
+  std::optional<MoeSummary> moe = {};         // models with MoE layers
   // The same metrics under uniform attention, for scale.
   double uniform_f_attn = 0, uniform_f_attn_from_k = 0, uniform_sink_fraction = 0;
   std::string gate = {};  // the gate's description

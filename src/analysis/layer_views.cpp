@@ -37,6 +37,12 @@ void LayerViewRecorder::on_tensor(const HookEvent& e) {
     case HookSite::delta_net_beta:
       v.delta_net_beta = t.data;
       break;
+    case HookSite::router_probs:
+      v.router_probs = t.data;
+      break;
+    case HookSite::shared_expert_gate:
+      v.shared_expert_gate = t.data;
+      break;
   }
 }
 

@@ -26,6 +26,9 @@ struct LayerView {
   const float* delta_net_gate = nullptr;
   int64_t ld_delta_net_gate = 0;
   const float *delta_net_log_decay = nullptr, *delta_net_beta = nullptr;
+  // A mixture-of-experts layer: the router's softmax [rows, experts]; the shared expert's gate
+  // sigmoid(x . w) [rows] (null without a shared expert).
+  const float *router_probs = nullptr, *shared_expert_gate = nullptr;
 };
 
 class LayerViewRecorder final : public PassHooks {

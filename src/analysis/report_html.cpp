@@ -9,6 +9,47 @@ namespace gattn {
 
 using nlohmann::json;
 
+namespace {
+
+// Each MoE layer's expert load (share of the top-k choices; dashed: balanced) and, with a shared
+// expert, the histogram of its gate's scores.
+std::string moe_section(const json& layers) {
+  std::string s = "<h2>Mixture-of-experts layers</h2>\n";
+  std::vector<Bar> load = per_head_bars(layers, "router", "load"), entropy;
+  for (Bar& b : load) b.label[0] = 'e';
+  size_t experts = 0;
+  for (size_t l = 0; l < layers.size(); ++l) {
+    if (!layers[l].contains("router")) continue;
+    experts = layers[l]["router"]["load"].size();
+    entropy.push_back({"/layers/" + std::to_string(l) + "/router/entropy_ratio",
+                       "L" + std::to_string(l), layers[l]["router"]["entropy_ratio"].get<double>(),
+                       0, 0, ""});
+  }
+  s +=
+      bar_chart("router_load", "share of the top-k choices per layer and expert (dashed: balanced)",
+                load, 0, 1.0 / double(experts));
+  s += bar_chart("router_entropy_ratio", "router entropy / ln(experts) per layer (1: uniform)",
+                 entropy, 1.0);
+  for (size_t l = 0; l < layers.size(); ++l) {
+    if (!layers[l].contains("router") || !layers[l]["router"].contains("shared_expert_gate"))
+      continue;
+    const std::string path =
+        "/layers/" + std::to_string(l) + "/router/shared_expert_gate/histogram";
+    const json& h = layers[l]["router"]["shared_expert_gate"]["histogram"];
+    std::vector<Bar> bins;
+    for (size_t b = 0; b < h.size(); ++b)
+      bins.push_back({path + "/" + std::to_string(b), short_num(double(b) / double(h.size())),
+                      h[b].get<double>(), 0, int(b), ""});
+    s += bar_chart("shared_gate_histogram_" + std::to_string(l),
+                   "layer " + std::to_string(l) +
+                       ": shared expert's gate sigmoid(x . w), share of tokens per tenth of [0, 1]",
+                   bins, 1.0);
+  }
+  return s;
+}
+
+}  // namespace
+
 std::string analysis_report_html(const json& a, const std::string& title) {
   const json& layers = a["layers"];
   std::string s =
@@ -75,6 +116,7 @@ std::string analysis_report_html(const json& a, const std::string& title) {
     s += bar_chart("delta_net_mean_beta", "mean write strength beta",
                    per_head_bars(layers, "delta_net", "mean_beta"), 1.0);
   }
+  if (a.contains("moe")) s += moe_section(layers);
   if (!a["attention_maps"].empty()) {
     s += "<h2>Attention maps</h2>\n";
     for (size_t i = 0; i < a["attention_maps"].size(); ++i)

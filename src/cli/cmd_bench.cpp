@@ -115,7 +115,8 @@ BenchResult run_bench(const BenchOptions& o, Weights& weights, TrainState& state
   const Batch batch{ids.data(), targets.data(), o.batch, o.seq};
   auto train_step = [&] {
     r.last = optimizer_step(weights, state, optimizer,
-                            {ids.data(), targets.data(), 1, o.batch, o.seq}, 1e-4, 1.0);
+                            {ids.data(), targets.data(), 1, o.batch, o.seq}, 1e-4, 1.0,
+                            {.coef = weights.config().router_aux_loss_coef});
   };
   for (int i = 0; i < o.warmup; ++i) train_step();
   r.rss_growth_bytes = anonymous_rss_bytes() - rss_before;

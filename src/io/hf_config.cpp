@@ -33,7 +33,6 @@ const char* const kInformational[] = {"architectures",
                                       "attention_dropout",
                                       "max_window_layers",
                                       "output_router_logits",
-                                      "router_aux_loss_coef",
                                       "num_experts_per_tok",
                                       "moe_intermediate_size",
                                       "shared_expert_intermediate_size",
@@ -170,7 +169,8 @@ void read_moe(const json& j, bool qwen3_5_moe, json& g) {
                                                    {"num_experts_per_tok", qwen3_5_moe ? 8 : 10},
                                                    {"moe_intermediate_size", 512},
                                                    {"shared_expert_intermediate_size", 512},
-                                                   {"norm_topk_prob", true}};
+                                                   {"norm_topk_prob", true},
+                                                   {"router_aux_loss_coef", 0.001}};
   for (const auto& [key, value] : defaults) g[key] = j.contains(key) ? j[key] : value;
   if (qwen3_5_moe) g["norm_topk_prob"] = true;
 }

@@ -188,6 +188,7 @@ json hf_config_json(const Config& c, HfExportFormat format, Dtype dtype) {
       j["moe_intermediate_size"] = c.moe_intermediate_size;
       j["shared_expert_intermediate_size"] = c.shared_expert_intermediate_size;
       j["norm_topk_prob"] = c.norm_topk_prob;
+      j["router_aux_loss_coef"] = c.router_aux_loss_coef;
     }
   } else if (!q35) {
     j["use_sliding_window"] = false;

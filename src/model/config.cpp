@@ -183,6 +183,7 @@ static void read_moe_fields(JsonFields& f, Config& c) {
     if (*value > 65536) f.bad(name, "at most 65536");
   }
   f.read("norm_topk_prob", c.norm_topk_prob);
+  f.read_in("router_aux_loss_coef", c.router_aux_loss_coef, 0, 1e6);
   if (!c.has_moe_layers()) return;
   for (auto [name, value] : fields)  // (a shared expert is optional)
     if (*value == 0 && std::string(name) != "shared_expert_intermediate_size")
@@ -298,6 +299,7 @@ json config_to_json(const Config& c) {
     j["moe_intermediate_size"] = c.moe_intermediate_size;
     j["shared_expert_intermediate_size"] = c.shared_expert_intermediate_size;
     j["norm_topk_prob"] = c.norm_topk_prob;
+    j["router_aux_loss_coef"] = c.router_aux_loss_coef;
   }
   const GateConfig& g = c.gate;
   json gate = {{"position", name_of(kPositions, g.position)}};

@@ -87,6 +87,9 @@ struct Config {
   int moe_intermediate_size = 0;
   int shared_expert_intermediate_size = 0;
   bool norm_topk_prob = true;
+  // The load-balancing loss's coefficient in training (model/router_balance.h; transformers'
+  // default); a run's config may override it.
+  double router_aux_loss_coef = 0.001;
 
   LayerSpec layer(int l) const {
     return l < int(layer_specs.size()) ? layer_specs[l] : LayerSpec{};

@@ -23,6 +23,10 @@ enum class HookSite {
   delta_net_gate,
   delta_net_log_decay,
   delta_net_beta,
+  // A mixture-of-experts block: the router's softmax [rows, experts] (its top-k are the token's
+  // experts: ops/moe_routing.h) and the shared expert's gate sigmoid(x . w) [rows, 1].
+  router_probs,
+  shared_expert_gate,
 };
 
 struct HookTensor {

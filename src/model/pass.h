@@ -17,6 +17,8 @@
 
 namespace gattn {
 
+class RouterBalance;
+
 struct TensorRef {  // rows of a matrix with row stride ld (floats)
   float* data = nullptr;
   int ld = 0;
@@ -40,6 +42,8 @@ struct PassContext {
   // next token and other sequences' prompt chunks (llama.cpp's llama_batch: a position and a
   // sequence per token). Null: rectangular, sequence b's rows are b * seq_len ...
   const int* row_starts = nullptr;
+  // Training a mixture of experts: the load-balancing loss its MoE blocks add to (null: none).
+  RouterBalance* router_balance = nullptr;
 
   int rows() const { return row_starts ? row_starts[batch] : batch * seq_len; }
   int row0(int b) const { return row_starts ? row_starts[b] : b * seq_len; }

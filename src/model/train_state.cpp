@@ -107,6 +107,7 @@ LossSum TrainState::forward_backward(const Batch& batch, float grad_scale) {
       w_.at(layout.lm_head), batch.targets, batch_rows(), c.hidden_size, c.vocab_size, chunk_rows_,
       grad_scale);
   ops.next(nullptr);
+  if (balance_) balance_->end_forward();
   backward_blocks(pass, batch.ids, buffers_, s_, g);
   return loss;
 }

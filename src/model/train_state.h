@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/pass.h"
+#include "model/router_balance.h"
 #include "model/weights.h"
 #include "ops/cross_entropy.h"
 
@@ -38,6 +39,10 @@ class TrainState {
   // The hooks of the following passes (null: none): what analysis reads, interventions.
   // forward_backward() refuses hooks that change tensors.
   void set_hooks(PassHooks* hooks) { hooks_ = hooks; }
+  // The load-balancing loss of the following passes' MoE blocks (null: none; see
+  // model/router_balance.h): forward() adds rows to it, forward_backward() ends each pass's
+  // forward before its backward.
+  void set_router_balance(RouterBalance* balance) { balance_ = balance; }
   // How the following passes compute and where they report (precision, profile, GEMM log);
   // an Error for a precision this CPU cannot run.
   void set_exec(const ExecContext& exec);
@@ -62,13 +67,15 @@ class TrainState {
             .batch = batch_,
             .seq_len = seq_len_,
             .positions = positions_.data(),
-            .hooks = hooks_};
+            .hooks = hooks_,
+            .router_balance = balance_};
   }
 
   const Weights& w_;
   std::unique_ptr<Gradients> grads_;
   ExecContext exec_;
   PassHooks* hooks_ = nullptr;
+  RouterBalance* balance_ = nullptr;
 
   int batch_ = 0, seq_len_ = 0;
   int64_t capacity_rows_ = 0;

@@ -45,7 +45,7 @@ Weights::Weights(const Config& config, WeightDtype storage, AlignedFloats values
       values_(std::move(values)) {
   for (int l = 0; l < config_.num_hidden_layers; ++l) {
     blocks_.push_back(make_attention_block(layers_[l].attention, layout_.layers[l].attention, l));
-    blocks_.push_back(make_mlp_block(layers_[l].mlp, layout_.layers[l].mlp));
+    blocks_.push_back(make_mlp_block(layers_[l].mlp, layout_.layers[l].mlp, l));
   }
 }
 

@@ -5,6 +5,22 @@
 
 namespace gattn {
 
+void top_k_experts(int32_t* c, const float* p, int experts, int k) {
+  // By insertion (k is small: 8-10 of 64-512); a later expert displaces an earlier one only when
+  // strictly more probable.
+  int n = 0;
+  for (int e = 0; e < experts; ++e) {
+    if (n == k && p[e] <= p[c[k - 1]]) continue;
+    int at = std::min(n, k - 1);
+    while (at > 0 && p[c[at - 1]] < p[e]) {
+      c[at] = c[at - 1];
+      --at;
+    }
+    c[at] = e;
+    n = std::min(n + 1, k);
+  }
+}
+
 void moe_route_forward(float* probs, int32_t* choice, float* weight, const float* logits,
                        const RouteShape& s) {
   const int E = s.experts, k = s.k;
@@ -15,21 +31,9 @@ void moe_route_forward(float* probs, int32_t* choice, float* weight, const float
     float sum = 0;
     for (int e = 0; e < E; ++e) sum += p[e] = std::exp(x[e] - top);
     for (int e = 0; e < E; ++e) p[e] /= sum;
-    int32_t* c = choice + int64_t(t) * k;
+    const int32_t* c = choice + int64_t(t) * k;
     float* w = weight + int64_t(t) * k;
-    // The k largest by insertion (k is small: 8-10 of 64-512); a later expert displaces an
-    // earlier one only when strictly more probable.
-    int n = 0;
-    for (int e = 0; e < E; ++e) {
-      if (n == k && p[e] <= p[c[k - 1]]) continue;
-      int at = std::min(n, k - 1);
-      while (at > 0 && p[c[at - 1]] < p[e]) {
-        c[at] = c[at - 1];
-        --at;
-      }
-      c[at] = e;
-      n = std::min(n + 1, k);
-    }
+    top_k_experts(choice + int64_t(t) * k, p, E, k);
     float selected = 0;
     for (int j = 0; j < k; ++j) selected += w[j] = p[c[j]];
     if (s.norm_topk)

@@ -14,6 +14,10 @@ struct RouteShape {
   bool norm_topk = true;
 };
 
+// choice [k]: the k most probable of p [experts], by descending probability (ties to the lower
+// index).
+void top_k_experts(int32_t* choice, const float* p, int experts, int k);
+
 // probs [rows, experts]; choice and weight [rows, k].
 void moe_route_forward(float* probs, int32_t* choice, float* weight, const float* logits,
                        const RouteShape& s);

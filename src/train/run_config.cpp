@@ -21,6 +21,8 @@ const std::map<std::string, WindowKind> kWindows = {{"bos", WindowKind::bos},
                                                     {"plain", WindowKind::plain}};
 const std::map<std::string, ScheduleKind> kSchedules = {{"cosine", ScheduleKind::cosine},
                                                         {"wsd", ScheduleKind::wsd}};
+const std::map<std::string, RouterLossScope> kRouterScopes = {
+    {"micro_batch", RouterLossScope::micro_batch}, {"global", RouterLossScope::global}};
 const std::map<std::string, NonFinitePolicy> kPolicies = {{"skip", NonFinitePolicy::skip},
                                                           {"abort", NonFinitePolicy::abort}};
 
@@ -124,6 +126,13 @@ RunConfig load_run_config(const std::string& path, const std::string& gate_json)
     fail(path, ": precision \"bf16\" needs bf16 dot products (avx512_bf16) through oneDNN: ",
          native_bf16_gemm_unavailable_reason(),
          "; use \"fp32\" or \"bf16_emulated\" (slower, same numbers)");
+  run.router_loss.coef = run.model.router_aux_loss_coef;
+  if (const json* router = f.value("router_aux_loss")) {
+    JsonFields r(*router, path + ": router_aux_loss");
+    r.read("scope", run.router_loss.scope, kRouterScopes);
+    r.read_in("coef", run.router_loss.coef, 0, 1e6);
+    r.reject_unknown();
+  }
   f.read("out", run.out);
   f.read("init_from", run.init_from);
   f.reject_unknown();
@@ -168,6 +177,9 @@ json run_config_to_json(const RunConfig& run) {
             {"precision", name_of(gemm_precision_names(), run.precision)},
             {"out", run.out}};
   if (!run.init_from.empty()) j["init_from"] = run.init_from;
+  if (run.model.has_moe_layers())
+    j["router_aux_loss"] = {{"scope", name_of(kRouterScopes, run.router_loss.scope)},
+                            {"coef", run.router_loss.coef}};
   return j;
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "model/router_balance.h"
 #include "ops/matmul.h"
 #include "train/adamw.h"
 #include "train/loader.h"
@@ -41,6 +42,9 @@ struct RunConfig {
   // A model folder whose weights start the run (gattn train --init-from): tensors it has are
   // copied, the rest (a retrofitted gate) keep their fresh initialisation; empty: none.
   std::string init_from;
+  // A model with MoE layers: the load-balancing loss ("router_aux_loss": {"scope": "micro_batch" |
+  // "global", "coef": the model config's router_aux_loss_coef unless given; 0: none}).
+  RouterLoss router_loss;
 
   int64_t tokens_per_step() const { return int64_t(batch_size) * grad_accum * seq_len; }
 };

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 
+#include "model/router_balance.h"
 #include "model/train_state.h"
 #include "model/weights.h"
 #include "train/adamw.h"
@@ -22,10 +23,13 @@ struct StepResult {
   double loss = 0;       // mean nats per target token
   double grad_norm = 0;  // before clipping
   bool updated = false;  // false when the loss or the gradient was not finite (no update made)
+  double router_aux_loss = 0;  // the load-balancing loss (model/router_balance.h), not in `loss`
 };
 
 // Gradients in `state`, the update in `weights` (which `state` reads).
+// A model with MoE layers and router.coef > 0 adds the load-balancing loss of router.scope.
 StepResult optimizer_step(Weights& weights, TrainState& state, AdamW& optimizer,
-                          const StepBatch& batch, double lr, double grad_clip);
+                          const StepBatch& batch, double lr, double grad_clip,
+                          const RouterLoss& router = {});
 
 }  // namespace gattn

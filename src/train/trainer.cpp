@@ -216,7 +216,7 @@ json TrainingRun::take_step() {
   const StepResult result =
       optimizer_step(weights_, state_, optimizer_,
                      {ids_.data(), targets_.data(), run_.grad_accum, run_.batch_size, run_.seq_len},
-                     lr, run_.grad_clip);
+                     lr, run_.grad_clip, run_.router_loss);
   last_loss_ = result.loss;
   if (!result.updated) {
     if (run_.on_nonfinite == NonFinitePolicy::abort)
@@ -234,6 +234,7 @@ json TrainingRun::take_step() {
                  {"tokens_per_s", double(rows_per_step_ * run_.seq_len) / seconds},
                  {"max_abs_hidden", state_.max_abs_hidden()},
                  {"tokens_seen", progress_.tokens_seen}};
+  if (weights_.config().has_moe_layers()) record["router_aux_loss"] = result.router_aux_loss;
   if (!result.updated) record["skipped"] = "non-finite loss or gradient";
   const bool last = progress_.step == run_.steps;
   if (val_shard_ && (last || (run_.eval_every > 0 && progress_.step % run_.eval_every == 0))) {

@@ -174,10 +174,17 @@ def checkpoint_tensors(folder):
 
 
 def reference_logits(folder, cls, ids, authors_elementwise=None):
-    """transformers' fp32 logits of the checkpoint as loaded back from the folder."""
+    """transformers' fp32 logits of the checkpoint as loaded back from the folder, and for a model
+    with experts its load-balancing loss (aux_loss, before router_aux_loss_coef) in float64."""
     model = reference_model(folder, cls, authors_elementwise).eval()
     with torch.no_grad():
-        return model(input_ids=ids).logits[0].float().contiguous()
+        logits = model(input_ids=ids).logits[0].float().contiguous()
+        if not getattr(model.config, "num_experts", 0) or not any(
+                ".mlp.gate." in n for n, _ in model.named_parameters()):
+            return logits, {}
+        with Float64():
+            aux = model.double()(input_ids=ids, output_router_logits=True).aux_loss
+        return logits, {"router_aux_loss": aux.double().reshape(1)}
 
 
 class Float64(TorchFunctionMode):
@@ -259,8 +266,8 @@ def write(name, model, cls, generator, dtype, authors_elementwise=None, shard=No
         after_save(folder)
     vocab = SHAPE["vocab_size"]
     ids = torch.randint(0, vocab, (1, SEQ), generator=generator)
-    logits = reference_logits(folder, cls, ids, authors_elementwise)
-    save_file({"input_ids": ids.to(torch.int64), "logits": logits},
+    logits, extra = reference_logits(folder, cls, ids, authors_elementwise)
+    save_file({"input_ids": ids.to(torch.int64), "logits": logits, **extra},
               os.path.join(folder, "reference.safetensors"),
               metadata={"transformers_version": transformers.__version__,
                         "torch_version": torch.__version__,

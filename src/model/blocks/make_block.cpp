@@ -18,12 +18,12 @@ std::unique_ptr<Block> make_attention_block(const AttentionConfig& c, const Atte
   return nullptr;
 }
 
-std::unique_ptr<Block> make_mlp_block(const MlpConfig& c, const MlpParams& p) {
+std::unique_ptr<Block> make_mlp_block(const MlpConfig& c, const MlpParams& p, int layer) {
   switch (c.kind) {
     case MlpKind::dense:
       return std::make_unique<DenseMlp>(c, p);
     case MlpKind::moe:
-      return std::make_unique<MoeMlp>(c, p);
+      return std::make_unique<MoeMlp>(c, p, layer);
   }
   return nullptr;
 }

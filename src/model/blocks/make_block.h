@@ -10,6 +10,6 @@ namespace gattn {
 
 std::unique_ptr<Block> make_attention_block(const AttentionConfig& c, const AttentionParams& p,
                                             int layer);
-std::unique_ptr<Block> make_mlp_block(const MlpConfig& c, const MlpParams& p);
+std::unique_ptr<Block> make_mlp_block(const MlpConfig& c, const MlpParams& p, int layer);
 
 }  // namespace gattn

@@ -6,6 +6,7 @@
 
 #include "model/blocks/block_params.h"
 #include "model/pass.h"
+#include "model/router_balance.h"
 #include "ops/matmul.h"
 #include "ops/mlp.h"
 #include "ops/rmsnorm.h"
@@ -115,6 +116,8 @@ void MoeMlp::forward(const PassContext& pass, BlockActivations& activations, Dec
   project(pass.exec, w, p_.router, a.router_logits, a.normed, N, C, E);
   moe_route_forward(a.probs, a.choice.data(), a.weight, a.router_logits, route_shape(N));
   group_by_expert(a.groups, a.choice.data(), route_shape(N));
+  if (pass.router_balance) pass.router_balance->add_rows(a.probs, a.choice.data(), N, c_.moe.top_k);
+  if (pass.hooks) show(pass, HookSite::router_probs, a.probs, E);
   experts_forward(pass, a);
   if (c_.moe.shared_intermediate > 0) shared_forward(pass, a);
   ops.next("residual (and sandwich norm, clip)");
@@ -164,12 +167,28 @@ void MoeMlp::shared_forward(const PassContext& pass, MoeMlpActivations& a) const
   swiglu_forward(a.shared_act, a.shared_gate_up, N, S);
   project(pass.exec, w, p_.shared_down, a.shared_out, a.shared_act, N, S, C);
   project(pass.exec, w, p_.shared_gate, a.shared_logit, a.normed, N, C, 1);
+  if (pass.hooks) {  // the gate's scores, shown but not read back
+    a.shared_gate_scores.resize(size_t(N));
+    for (int t = 0; t < N; ++t) a.shared_gate_scores[size_t(t)] = sigmoid(a.shared_logit[t]);
+    show(pass, HookSite::shared_expert_gate, a.shared_gate_scores.data(), 1);
+  }
   for (int t = 0; t < N; ++t) {
     const float gate = sigmoid(a.shared_logit[t]);
     float* o = a.moe_out + int64_t(t) * C;
     const float* y = a.shared_out + int64_t(t) * C;
     for (int i = 0; i < C; ++i) o[i] += gate * y[i];
   }
+}
+
+void MoeMlp::show(const PassContext& pass, HookSite site, float* data, int cols) const {
+  pass.hooks->on_tensor({.layer = layer_,
+                         .site = site,
+                         .tensor = {data, pass.rows(), cols, cols},
+                         .positions = pass.positions,
+                         .seq_len = pass.seq_len,
+                         .gate = nullptr,
+                         .gate_input = {},
+                         .gate_scores = {}});
 }
 
 void MoeMlp::backward(const PassContext& pass, const BlockActivations& activations,
@@ -187,6 +206,7 @@ void MoeMlp::backward(const PassContext& pass, const BlockActivations& activatio
   experts_backward(pass, a, s, g, d_out);
   ops.next("router");
   moe_route_backward(s.d_logits, s.d_weight, a.probs, a.choice.data(), a.weight, route_shape(N));
+  if (pass.router_balance) pass.router_balance->add_gradient(s.d_logits, a.probs, N);
   linear_backward(pass.exec, s.d_normed, g.at(p_.router), s.d_logits, a.normed, w.at(p_.router), N,
                   C, E, /*accumulate_d_in=*/true);
   ops.next("norms");

@@ -7,6 +7,7 @@
 #pragma once
 #include "model/block.h"
 #include "model/blocks/block_output.h"
+#include "model/hooks.h"
 #include "model/layer_config.h"
 #include "model/layout.h"
 #include "ops/moe_routing.h"
@@ -20,9 +21,10 @@ struct MoeMlpActivations : BlockActivations {
   // projection, the SwiGLU and the expert's output before its weight.
   float *gathered = nullptr, *gate_up = nullptr, *act = nullptr, *expert_out = nullptr;
   float *shared_gate_up = nullptr, *shared_act = nullptr, *shared_out = nullptr;
-  float* shared_logit = nullptr;  // [N]: x . shared_gate
-  float* moe_out = nullptr;       // [N, C]: the block's raw output
-  std::vector<int32_t> choice;    // [N, k]
+  float* shared_logit = nullptr;          // [N]: x . shared_gate
+  float* moe_out = nullptr;               // [N, C]: the block's raw output
+  std::vector<int32_t> choice;            // [N, k]
+  std::vector<float> shared_gate_scores;  // [N]: what hooks see (only passes with hooks)
   ExpertGroups groups;
   BlockOutputActivations output;
 };
@@ -37,7 +39,7 @@ struct MoeMlpScratch : BlockScratch {
 
 class MoeMlp final : public Block {
  public:
-  MoeMlp(const MlpConfig& c, const MlpParams& p) : c_(c), p_(p) {}
+  MoeMlp(const MlpConfig& c, const MlpParams& p, int layer) : c_(c), p_(p), layer_(layer) {}
 
   std::unique_ptr<BlockActivations> plan_activations(Arena& arena, int64_t rows) const override;
   void plan_transient(Arena& arena, int64_t rows, BlockActivations& a) const override;
@@ -59,8 +61,11 @@ class MoeMlp final : public Block {
   void shared_backward(const PassContext& pass, const MoeMlpActivations& a, MoeMlpScratch& s,
                        Gradients& g, const float* d_out) const;
 
+  void show(const PassContext& pass, HookSite site, float* data, int cols) const;
+
   MlpConfig c_;
   MlpParams p_;
+  int layer_;
 };
 
 }  // namespace gattn

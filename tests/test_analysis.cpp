@@ -260,6 +260,49 @@ TEST_F(Analysis, DeltaNetGatesAreMeasuredAndChangedAsSet) {
   }
 }
 
+// A mixture-of-experts layer's router: with its weights and the shared expert gate's zero, every
+// token sees a uniform softmax (entropy ratio 1), ties choose experts 0 and 1 (load 1/2 each,
+// experts 2 and 3 dead, the largest load twice the balanced one, half the mass chosen) and the
+// shared gate scores sigmoid(0) = 1/2 (all in the sixth tenth); a random router is in between.
+TEST_F(Analysis, RouterStatisticsOfAMixtureOfExperts) {
+  config_.layer_specs = {{.mlp = MlpKind::moe}, {.mlp = MlpKind::dense}};
+  config_.num_experts = 4;
+  config_.num_experts_per_tok = 2;
+  config_.moe_intermediate_size = 16;
+  config_.shared_expert_intermediate_size = 16;
+  Weights weights(config_);
+  weights.init(1);
+  options_.maps = {};
+  const AnalysisResult random_init = analyze(weights, TokenShard(path_), options_);
+  ASSERT_TRUE(random_init.layers[0].router.has_value());
+  EXPECT_FALSE(random_init.layers[1].router.has_value());
+  const RouterLayerStats& r = *random_init.layers[0].router;
+  double load = 0;
+  for (double x : r.load) load += x;
+  EXPECT_NEAR(load, 1.0, 1e-12);
+  EXPECT_GT(r.entropy_ratio, 0.0);
+  EXPECT_LT(r.entropy_ratio, 1.0);
+  EXPECT_GT(r.mean_selected_mass, 0.5);  // the two most probable of four hold over half
+  ASSERT_TRUE(random_init.moe.has_value());
+  EXPECT_EQ(random_init.moe->layers, 1);
+  EXPECT_EQ(to_json(random_init)["layers"][0]["router"]["load"].size(), 4u);
+  EXPECT_FALSE(to_json(random_init)["layers"][1].contains("router"));
+
+  const MlpParams& p = weights.layout().layers[0].mlp;
+  std::fill_n(weights.data() + p.router, 4 * config_.hidden_size, 0.0f);
+  std::fill_n(weights.data() + p.shared_gate, config_.hidden_size, 0.0f);
+  const RouterLayerStats u = *analyze(weights, TokenShard(path_), options_).layers[0].router;
+  EXPECT_NEAR(u.entropy_ratio, 1.0, 1e-6);
+  EXPECT_EQ(u.load, (std::vector<double>{0.5, 0.5, 0, 0}));
+  EXPECT_EQ(u.dead_experts, (std::vector<int>{2, 3}));
+  EXPECT_DOUBLE_EQ(u.max_load_ratio, 2.0);
+  EXPECT_NEAR(u.mean_selected_mass, 0.5, 1e-6);
+  EXPECT_TRUE(u.has_shared);
+  EXPECT_DOUBLE_EQ(u.shared_gate_mean, 0.5);
+  EXPECT_EQ(u.shared_gate_below_01, 0.0);
+  EXPECT_EQ(u.shared_gate_histogram[5], 1.0);
+}
+
 // gdn_gate on a model without Gated DeltaNet layers is refused.
 TEST_F(Analysis, DeltaNetGateInterventionNeedsDeltaNetLayers) {
   Weights weights(config_);

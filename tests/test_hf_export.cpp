@@ -228,6 +228,59 @@ TEST_F(HfExport, Qwen35ExportHoldsTheTextModelTransformersWrote) {
   EXPECT_EQ(config["rope_parameters"]["partial_rotary_factor"], 0.5);
 }
 
+// The Qwen3.5-MoE hybrid transformers wrote (its experts one by one), exported as qwen3_5: the
+// experts fused as Qwen3.5-MoE checkpoints store them (gate_up_proj [E, 2 Ie, C], each expert's
+// gate rows then its up rows; down_proj [E, C, Ie]) holding transformers' values, every other
+// tensor as transformers wrote it; loaded back, the parameters are bitwise those exported.
+TEST_F(HfExport, Qwen35MoeExportFusesTheExpertsTransformersWrote) {
+  const std::string fixture = kHfDir + "/qwen3_5_moe_hybrid_f32";
+  const std::unique_ptr<Weights> weights = load_any_model(fixture);
+  export_hf(*weights, out("q35moe"), {.format = HfExportFormat::qwen3_5, .dtype = Dtype::F32});
+  const SafetensorsReader theirs(fixture + "/model.safetensors");
+  const SafetensorsReader ours(out("q35moe") + "/model.safetensors");
+  const Config& c = weights->config();
+  const int64_t E = c.num_experts, I = c.moe_intermediate_size, C = c.hidden_size;
+  size_t experts_seen = 0, others = 0;
+  for (const TensorView& t : theirs.tensors()) {
+    const size_t at = t.name.find(".mlp.experts.");
+    const std::vector<float> b = theirs.read_floats(t.name);
+    std::vector<float> a;
+    if (at == std::string::npos) {
+      ASSERT_NE(ours.find(t.name), nullptr) << t.name;
+      a = ours.read_floats(t.name);
+      ++others;
+    } else {  // model.layers.L.mlp.experts.E.PART.weight
+      const std::string prefix = t.name.substr(0, at + 13), rest = t.name.substr(at + 13);
+      const int64_t e = std::stoi(rest);
+      const std::string part = rest.substr(rest.find('.') + 1);
+      const bool down = part == "down_proj.weight";
+      const TensorView& fused = ours.get(prefix + (down ? "down_proj" : "gate_up_proj"));
+      EXPECT_EQ(fused.shape,
+                down ? std::vector<int64_t>({E, C, I}) : std::vector<int64_t>({E, 2 * I, C}));
+      const std::vector<float> all = ours.read_floats(fused.name);
+      const int64_t per = int64_t(b.size()),
+                    offset = down ? e * per : e * 2 * per + (part == "up_proj.weight" ? per : 0);
+      a.assign(all.begin() + offset, all.begin() + offset + per);
+      ++experts_seen;
+    }
+    float worst = 0;
+    for (size_t i = 0; i < b.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+    EXPECT_LE(worst, 1.2e-7f) << t.name;  // norms: w -> 1 + w -> w
+  }
+  EXPECT_EQ(experts_seen, size_t(3 * 3 * E));  // 3 layers of E experts' 3 matrices
+  EXPECT_EQ(ours.tensors().size(), others + 3 * 2);
+  const json config = json::parse(std::ifstream(out("q35moe") + "/config.json"));
+  EXPECT_EQ(config["model_type"], "qwen3_5_moe_text");
+  EXPECT_EQ(config["architectures"][0], "Qwen3_5MoeForCausalLM");
+  const std::unique_ptr<Weights> back = load_any_model(out("q35moe"));
+  EXPECT_EQ(config_to_json(back->config()), config_to_json(c));
+  // Random (non-norm) values round-trip exactly; the norms within w -> 1 + w -> w's rounding.
+  double worst = 0;
+  for (size_t i = 0; i < back->values().size(); ++i)
+    worst = std::max(worst, double(std::abs(back->data()[i] - weights->data()[i])));
+  EXPECT_LE(worst, 1.2e-7);
+}
+
 TEST_F(HfExport, CopiesTheTokenizer) {
   const Config config = tiny({{"position", "none"}});
   fs::create_directories(dir_);
@@ -279,6 +332,24 @@ TEST_F(HfExport, RefusesModelsWithoutAnEquivalent) {
   EXPECT_NE(
       refusal(g1, HfExportFormat::authors, hybrid).find("only --format qwen3_5 and qwen3_next"),
       std::string::npos);
+
+  const json moe = {{"mlp_types", {"moe", "moe"}},
+                    {"num_experts", 4},
+                    {"num_experts_per_tok", 2},
+                    {"moe_intermediate_size", 8}};
+  EXPECT_EQ(refusal(g1, HfExportFormat::qwen3_5, moe), "");
+  EXPECT_EQ(refusal(g1, HfExportFormat::qwen3_next, moe), "");
+  EXPECT_NE(refusal(g1, HfExportFormat::authors, moe).find("only --format qwen3_next and qwen3_5"),
+            std::string::npos);
+  json mixed = moe;
+  mixed["mlp_types"] = {"dense", "moe"};
+  EXPECT_EQ(refusal(g1, HfExportFormat::qwen3_next, mixed), "");
+  EXPECT_NE(refusal(g1, HfExportFormat::qwen3_5, mixed).find("layer 0 has a dense MLP"),
+            std::string::npos);
+  json unnormalised = moe;
+  unnormalised["norm_topk_prob"] = false;
+  EXPECT_NE(refusal(g1, HfExportFormat::qwen3_5, unnormalised).find("norm_topk_prob false"),
+            std::string::npos);
 
   const Config gated = tiny({{"position", "value"}});
   try {

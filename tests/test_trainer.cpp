@@ -303,7 +303,31 @@ TEST(RunConfigFile, RejectsBadFields) {
               std::string::npos)
         << bf16_error;
   }
+  EXPECT_NE(error_of({{"router_aux_loss", {{"scope", "layer"}}}})
+                .find("router_aux_loss: field 'scope': expected one of global | micro_batch"),
+            std::string::npos)
+      << error_of({{"router_aux_loss", {{"scope", "layer"}}}});
+  EXPECT_NE(error_of({{"router_aux_loss", {{"coef", -1}}}}).find("'coef'"), std::string::npos);
+  // The coefficient comes from the model config unless the run sets it.
+  const json moe = {{"mlp_types", {"moe"}},
+                    {"num_experts", 4},
+                    {"num_experts_per_tok", 2},
+                    {"moe_intermediate_size", 8},
+                    {"router_aux_loss_coef", 0.02}};
+  EXPECT_EQ(error_of({{"model", moe}}), "");
+  RunConfig m = load_run_config((dir / "run.json").string());
+  EXPECT_EQ(m.router_loss.coef, 0.02);
+  EXPECT_EQ(m.router_loss.scope, RouterLossScope::micro_batch);
+  EXPECT_EQ(run_config_to_json(m)["router_aux_loss"]["coef"], 0.02);
+  EXPECT_EQ(error_of({{"model", moe}, {"router_aux_loss", {{"scope", "global"}, {"coef", 0}}}}),
+            "");
+  m = load_run_config((dir / "run.json").string());
+  EXPECT_EQ(m.router_loss.coef, 0.0);
+  EXPECT_EQ(m.router_loss.scope, RouterLossScope::global);
   error_of(json::object());
+  EXPECT_FALSE(
+      run_config_to_json(load_run_config((dir / "run.json").string())).contains("router_aux_loss"))
+      << "dense models' run configs stay as they were";
   const RunConfig r = load_run_config((dir / "run.json").string(), R"({"position": "value"})");
   EXPECT_EQ(r.model.gate.position, GatePosition::value);
   EXPECT_EQ(r.train_data, (dir / "t.bin").string()) << "paths are relative to the config file";

@@ -77,6 +77,23 @@ OutTensor grouped_projection(const Weights& weights, const TensorSpec& first, bo
           }};
 }
 
+// Qwen3.5-MoE's experts of one layer as its checkpoints store them: gate_up_proj [E, 2 Ie, C]
+// (each expert's gate rows, then its up rows) or down_proj [E, C, Ie], from the layout's experts
+// (expert e's gate, up and down consecutive, `stride` floats apart).
+OutTensor fused_experts(const Weights& weights, const std::string& prefix, const MlpParams& p,
+                        const MoeConfig& m, int64_t C, bool gate_up) {
+  const int64_t E = m.experts, I = m.expert_intermediate, per_expert = (gate_up ? 2 : 1) * I * C;
+  const float* first = weights.at(gate_up ? p.experts : p.expert_down(0));
+  const int64_t stride = p.expert_stride;
+  return {.name = prefix + (gate_up ? "gate_up_proj" : "down_proj"),
+          .shape = gate_up ? std::vector<int64_t>{E, 2 * I, C} : std::vector<int64_t>{E, C, I},
+          .fill = [=](float* dst) {
+            for (int64_t e = 0; e < E; ++e)
+              std::memcpy(dst + e * per_expert, first + e * stride,
+                          size_t(per_expert) * sizeof(float));
+          }};
+}
+
 // Norm weights the format stores zero-centred (w - 1): every RMSNorm but the Gated DeltaNet's
 // output norm, in Qwen3-Next and Qwen3.5.
 bool zero_centred(HfExportFormat format, const std::string& name) {
@@ -104,6 +121,19 @@ std::vector<OutTensor> out_tensors(const Weights& weights, HfExportFormat format
         out.push_back(grouped_projection(weights, t, name.ends_with("in_proj_b.weight")));
         continue;
       }
+    }
+    if (format == HfExportFormat::qwen3_5 && name.find(".mlp.experts.") != std::string::npos) {
+      // Fused: expert 0's gate_proj stands for the layer's gate_up_proj, its down_proj for the
+      // layer's down_proj; every other expert tensor is inside them.
+      const std::string prefix = name.substr(0, name.find(".mlp.experts.") + 13);
+      const bool gate = name == prefix + "0.gate_proj.weight",
+                 down = name == prefix + "0.down_proj.weight";
+      if (gate || down) {
+        const int l = std::stoi(name.substr(std::string("model.layers.").size()));
+        out.push_back(fused_experts(weights, prefix, layout.layers[l].mlp, weights.layer(l).mlp.moe,
+                                    c.hidden_size, gate));
+      }
+      continue;
     }
     OutTensor o{.name = name, .shape = t.shape, .fill = nullptr};
     const int64_t n = t.numel;
@@ -134,12 +164,12 @@ std::vector<std::string> layer_types(const Config& c) {
   return types;
 }
 
-const char* architecture(HfExportFormat f) {
+const char* architecture(HfExportFormat f, bool moe) {
   switch (f) {
     case HfExportFormat::qwen3_next:
       return "Qwen3NextForCausalLM";
     case HfExportFormat::qwen3_5:
-      return "Qwen3_5ForCausalLM";
+      return moe ? "Qwen3_5MoeForCausalLM" : "Qwen3_5ForCausalLM";
     default:
       return "Qwen3ForCausalLM";
   }
@@ -147,9 +177,10 @@ const char* architecture(HfExportFormat f) {
 
 json hf_config_json(const Config& c, HfExportFormat format, Dtype dtype) {
   const bool next = format == HfExportFormat::qwen3_next, q35 = format == HfExportFormat::qwen3_5;
-  json j = {{"architectures", {architecture(format)}},
+  const bool moe = c.has_moe_layers();
+  json j = {{"architectures", {architecture(format, moe)}},
             {"model_type", next  ? "qwen3_next"
-                           : q35 ? "qwen3_5_text"
+                           : q35 ? (moe ? "qwen3_5_moe_text" : "qwen3_5_text")
                                  : "qwen3"},
             {"vocab_size", c.vocab_size},
             {"hidden_size", c.hidden_size},
@@ -193,6 +224,13 @@ json hf_config_json(const Config& c, HfExportFormat format, Dtype dtype) {
   } else if (!q35) {
     j["use_sliding_window"] = false;
     j["sliding_window"] = nullptr;
+  }
+  if (q35 && moe) {  // every layer has experts; the router always renormalises
+    j["num_experts"] = c.num_experts;
+    j["num_experts_per_tok"] = c.num_experts_per_tok;
+    j["moe_intermediate_size"] = c.moe_intermediate_size;
+    j["shared_expert_intermediate_size"] = c.shared_expert_intermediate_size;
+    j["router_aux_loss_coef"] = c.router_aux_loss_coef;
   }
   if (next || q35)
     for (const auto& [key, value] : {std::pair{"linear_num_key_heads", c.linear_num_key_heads},
@@ -275,8 +313,19 @@ std::string hf_export_refusal(const Config& c, HfExportFormat format) {
   if (c.has_linear_layers() && !hybrid_format)
     return "it has Gated DeltaNet (linear_attention) layers, which only --format qwen3_5 and "
            "qwen3_next have";
-  if (c.has_moe_layers() && format != HfExportFormat::qwen3_next)
-    return "it has mixture-of-experts MLPs, which only --format qwen3_next has here";
+  if (c.has_moe_layers() && format != HfExportFormat::qwen3_next &&
+      format != HfExportFormat::qwen3_5)
+    return "it has mixture-of-experts MLPs, which only --format qwen3_next and qwen3_5 have";
+  if (c.has_moe_layers() && format == HfExportFormat::qwen3_5) {
+    for (int l = 0; l < c.num_hidden_layers; ++l)
+      if (c.layer(l).mlp != MlpKind::moe)
+        return "layer " + std::to_string(l) +
+               " has a dense MLP, and every Qwen3.5-MoE layer has experts (--format qwen3_next "
+               "has mlp_only_layers)";
+    if (!c.norm_topk_prob)
+      return "its router does not renormalise the chosen probabilities (norm_topk_prob false), "
+             "which Qwen3.5-MoE's always does (--format qwen3_next has the flag)";
+  }
   if (!c.use_qk_norm) return "it has no QK-norm (every format has per-head q_norm and k_norm)";
   if (c.sandwich_norm) return "it has sandwich norms (the format has no such tensors)";
   if (c.block_output_clip > 0) return "it clips block outputs (the format does not)";

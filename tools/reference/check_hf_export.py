@@ -22,7 +22,10 @@ CASES = [("qwen3_f32", "qwen3"), ("qwen3_bf16_sharded", "qwen3"), ("qwen3_next_f
          ("qwen3_5_f32", "qwen3_next"), ("qwen3_5_f32", "qwen3_5"),
          ("qwen3_5_hybrid_f32", "qwen3_5"), ("qwen3_5_hybrid_f32", "qwen3_next"),
          ("qwen3_5_hybrid_tied_bf16_sharded", "qwen3_5"), ("qwen3_next_hybrid_f32", "qwen3_next"),
-         ("qwen3_next_hybrid_f32", "qwen3_5")]
+         ("qwen3_next_hybrid_f32", "qwen3_5"), ("qwen3_next_moe_f32", "qwen3_next"),
+         ("qwen3_next_moe_f32", "qwen3_5"), ("qwen3_next_moe_hybrid_f32", "qwen3_next"),
+         ("qwen3_5_moe_hybrid_f32", "qwen3_5"),
+         ("qwen3_5_moe_hybrid_f32", "qwen3_next")]
 
 
 def main():

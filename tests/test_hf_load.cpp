@@ -20,6 +20,7 @@
 #include "golden_gradients.h"
 #include "io/checkpoint.h"
 #include "io/hf_config.h"
+#include "io/hf_export.h"
 #include "io/hf_weights.h"
 #include "io/safetensors.h"
 #include "model/infer_state.h"
@@ -351,6 +352,40 @@ TEST(HfLoad, AMixtureOfExpertsDecodesFromBf16Storage) {
   fs::remove_all(dir);
   ASSERT_EQ(bf16->storage(), WeightDtype::bf16);
   expect_same_decode(*f32, *bf16);
+}
+
+// A bf16 checkpoint's experts are read from the mapped files, not copied (per-expert tensors as
+// Qwen3-Next stores them, fused ones as Qwen3.5-MoE does): every expert byte mapped, the storage
+// that much smaller, and the prompt's and 8 greedy steps' logits bitwise those of the copied model.
+TEST(HfLoad, ExpertsAreReadFromTheMappedCheckpoint) {
+  const std::unique_ptr<Weights> source = load_any_model(kHfDir + "/qwen3_5_moe_hybrid_f32");
+  for (const HfExportFormat format : {HfExportFormat::qwen3_next, HfExportFormat::qwen3_5}) {
+    const fs::path dir =
+        fs::temp_directory_path() /
+        ("gattn_mapped_experts_" + std::to_string(::getpid()) + "_" + std::to_string(int(format)));
+    export_hf(*source, dir.string(), {.format = format, .dtype = Dtype::BF16});
+    const auto copied = load_any_model(dir.string(), discard_log(), WeightDtype::bf16, false);
+    const auto mapped = load_any_model(dir.string(), discard_log(), WeightDtype::bf16, true);
+    int64_t expert_values = 0;
+    for (const TensorSpec& t : mapped->layout().tensors())
+      if (t.name.find(".mlp.experts.") != std::string::npos) expert_values += t.numel;
+    EXPECT_EQ(copied->mapped_bytes(), 0);
+    EXPECT_EQ(mapped->mapped_bytes(), 2 * expert_values) << int(format);
+    EXPECT_EQ(copied->parameter_bytes() - mapped->parameter_bytes(), 2 * expert_values);
+    const size_t vocab = size_t(source->config().vocab_size);
+    std::vector<int32_t> ids = {1, 7, 3, 12, 5, 9, 2, 4};
+    InferState a(*copied, 32, 8), b(*mapped, 32, 8);
+    std::vector<float> la(vocab), lb(vocab);
+    a.forward_last(ids.data(), int(ids.size()), la.data());
+    b.forward_last(ids.data(), int(ids.size()), lb.data());
+    for (int step = 0; step < 8; ++step) {
+      ASSERT_EQ(la, lb) << "step " << step;
+      const int32_t next = int32_t(std::max_element(la.begin(), la.end()) - la.begin());
+      a.forward_last(&next, 1, la.data());
+      b.forward_last(&next, 1, lb.data());
+    }
+    fs::remove_all(dir);
+  }
 }
 
 // Qwen3.5-MoE's experts as two fused 3-D tensors per layer (mlp.experts.gate_up_proj [E, 2 Ie, C],

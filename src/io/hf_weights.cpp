@@ -302,7 +302,7 @@ namespace {
 // Every checkpoint tensor checked against the layout, before anything is converted or allocated.
 struct HfWeightPlan {
   HfShards shards;
-  std::vector<std::unique_ptr<SafetensorsReader>> readers;
+  std::vector<std::shared_ptr<SafetensorsReader>> readers;
   std::vector<Job> jobs;
   std::vector<std::string> notes;  // tensors read but not used
 };
@@ -311,7 +311,7 @@ HfWeightPlan plan_hf_weights(const HfModelInfo& info, const ParamLayout& layout)
   HfWeightPlan plan{.shards = hf_shards(info.folder), .readers = {}, .jobs = {}, .notes = {}};
   const HfShards& shards = plan.shards;
   for (const std::string& file : shards.files)
-    plan.readers.push_back(std::make_unique<SafetensorsReader>(file));
+    plan.readers.push_back(std::make_shared<SafetensorsReader>(file));
   std::vector<std::pair<std::string, size_t>> names = shards.tensor_file;
   if (shards.index.empty())
     for (const TensorView& t : plan.readers[0]->tensors()) names.emplace_back(t.name, 0);
@@ -346,6 +346,75 @@ HfWeightPlan plan_hf_weights(const HfModelInfo& info, const ParamLayout& layout)
   return plan;
 }
 
+// A stretch of layout values a checkpoint tensor holds in bf16 in the layout's order: one
+// expert's matrix (of a per-expert tensor, or a fused tensor's slice).
+struct MappableRun {
+  int64_t offset, count;
+  const uint8_t* data;
+  size_t job;
+};
+
+std::vector<MappableRun> mappable_expert_runs(const HfWeightPlan& plan) {
+  std::vector<MappableRun> runs;
+  for (size_t j = 0; j < plan.jobs.size(); ++j) {
+    const Job& job = plan.jobs[j];
+    const TensorView& t = plan.readers[job.file]->get(job.name);
+    if (t.dtype != Dtype::BF16) continue;
+    if (job.convert == Convert::copy && job.target->name.find(".mlp.experts.") != std::string::npos)
+      runs.push_back({job.target->offset, job.target->numel, t.data, j});
+    if (job.convert == Convert::fused_gate_up || job.convert == Convert::fused_down) {
+      const int64_t per_expert = job.fused_shape[1] * job.fused_shape[2];
+      for (int64_t e = 0; e < job.fused_shape[0]; ++e)
+        runs.push_back({job.first + e * job.stride, per_expert, t.data + e * per_expert * 2, j});
+    }
+  }
+  std::sort(runs.begin(), runs.end(),
+            [](const MappableRun& a, const MappableRun& b) { return a.offset < b.offset; });
+  return runs;
+}
+
+// Maps every expert whose matrices, as the MoE block reads them (gate | up as one [2 Ie, C]
+// matrix, down alone), the files hold contiguously in bf16; returns the jobs left to convert.
+std::vector<Job> map_experts(const HfWeightPlan& plan, const ParamLayout& layout, Weights& w) {
+  const std::vector<MappableRun> runs = mappable_expert_runs(plan);
+  auto run_at = [&](int64_t offset) -> const MappableRun* {
+    const auto at = std::lower_bound(runs.begin(), runs.end(), offset,
+                                     [](const MappableRun& r, int64_t o) { return r.offset < o; });
+    return at != runs.end() && at->offset == offset ? &*at : nullptr;
+  };
+  std::vector<int64_t> unmapped_runs(plan.jobs.size(), 0);
+  for (const MappableRun& r : runs) ++unmapped_runs[r.job];
+  const std::vector<int64_t> runs_of = unmapped_runs;
+  // One read of `count` values at `offset`: mapped where runs from the start cover it
+  // contiguously in the file.
+  auto map_read = [&](int64_t offset, int64_t count) {
+    std::vector<const MappableRun*> parts;
+    for (int64_t at = offset; at < offset + count;) {
+      const MappableRun* r = run_at(at);
+      if (!r || (!parts.empty() && r->data != parts.back()->data + parts.back()->count * 2)) return;
+      parts.push_back(r);
+      at += r->count;
+    }
+    w.map_bf16(offset, count, reinterpret_cast<const uint16_t*>(parts[0]->data),
+               plan.readers[plan.jobs[parts[0]->job].file]);
+    for (const MappableRun* r : parts) --unmapped_runs[r->job];
+  };
+  for (int l = 0; l < int(layout.layers.size()); ++l) {
+    const LayerConfig& c = w.layer(l);
+    if (c.mlp.kind != MlpKind::moe) continue;
+    const MlpParams& p = layout.layers[l].mlp;
+    const int64_t I = c.mlp.moe.expert_intermediate, C = c.mlp.hidden;
+    for (int64_t e = 0; e < c.mlp.moe.experts; ++e) {
+      map_read(p.experts + e * p.expert_stride, 2 * I * C);
+      map_read(p.expert_down(int(e)), C * I);
+    }
+  }
+  std::vector<Job> rest;
+  for (size_t j = 0; j < plan.jobs.size(); ++j)
+    if (unmapped_runs[j] > 0 || runs_of[j] == 0) rest.push_back(plan.jobs[j]);
+  return rest;
+}
+
 void convert_hf_weights(const HfWeightPlan& plan, const ParamSink& put) {
   for (size_t f = 0; f < plan.readers.size(); ++f)
     for (const Job& job : plan.jobs)
@@ -368,7 +437,7 @@ void load_hf_weights(const HfModelInfo& info, const ParamLayout& layout, float* 
 }
 
 std::unique_ptr<Weights> load_any_model(const std::string& folder, LogSink& log,
-                                        WeightDtype storage) {
+                                        WeightDtype storage, bool map) {
   if (!is_hf_model_folder(folder)) return load_model(folder, storage);
   const HfModelInfo info = read_hf_model_info(folder);
   for (const std::string& note : info.notes) log.note(note);
@@ -376,7 +445,7 @@ std::unique_ptr<Weights> load_any_model(const std::string& folder, LogSink& log,
   const ParamLayout layout(info.config);
   // Every tensor's shape is checked against the headers first: the allocation below is bounded by
   // what the files hold, whatever config.json claims.
-  const HfWeightPlan plan = plan_hf_weights(info, layout);
+  HfWeightPlan plan = plan_hf_weights(info, layout);
   for (const std::string& note : plan.notes) log.note(note);
   std::unique_ptr<Weights> weights;
   try {
@@ -385,6 +454,15 @@ std::unique_ptr<Weights> load_any_model(const std::string& folder, LogSink& log,
     fail(folder, ": out of memory allocating ",
          layout.total() * (storage == WeightDtype::f32 ? 4 : 2),
          " bytes for the parameters of its config.json");
+  }
+  if (map && storage == WeightDtype::bf16 && info.config.has_moe_layers()) {
+    HfWeightPlan rest = std::move(plan);
+    rest.jobs = map_experts(rest, layout, *weights);
+    if (weights->mapped_bytes() > 0)
+      log.note(folder + ": " + std::to_string(weights->mapped_bytes()) +
+               " bytes of experts read from the mapped checkpoint files, paged in as used");
+    convert_hf_weights(rest, sink_into(*weights));
+    return weights;
   }
   convert_hf_weights(plan, sink_into(*weights));
   return weights;

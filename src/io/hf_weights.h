@@ -46,8 +46,11 @@ void load_hf_weights(const HfModelInfo& info, const ParamLayout& layout, float* 
 
 // A gattn checkpoint (docs/MODEL.md) or a Hugging Face folder (is_hf_model_folder); notes (fields
 // and tensors read but not used) go to `log`. storage: Weights' storage (bf16: read straight into
-// bf16, no f32 copy).
+// bf16, no f32 copy). map_experts (bf16 storage of a Hugging Face folder): the experts the files
+// hold in bf16, in the layout's order, are read from the mapped files (Weights::map_bf16), not
+// copied: a mixture of experts larger than memory decodes, the kernel paging experts in.
 std::unique_ptr<Weights> load_any_model(const std::string& folder, LogSink& log = discard_log(),
-                                        WeightDtype storage = WeightDtype::f32);
+                                        WeightDtype storage = WeightDtype::f32,
+                                        bool map_experts = true);
 
 }  // namespace gattn

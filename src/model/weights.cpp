@@ -24,7 +24,7 @@ Weights::Weights(const Config& config, WeightDtype storage)
   if (storage == WeightDtype::f32) {
     values_.assign(layout_.total(), 0.0f);
   } else {
-    bf16_.assign(layout_.total(), 0);
+    bf16_ = ZeroPages<uint16_t>(size_t(layout_.total()));
     place_float_tensors();
   }
 }
@@ -69,7 +69,39 @@ WeightDtype Weights::dtype_of(size_t tensor_index) const {
 
 int64_t Weights::parameter_bytes() const {
   return int64_t(values_.size() * sizeof(float) + bf16_.size() * sizeof(uint16_t) +
-                 floats_.size() * sizeof(float));
+                 floats_.size() * sizeof(float)) -
+         mapped_bytes();
+}
+
+int64_t Weights::mapped_bytes() const {
+  int64_t bytes = 0;
+  for (const MappedRange& r : mapped_) bytes += r.count * int64_t(sizeof(uint16_t));
+  return bytes;
+}
+
+void Weights::map_bf16(int64_t offset, int64_t count, const uint16_t* data,
+                       std::shared_ptr<const void> owner) {
+  GATTN_ASSERT(storage_ == WeightDtype::bf16, "only bf16 storage reads mapped matrices");
+  GATTN_ASSERT(offset >= 0 && count > 0 && offset + count <= layout_.total(), count,
+               " mapped values at ", offset, " are outside the parameters");
+  const auto at = std::lower_bound(mapped_.begin(), mapped_.end(), offset,
+                                   [](const MappedRange& r, int64_t o) { return r.offset < o; });
+  GATTN_ASSERT((at == mapped_.end() || offset + count <= at->offset) &&
+                   (at == mapped_.begin() || (at - 1)->offset + (at - 1)->count <= offset),
+               "mapped ranges overlap at ", offset);
+  mapped_.insert(at, {offset, count, data});
+  if (owner) mapping_owners_.push_back(std::move(owner));
+}
+
+const uint16_t* Weights::mapped_at(int64_t offset, int64_t count) const {
+  const auto after = std::upper_bound(mapped_.begin(), mapped_.end(), offset,
+                                      [](int64_t o, const MappedRange& r) { return o < r.offset; });
+  if (after == mapped_.begin()) return nullptr;
+  const MappedRange& r = *(after - 1);
+  if (offset >= r.offset + r.count) return nullptr;
+  GATTN_ASSERT(offset + count <= r.offset + r.count, count, " values at ", offset,
+               " run past a mapped range of the checkpoint");
+  return r.data + (offset - r.offset);
 }
 
 size_t Weights::tensor_at(int64_t offset) const {
@@ -86,7 +118,11 @@ WeightView Weights::matrix(int64_t offset, int64_t rows, int64_t cols) const {
                "] at ", offset, " is outside the parameters");
   if (storage_ == WeightDtype::f32)
     return {.dtype = WeightDtype::f32, .data = values_.data() + offset, .rows = rows, .cols = cols};
-  return {.dtype = storage_, .data = bf16_.data() + offset, .rows = rows, .cols = cols};
+  const uint16_t* mapped = mapped_.empty() ? nullptr : mapped_at(offset, rows * cols);
+  return {.dtype = storage_,
+          .data = mapped ? mapped : bf16_.data() + offset,
+          .rows = rows,
+          .cols = cols};
 }
 
 const float* Weights::at(int64_t offset) const {
@@ -166,7 +202,7 @@ namespace gattn {
 void Weights::convert_to_bf16() {
   if (storage_ == WeightDtype::bf16) return;
   storage_ = WeightDtype::bf16;
-  bf16_.resize(values_.size());
+  bf16_ = ZeroPages<uint16_t>(values_.size());
   place_float_tensors();
   for (size_t t = 0; t < layout_.tensors().size(); ++t) {
     const TensorSpec& spec = layout_.tensors()[t];

@@ -23,6 +23,7 @@
 #include "ops/rope.h"
 #include "ops/weight_view.h"
 #include "util/aligned.h"
+#include "util/zero_pages.h"
 
 namespace gattn {
 
@@ -47,7 +48,7 @@ class Weights {
   WeightDtype storage() const { return storage_; }
   WeightDtype dtype_of(size_t tensor_index) const;
   int64_t size() const { return layout_.total(); }  // parameters
-  int64_t parameter_bytes() const;                  // what the storage holds
+  int64_t parameter_bytes() const;  // what the storage holds in memory (not the mapped ranges)
 
   // rows x cols values from layout offset `offset` (one matrix, or several adjacent ones of the
   // same width: q|k|v|gate), in the storage's matrix dtype.
@@ -77,8 +78,17 @@ class Weights {
   // the CPU's bf16 GEMM (GemmPrecision::bf16) or on fp32 panels widened from them
   // (ops/typed_linear.h). Loaders write bf16 storage directly (no f32 copy on the way).
   void convert_to_bf16();
-  // The bf16 values of every parameter in layout order (null unless bf16 storage).
+  // The bf16 values of every parameter in layout order (null unless bf16 storage); a mapped
+  // range's values are not there (zero) but in the file: read matrices through matrix().
   const uint16_t* bf16_data() const { return bf16_.empty() ? nullptr : bf16_.data(); }
+
+  // bf16 storage: `count` values from layout offset `offset` are read from `data` (a checkpoint
+  // mapped from disk, which `owner` keeps alive) instead of the storage, whose pages there stay
+  // untouched: a model larger than memory decodes with the kernel paging those values in. A
+  // matrix read must lie within one range. Loaders map whole tensors, before any pass.
+  void map_bf16(int64_t offset, int64_t count, const uint16_t* data,
+                std::shared_ptr<const void> owner);
+  int64_t mapped_bytes() const;  // of the parameters read from mapped files
 
  private:
   AlignedFloats& f32_values();
@@ -95,10 +105,17 @@ class Weights {
   std::vector<std::unique_ptr<Block>> blocks_;
   RopeTable<float> rope_;
   WeightDtype storage_ = WeightDtype::f32;
-  AlignedFloats values_;                                    // f32 storage: every parameter
-  std::vector<uint16_t, AlignedAllocator<uint16_t>> bf16_;  // bf16 storage: every parameter
-  AlignedFloats floats_;                                    // bf16 storage: the 1-D tensors, packed
+  AlignedFloats values_;              // f32 storage: every parameter
+  ZeroPages<uint16_t> bf16_;          // bf16 storage: every parameter (untouched where mapped)
+  AlignedFloats floats_;              // bf16 storage: the 1-D tensors, packed
   std::vector<int64_t> float_index_;  // per layout tensor: its start in floats_, or -1
+  struct MappedRange {
+    int64_t offset, count;
+    const uint16_t* data;
+  };
+  std::vector<MappedRange> mapped_;  // by offset, disjoint
+  std::vector<std::shared_ptr<const void>> mapping_owners_;
+  const uint16_t* mapped_at(int64_t offset, int64_t count) const;  // null: not mapped
 };
 
 // One float per parameter in layout order: what a backward pass accumulates into.

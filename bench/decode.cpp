@@ -36,6 +36,7 @@
 #include "io/checkpoint.h"
 #include "io/hf_weights.h"
 #include "model/batched_infer_state.h"
+#include "model/flops.h"
 #include "model/infer_state.h"
 #include "model/weights.h"
 #include "ops/matmul.h"
@@ -83,6 +84,27 @@ uint32_t sum_words(const uint32_t* p, size_t n, int streams) {
 // Bytes per second of reading the very buffer decode reads (the model's weights: the fp32
 // values, or the bf16 copy), all threads: the best of 5 rounds each of reading it as one stream
 // per thread and as four. The machine is shared: this moves from run to run.
+// What the process has paged in from disk so far: major page faults (getrusage) and bytes its
+// reads took from the block layer (/proc/self/io read_bytes; 0 where it is unreadable).
+struct Paging {
+  long major_faults = 0;
+  long long read_bytes = 0;
+};
+Paging paging_now() {
+  Paging p;
+  struct rusage usage {};
+  ::getrusage(RUSAGE_SELF, &usage);
+  p.major_faults = usage.ru_majflt;
+  if (FILE* f = std::fopen("/proc/self/io", "r")) {
+    char key[64];
+    long long value = 0;
+    while (std::fscanf(f, "%63s %lld", key, &value) == 2)
+      if (std::string(key) == "read_bytes:") p.read_bytes = value;
+    std::fclose(f);
+  }
+  return p;
+}
+
 double read_bandwidth(const void* data, size_t bytes) {
   const auto* words = static_cast<const uint32_t*>(data);
   const size_t count = bytes / 4;
@@ -239,17 +261,28 @@ int main(int argc, char** argv) {
       compare_slots(weights, decode_exec, kv, slots, prompt, generate, rounds, profile);
       return 0;
     }
-    const double weight_bytes = double(weights.size()) * (bf16 ? 2 : 4);
+    // A token reads its active parameters: every weight of a dense model; a mixture of experts'
+    // k experts per layer (and the rest), the LM head included, the input embedding's one row
+    // not counted.
+    const double active =
+        double(config.has_moe_layers() ? gattn::active_parameters(config) : weights.size());
+    const double weight_bytes = active * (bf16 ? 2 : 4);
+    // The read rate of the weights' own buffer; where experts are read from the mapped files
+    // (untouched zero pages in the buffer), of a 1 GiB buffer of our own instead.
+    std::vector<uint32_t> probe;
+    if (!rss && weights.mapped_bytes() > 0) probe.assign(size_t(1) << 28, 1u);
     const double bandwidth =
-        rss    ? 0
-        : bf16 ? read_bandwidth(weights.bf16_data(), size_t(weights.size()) * 2)
-               : read_bandwidth(weights.values().data(), size_t(weights.size()) * 4);
+        rss              ? 0
+        : !probe.empty() ? read_bandwidth(probe.data(), probe.size() * 4)
+        : bf16           ? read_bandwidth(weights.bf16_data(), size_t(weights.size()) * 2)
+                         : read_bandwidth(weights.values().data(), size_t(weights.size()) * 4);
+    std::vector<uint32_t>().swap(probe);
     const double peak = rss ? 0 : sgemm_rate(prompt, config.intermediate_size, config.hidden_size);
 
     std::vector<int32_t> ids(prompt);
     for (int i = 0; i < prompt; ++i) ids[i] = (i * 7919) % config.vocab_size;
     std::vector<float> logits(config.vocab_size);
-    std::vector<double> prefill_s, decode_s;
+    std::vector<double> prefill_s, decode_s, major_faults, disk_bytes;  // the last two per token
     gattn::InferState state(weights, prompt + generate, prompt, kv);
     gattn::OpProfile decode_profile;
     for (int round = 0; round < rounds; ++round) {
@@ -260,12 +293,17 @@ int main(int argc, char** argv) {
       prefill_s.push_back(seconds_since(start));
       state.set_exec({});
       if (profile) state.set_exec({.profile = &decode_profile});
+      const Paging paging_before = paging_now();
       start = Clock::now();
       for (int t = 0; t < generate; ++t) {
         const int32_t next = argmax(logits);
         state.forward_last(&next, 1, logits.data());
       }
       decode_s.push_back(seconds_since(start));
+      const Paging paging_after = paging_now();
+      major_faults.push_back(double(paging_after.major_faults - paging_before.major_faults) /
+                             generate);
+      disk_bytes.push_back(double(paging_after.read_bytes - paging_before.read_bytes) / generate);
       state.set_exec({});
       std::printf("round %d: prefill %.3f s (%.1f tok/s), decode %.3f s (%.2f tok/s)\n", round,
                   prefill_s.back(), prompt / prefill_s.back(), decode_s.back(),
@@ -287,15 +325,24 @@ int main(int argc, char** argv) {
                             (prompt + generate / 2.0);
     const double bound = bandwidth / (weight_bytes + kv_bytes);
     const double decode_rate = generate / median(decode_s);
-    const double prefill_flops = 2.0 * double(weights.size()) * prompt;  // weights only
+    const double prefill_flops = 2.0 * active * prompt;  // weights only
     std::printf(
         "threads %d, ISA %s, %lld parameters (%.2f GB %s), read bandwidth %.1f GB/s, sgemm %.1f "
         "GFLOP/s\n",
         gattn::num_threads(), gattn::isa_description().c_str(),
         static_cast<long long>(weights.size()), weight_bytes * 1e-9, dtype.c_str(),
         bandwidth * 1e-9, peak * 1e-9);
-    std::printf("decode  %.2f tok/s = %.1f%% of the bandwidth bound %.2f tok/s\n", decode_rate,
-                100 * decode_rate / bound, bound);
+    std::printf(
+        "decode  %.2f tok/s = %.1f%% of the bandwidth bound %.2f tok/s (%.3f GB of weights a "
+        "token)\n",
+        decode_rate, 100 * decode_rate / bound, bound, weight_bytes * 1e-9);
+    if (weights.mapped_bytes() > 0)
+      std::printf(
+          "paging: %.2f GB of experts mapped from the files (%s); decode per token (median of "
+          "rounds): %.1f major page faults, %.1f MB read from disk\n",
+          weights.mapped_bytes() * 1e-9,
+          weights.paging() ? "paged in as chosen" : "the page cache holds them",
+          median(major_faults), median(disk_bytes) * 1e-6);
     std::printf("prefill %.1f tok/s, %.1f GFLOP/s (weights' FLOPs) = %.1f%% of sgemm\n",
                 prompt / median(prefill_s), prefill_flops / median(prefill_s) * 1e-9,
                 100 * prefill_flops / median(prefill_s) / peak);

@@ -13,6 +13,7 @@
 #include "io/safetensors.h"
 #include "util/error.h"
 #include "util/json_parse.h"
+#include "util/memory_budget.h"
 
 namespace gattn {
 
@@ -458,9 +459,17 @@ std::unique_ptr<Weights> load_any_model(const std::string& folder, LogSink& log,
   if (map && storage == WeightDtype::bf16 && info.config.has_moe_layers()) {
     HfWeightPlan rest = std::move(plan);
     rest.jobs = map_experts(rest, layout, *weights);
-    if (weights->mapped_bytes() > 0)
+    if (weights->mapped_bytes() > 0) {
+      // Paging where the experts would take over half of what memory is left: then they will
+      // not all stay in the page cache.
+      const int64_t room = available_memory_bytes();
+      if (room >= 0 && weights->mapped_bytes() > room / 2) weights->page_mapped_ranges();
       log.note(folder + ": " + std::to_string(weights->mapped_bytes()) +
-               " bytes of experts read from the mapped checkpoint files, paged in as used");
+               " bytes of experts read from the mapped checkpoint files" +
+               (weights->paging() ? ", paged in as chosen (" + std::to_string(room) +
+                                        " bytes of memory available)"
+                                  : ""));
+    }
     convert_hf_weights(rest, sink_into(*weights));
     return weights;
   }

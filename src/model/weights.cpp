@@ -1,5 +1,8 @@
 #include "model/weights.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <string>
 
@@ -91,6 +94,28 @@ void Weights::map_bf16(int64_t offset, int64_t count, const uint16_t* data,
                "mapped ranges overlap at ", offset);
   mapped_.insert(at, {offset, count, data});
   if (owner) mapping_owners_.push_back(std::move(owner));
+}
+
+void Weights::page_mapped_ranges() {
+  // What a pass reads of them is chosen per token (experts): no speculative reading around a
+  // fault, which for experts of a few MB reads neighbours no token chose; will_need() reads what
+  // is chosen, in large reads.
+  static const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  for (const MappedRange& r : mapped_) {
+    const uintptr_t lo = (uintptr_t(r.data) + page - 1) / page * page,
+                    hi = uintptr_t(r.data + r.count) / page * page;
+    if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_RANDOM);
+  }
+  paging_ = true;
+}
+
+void Weights::will_need(int64_t offset, int64_t count) const {
+  if (!paging_) return;
+  const uint16_t* data = mapped_at(offset, count);
+  if (!data) return;
+  static const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = uintptr_t(data) / page * page, hi = uintptr_t(data + count);
+  ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_WILLNEED);
 }
 
 const uint16_t* Weights::mapped_at(int64_t offset, int64_t count) const {

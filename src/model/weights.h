@@ -89,6 +89,13 @@ class Weights {
   void map_bf16(int64_t offset, int64_t count, const uint16_t* data,
                 std::shared_ptr<const void> owner);
   int64_t mapped_bytes() const;  // of the parameters read from mapped files
+  // When the mapped ranges will not all stay in memory (the loader decides): no read-ahead
+  // around faults in them, and will_need() asks the kernel to read [offset, offset + count) in
+  // now, in large reads (a pass about to run an expert its router chose). Without paging
+  // will_need() does nothing (asking costs a walk of the pages, ~15% of a decode step).
+  void page_mapped_ranges();
+  bool paging() const { return paging_; }
+  void will_need(int64_t offset, int64_t count) const;
 
  private:
   AlignedFloats& f32_values();
@@ -114,6 +121,7 @@ class Weights {
     const uint16_t* data;
   };
   std::vector<MappedRange> mapped_;  // by offset, disjoint
+  bool paging_ = false;
   std::vector<std::shared_ptr<const void>> mapping_owners_;
   const uint16_t* mapped_at(int64_t offset, int64_t count) const;  // null: not mapped
 };

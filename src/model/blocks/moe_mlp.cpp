@@ -131,6 +131,11 @@ void MoeMlp::experts_forward(const PassContext& pass, MoeMlpActivations& a) cons
             I = c_.moe.expert_intermediate;
   const ExpertGroups& g = a.groups;
   OpSections ops(pass.exec.profile);
+  for (int e = 0; e < E; ++e)  // experts paged from disk: read the chosen ones in, in one go
+    if (g.start[e + 1] > g.start[e]) {
+      w.will_need(p_.experts + e * p_.expert_stride, 2 * int64_t(I) * C);
+      w.will_need(p_.expert_down(e), int64_t(C) * I);
+    }
   for (int e = 0; e < E; ++e) {
     const int r0 = g.start[e], n = g.start[e + 1] - r0;
     if (n == 0) continue;  // an expert no token chose is not read

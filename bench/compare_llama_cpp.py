@@ -125,7 +125,7 @@ def write_gguf(folder, path, dtype):
 
 def is_qwen35(folder):
     with open(os.path.join(folder, "config.json")) as f:
-        return json.load(f).get("model_type") in ("qwen3_5", "qwen3_5_text")
+        return json.load(f).get("model_type") in ("qwen3_5", "qwen3_5_text", "qwen3_5_moe_text")
 
 
 def gguf_of(args, tmp):

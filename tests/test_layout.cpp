@@ -46,6 +46,19 @@ TEST(ParamCount, The15A2BMixtureOfExperts) {
             201'326'592);
 }
 
+// Qwen3.5-35B-A3B's language model (configs/paper/qwen3_5_35b_a3b.json: 40 layers, 30 Gated
+// DeltaNet 16/32 x 128 and 10 G1 attention 16q/2kv x 256, hidden 2048, 256 experts top-8 of 512
+// and a shared expert of 512, vocabulary 248,320 untied): llama.cpp counts it 34.66 B
+// (../shared/research/hybrid-moe-dp.md, C.2); about 3 B active.
+TEST(ParamCount, Qwen35_35B_A3B) {
+  const Config c = load_config(kPaper + "qwen3_5_35b_a3b.json");
+  const int64_t total = ParamLayout(c).total();
+  EXPECT_EQ(total, 34'660'610'688);
+  EXPECT_EQ((total + 5'000'000) / 10'000'000, 3'466);  // 34.66 B, as llama.cpp prints it
+  EXPECT_EQ(active_parameters(c), 2'946'429'568);
+  EXPECT_EQ(idle_expert_parameters(c), int64_t(40) * 248 * 3 * 512 * 2048);
+}
+
 TEST(ParamCount, Dense1p7B) {
   EXPECT_EQ(count("dense_1.7b.json"), 1'720'574'976);
   EXPECT_EQ(count("dense_1.7b.json", R"({"position": "sdpa"})"), 1'720'574'976 + 117'440'512);

@@ -91,8 +91,9 @@ TEST(MoeRouting, BackwardMatchesCentralDifferences) {
     };
     loss(0);
     base = choice;
-    moe_route_backward(d_logits.data(), c.data(), probs.data(), choice.data(), weight.data(),
-                       shape);
+    std::vector<float> d_p(static_cast<size_t>(shape.experts));
+    moe_route_backward(d_logits.data(), c.data(), probs.data(), choice.data(), weight.data(), shape,
+                       d_p.data());
     double directional = 0;
     for (size_t i = 0; i < v.size(); ++i) directional += double(d_logits[i]) * v[i];
     const double h = 1e-3;

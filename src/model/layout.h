@@ -57,8 +57,9 @@ struct MlpParams {
   // experts + e * expert_stride, its down_proj after them; the shared expert's gate_up and down
   // (and the scalar gate mlp.shared_expert_gate), where it has one.
   int64_t router = kAbsent, experts = kAbsent, expert_stride = 0;
+  int64_t expert_down_at = 0;  // down_proj's offset within an expert
   int64_t shared_gate_up = kAbsent, shared_down = kAbsent, shared_gate = kAbsent;
-  int64_t expert_down(int e) const { return experts + e * expert_stride + expert_stride * 2 / 3; }
+  int64_t expert_down(int e) const { return experts + e * expert_stride + expert_down_at; }
 };
 struct LayerParams {
   AttentionParams attention;

@@ -42,15 +42,15 @@ void moe_route_forward(float* probs, int32_t* choice, float* weight, const float
 }
 
 void moe_route_backward(float* d_logits, const float* d_weight, const float* probs,
-                        const int32_t* choice, const float* weight, const RouteShape& s) {
+                        const int32_t* choice, const float* weight, const RouteShape& s,
+                        float* d_p) {
   const int E = s.experts, k = s.k;
-  std::vector<float> d_p(E);
   for (int t = 0; t < s.rows; ++t) {
     const float* p = probs + int64_t(t) * E;
     const int32_t* c = choice + int64_t(t) * k;
     const float* w = weight + int64_t(t) * k;
     const float* dw = d_weight + int64_t(t) * k;
-    std::fill(d_p.begin(), d_p.end(), 0.0f);
+    std::fill(d_p, d_p + E, 0.0f);
     if (s.norm_topk) {  // w_j = p_j / S: dp_j = (dw_j - sum_i dw_i w_i) / S
       float selected = 0, dot = 0;
       for (int j = 0; j < k; ++j) {
@@ -75,9 +75,9 @@ void group_by_expert(ExpertGroups& g, const int32_t* choice, const RouteShape& s
   for (int e = 0; e < s.experts; ++e) g.start[e + 1] += g.start[e];
   g.token_of_row.resize(size_t(pairs));
   g.row_of_choice.resize(size_t(pairs));
-  std::vector<int32_t> next(g.start.begin(), g.start.end() - 1);
+  g.next.assign(g.start.begin(), g.start.end() - 1);
   for (int64_t i = 0; i < pairs; ++i) {  // tokens ascending: each group in token order
-    const int32_t row = next[size_t(choice[i])]++;
+    const int32_t row = g.next[size_t(choice[i])]++;
     g.token_of_row[size_t(row)] = int32_t(i / s.k);
     g.row_of_choice[size_t(i)] = row;
   }

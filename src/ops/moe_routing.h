@@ -22,15 +22,17 @@ void top_k_experts(int32_t* choice, const float* p, int experts, int k);
 void moe_route_forward(float* probs, int32_t* choice, float* weight, const float* logits,
                        const RouteShape& s);
 // d_logits [rows, experts] from d_weight [rows, k] (the loss's gradient with respect to the
-// weights forward() wrote; the selection itself has none).
+// weights forward() wrote; the selection itself has none). d_p: scratch of `experts` floats.
 void moe_route_backward(float* d_logits, const float* d_weight, const float* probs,
-                        const int32_t* choice, const float* weight, const RouteShape& s);
+                        const int32_t* choice, const float* weight, const RouteShape& s,
+                        float* d_p);
 
 // Each (token, choice) pair as a row of its expert's group: groups in expert order, rows of a
 // group in token order. start [experts + 1]: group e is rows [start[e], start[e + 1]);
 // token_of_row [rows * k]; row_of_choice [rows * k]: where choice (t, j) went.
 struct ExpertGroups {
   std::vector<int32_t> start, token_of_row, row_of_choice;
+  std::vector<int32_t> next;  // group_by_expert's cursor per expert (kept: no allocation a pass)
 };
 void group_by_expert(ExpertGroups& g, const int32_t* choice, const RouteShape& s);
 

@@ -46,17 +46,12 @@ void DenseMlp::forward(const PassContext& pass, BlockActivations& activations, D
                        const float* in, float* out) const {
   auto& a = static_cast<DenseMlpActivations&>(activations);
   const Weights& w = pass.weights;
-  const int N = pass.rows(), C = c_.hidden, I = c_.intermediate;
+  const int N = pass.rows(), C = c_.hidden;
   OpSections ops(pass.exec.profile);
   ops.next("norms");
   rmsnorm_forward(a.normed, a.norm_rstd, in, w.at(p_.input_norm), {N, 1, C, C, C, 0},
                   c_.output.eps);
-  ops.next("mlp gate/up projection");
-  project(pass.exec, w, p_.gate_up, a.gate_up, a.normed, N, C, 2 * I);
-  ops.next("swiglu");
-  swiglu_forward(a.act, a.gate_up, N, I);
-  ops.next("mlp down projection");
-  project(pass.exec, w, p_.down, a.down_out, a.act, N, I, C);
+  swiglu_mlp_forward(pass, mlp(), a.normed, N, a.gate_up, a.act, a.down_out, ops);
   ops.next("residual (and sandwich norm, clip)");
   block_output_forward(c_.output, w, p_.output_norm, N, out, in, a.down_out, a.output);
 }
@@ -66,18 +61,13 @@ void DenseMlp::backward(const PassContext& pass, const BlockActivations& activat
   const auto& a = static_cast<const DenseMlpActivations&>(activations);
   auto& s = static_cast<DenseMlpScratch&>(scratch);
   const Weights& w = pass.weights;
-  const int N = pass.rows(), C = c_.hidden, I = c_.intermediate;
+  const int N = pass.rows(), C = c_.hidden;
   OpSections ops(pass.exec.profile);
   ops.next("residual (and sandwich norm, clip)");
   const float* d_down =
       block_output_backward(c_.output, w, p_.output_norm, N, d, a.down_out, a.output, s.output, g);
-  ops.next("mlp down projection");
-  linear_backward(pass.exec, s.d_act, g.at(p_.down), d_down, a.act, w.at(p_.down), N, I, C);
-  ops.next("swiglu");
-  swiglu_backward(s.d_gate_up, s.d_act, a.gate_up, N, I);
-  ops.next("mlp gate/up projection");
-  linear_backward(pass.exec, s.d_normed, g.at(p_.gate_up), s.d_gate_up, a.normed, w.at(p_.gate_up),
-                  N, C, 2 * I);
+  swiglu_mlp_backward(pass, mlp(), a.normed, a.gate_up, a.act, d_down, N, s.d_act, s.d_gate_up,
+                      s.d_normed, false, g, ops);
   ops.next("norms");
   rmsnorm_backward(d, g.at(p_.input_norm), s.d_normed, in, w.at(p_.input_norm), a.norm_rstd,
                    {N, 1, C, C, C, 0}, true);

@@ -2,6 +2,7 @@
 #pragma once
 #include "model/block.h"
 #include "model/blocks/block_output.h"
+#include "model/blocks/swiglu_mlp.h"
 #include "model/layer_config.h"
 #include "model/layout.h"
 
@@ -30,6 +31,16 @@ class DenseMlp final : public Block {
                 const float* in, float* d) const override;
 
  private:
+  SwigluMlp mlp() const {
+    return {p_.gate_up,
+            p_.down,
+            c_.hidden,
+            c_.intermediate,
+            "mlp gate/up projection",
+            "swiglu",
+            "mlp down projection"};
+  }
+
   MlpConfig c_;
   MlpParams p_;
 };

@@ -27,6 +27,7 @@ MlpParams add_moe_mlp_params(ParamLayout& layout, const MlpConfig& c, const std:
     if (e == 0) p.experts = first;
   }
   p.expert_stride = 3 * I * C;
+  p.expert_down_at = 2 * I * C;
   if (S > 0) {
     p.shared_gate_up =
         layout.add(prefix + "mlp.shared_expert.gate_proj.weight", {S, C}, Init::normal, "mlp");
@@ -78,6 +79,7 @@ std::unique_ptr<BlockScratch> MoeMlp::plan_scratch(Arena& arena, int64_t N) cons
   arena.plan(&s->d_normed, N * C, "d norm output");
   arena.plan(&s->d_weight, N * k, "d routing weights");
   arena.plan(&s->d_logits, N * E, "d router logits");
+  arena.plan(&s->d_probs, E, "d router probabilities (one row)");
   arena.plan(&s->d_rows, N * k * C, "d experts' output, then input");
   arena.plan(&s->d_gate_up, N * k * 2 * I, "d experts' gate/up");
   arena.plan(&s->d_act, N * k * I, "d experts' activation");
@@ -141,14 +143,9 @@ void MoeMlp::experts_forward(const PassContext& pass, MoeMlpActivations& a) cons
     if (n == 0) continue;  // an expert no token chose is not read
     ops.next("experts' gather");
     gather_rows(a.gathered, a.normed, g, r0, r0 + n, C);
-    ops.next("experts' gate/up projection");
-    project(pass.exec, w, p_.experts + e * p_.expert_stride, a.gate_up + int64_t(r0) * 2 * I,
-            a.gathered + int64_t(r0) * C, n, C, 2 * I);
-    ops.next("experts' swiglu");
-    swiglu_forward(a.act + int64_t(r0) * I, a.gate_up + int64_t(r0) * 2 * I, n, I);
-    ops.next("experts' down projection");
-    project(pass.exec, w, p_.expert_down(e), a.expert_out + int64_t(r0) * C,
-            a.act + int64_t(r0) * I, n, I, C);
+    swiglu_mlp_forward(pass, expert(e), a.gathered + int64_t(r0) * C, n,
+                       a.gate_up + int64_t(r0) * 2 * I, a.act + int64_t(r0) * I,
+                       a.expert_out + int64_t(r0) * C, ops);
   }
   ops.next("experts' weighted sum");
   for (int t = 0; t < N; ++t) {
@@ -165,12 +162,10 @@ void MoeMlp::experts_forward(const PassContext& pass, MoeMlpActivations& a) cons
 // moe_out += sigmoid(x . shared_gate) shared_expert(x).
 void MoeMlp::shared_forward(const PassContext& pass, MoeMlpActivations& a) const {
   const Weights& w = pass.weights;
-  const int N = pass.rows(), C = c_.hidden, S = c_.moe.shared_intermediate;
+  const int N = pass.rows(), C = c_.hidden;
   OpSections ops(pass.exec.profile);
-  ops.next("shared expert");
-  project(pass.exec, w, p_.shared_gate_up, a.shared_gate_up, a.normed, N, C, 2 * S);
-  swiglu_forward(a.shared_act, a.shared_gate_up, N, S);
-  project(pass.exec, w, p_.shared_down, a.shared_out, a.shared_act, N, S, C);
+  swiglu_mlp_forward(pass, shared_expert(), a.normed, N, a.shared_gate_up, a.shared_act,
+                     a.shared_out, ops);
   project(pass.exec, w, p_.shared_gate, a.shared_logit, a.normed, N, C, 1);
   if (pass.hooks) {  // the gate's scores, shown but not read back
     a.shared_gate_scores.resize(size_t(N));
@@ -210,7 +205,8 @@ void MoeMlp::backward(const PassContext& pass, const BlockActivations& activatio
   if (c_.moe.shared_intermediate > 0) shared_backward(pass, a, s, g, d_out);
   experts_backward(pass, a, s, g, d_out);
   ops.next("router");
-  moe_route_backward(s.d_logits, s.d_weight, a.probs, a.choice.data(), a.weight, route_shape(N));
+  moe_route_backward(s.d_logits, s.d_weight, a.probs, a.choice.data(), a.weight, route_shape(N),
+                     s.d_probs);
   if (pass.router_balance) pass.router_balance->add_gradient(s.d_logits, a.probs, N);
   linear_backward(pass.exec, s.d_normed, g.at(p_.router), s.d_logits, a.normed, w.at(p_.router), N,
                   C, E, /*accumulate_d_in=*/true);
@@ -222,7 +218,6 @@ void MoeMlp::backward(const PassContext& pass, const BlockActivations& activatio
 // Adds the experts' share to d_normed and writes d_weight.
 void MoeMlp::experts_backward(const PassContext& pass, const MoeMlpActivations& a, MoeMlpScratch& s,
                               Gradients& g, const float* d_out) const {
-  const Weights& w = pass.weights;
   const int N = pass.rows(), C = c_.hidden, E = c_.moe.experts, k = c_.moe.top_k,
             I = c_.moe.expert_intermediate;
   const ExpertGroups& groups = a.groups;
@@ -246,18 +241,13 @@ void MoeMlp::experts_backward(const PassContext& pass, const MoeMlpActivations& 
   for (int e = 0; e < E; ++e) {
     const int r0 = groups.start[e], n = groups.start[e + 1] - r0;
     if (n == 0) continue;
-    float* d_rows = s.d_rows + int64_t(r0) * C;
-    ops.next("experts' down projection");
-    linear_backward(pass.exec, s.d_act + int64_t(r0) * I, g.at(p_.expert_down(e)), d_rows,
-                    a.act + int64_t(r0) * I, w.at(p_.expert_down(e)), n, I, C);
-    ops.next("experts' swiglu");
-    swiglu_backward(s.d_gate_up + int64_t(r0) * 2 * I, s.d_act + int64_t(r0) * I,
-                    a.gate_up + int64_t(r0) * 2 * I, n, I);
-    ops.next("experts' gate/up projection");
+    float* d_rows = s.d_rows + int64_t(r0) * C;  // d output in, d input out (the gather's rows)
+    ops.next("experts' gather");
     gather_rows(s.gathered, a.normed, groups, r0, r0 + n, C);
-    const int64_t gate_up = p_.experts + e * p_.expert_stride;
-    linear_backward(pass.exec, d_rows, g.at(gate_up), s.d_gate_up + int64_t(r0) * 2 * I,
-                    s.gathered + int64_t(r0) * C, w.at(gate_up), n, C, 2 * I);
+    swiglu_mlp_backward(pass, expert(e), s.gathered + int64_t(r0) * C,
+                        a.gate_up + int64_t(r0) * 2 * I, a.act + int64_t(r0) * I, d_rows, n,
+                        s.d_act + int64_t(r0) * I, s.d_gate_up + int64_t(r0) * 2 * I, d_rows, false,
+                        g, ops);
   }
   ops.next("experts' scatter");
   const int rows = N * k;  // expert order, then token order: one fixed order of the sums
@@ -271,7 +261,7 @@ void MoeMlp::experts_backward(const PassContext& pass, const MoeMlpActivations& 
 void MoeMlp::shared_backward(const PassContext& pass, const MoeMlpActivations& a, MoeMlpScratch& s,
                              Gradients& g, const float* d_out) const {
   const Weights& w = pass.weights;
-  const int N = pass.rows(), C = c_.hidden, S = c_.moe.shared_intermediate;
+  const int N = pass.rows(), C = c_.hidden;
   OpSections ops(pass.exec.profile);
   ops.next("shared expert");
   for (int t = 0; t < N; ++t) {
@@ -286,11 +276,9 @@ void MoeMlp::shared_backward(const PassContext& pass, const MoeMlpActivations& a
     }
     s.d_shared_logit[t] = dot * gate * (1 - gate);
   }
-  linear_backward(pass.exec, s.d_shared_act, g.at(p_.shared_down), s.d_shared_out, a.shared_act,
-                  w.at(p_.shared_down), N, S, C);
-  swiglu_backward(s.d_shared_gate_up, s.d_shared_act, a.shared_gate_up, N, S);
-  linear_backward(pass.exec, s.d_normed, g.at(p_.shared_gate_up), s.d_shared_gate_up, a.normed,
-                  w.at(p_.shared_gate_up), N, C, 2 * S, /*accumulate_d_in=*/true);
+  swiglu_mlp_backward(pass, shared_expert(), a.normed, a.shared_gate_up, a.shared_act,
+                      s.d_shared_out, N, s.d_shared_act, s.d_shared_gate_up, s.d_normed, true, g,
+                      ops);
   linear_backward(pass.exec, s.d_normed, g.at(p_.shared_gate), s.d_shared_logit, a.normed,
                   w.at(p_.shared_gate), N, C, 1, /*accumulate_d_in=*/true);
 }

@@ -7,6 +7,7 @@
 #pragma once
 #include "model/block.h"
 #include "model/blocks/block_output.h"
+#include "model/blocks/swiglu_mlp.h"
 #include "model/hooks.h"
 #include "model/layer_config.h"
 #include "model/layout.h"
@@ -30,7 +31,7 @@ struct MoeMlpActivations : BlockActivations {
 };
 
 struct MoeMlpScratch : BlockScratch {
-  float *d_normed = nullptr, *d_weight = nullptr, *d_logits = nullptr;
+  float *d_normed = nullptr, *d_weight = nullptr, *d_logits = nullptr, *d_probs = nullptr;
   float *d_rows = nullptr, *d_gate_up = nullptr, *d_act = nullptr, *gathered = nullptr;
   float *d_shared_out = nullptr, *d_shared_gate_up = nullptr, *d_shared_act = nullptr;
   float* d_shared_logit = nullptr;
@@ -62,6 +63,19 @@ class MoeMlp final : public Block {
                        Gradients& g, const float* d_out) const;
 
   void show(const PassContext& pass, HookSite site, float* data, int cols) const;
+  SwigluMlp expert(int e) const {
+    return {p_.experts + e * p_.expert_stride,
+            p_.expert_down(e),
+            c_.hidden,
+            c_.moe.expert_intermediate,
+            "experts' gate/up projection",
+            "experts' swiglu",
+            "experts' down projection"};
+  }
+  SwigluMlp shared_expert() const {
+    return {p_.shared_gate_up, p_.shared_down,  c_.hidden,      c_.moe.shared_intermediate,
+            "shared expert",   "shared expert", "shared expert"};
+  }
 
   MlpConfig c_;
   MlpParams p_;

@@ -1,8 +1,11 @@
 // The golden-gradient rule every reference comparison uses: per tensor, relative L2 error within
 // max(10 x the reference's own fp32 error, 1e-6) (PyTorch in fp32 against float64: a sum order
 // ten times worse than PyTorch's still passes, a wrong formula errs by O(1)); per row (a 2-D
-// tensor's rows, a 1-D tensor as one row), relative L2 within 1e-4 for every row holding at least
-// 1e-6 of the tensor's norm, so an error confined to a few rows cannot hide in a large tensor.
+// tensor's rows, a 1-D tensor as one row), relative L2 within max(100 x the reference's fp32
+// error, 1e-4) for every row holding at least 1e-6 of the tensor's norm, so an error confined to a
+// few rows cannot hide in a large tensor. A row resolves less than its tensor: where PyTorch's own
+// fp32 error is ~1e-5 (a hybrid's DeltaNet layers feeding a mixture's experts) a correct fp32
+// computation's small rows err by ~1e-4 (1.13e-4 on an Intel Xeon's OpenBLAS, under 1e-4 on AMD).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -20,7 +23,9 @@ struct GradientError {
 inline double golden_gradient_tolerance(double reference_fp32_error) {
   return std::max(10 * reference_fp32_error, 1e-6);
 }
-constexpr double kGoldenRowTolerance = 1e-4;
+inline double golden_row_tolerance(double reference_fp32_error) {
+  return std::max(100 * reference_fp32_error, 1e-4);
+}
 
 inline GradientError gradient_error(const float* ours, const float* ref,
                                     const std::vector<int64_t>& shape) {

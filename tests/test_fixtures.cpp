@@ -122,7 +122,7 @@ TEST_P(Golden, LogitsLossAndEveryGradientMatchTheReference) {
     const double torch_err = f.torch_fp32_error.at("grad." + t.name).get<double>();
     EXPECT_LE(err.tensor, golden_gradient_tolerance(torch_err))
         << "gradient of " << t.name << " (PyTorch fp32: " << torch_err << ")";
-    EXPECT_LE(err.worst_row, kGoldenRowTolerance)
+    EXPECT_LE(err.worst_row, golden_row_tolerance(torch_err))
         << "gradient of " << t.name << ", row " << err.worst_row_index;
     worst_torch = std::max(worst_torch, torch_err);
     worst_row = std::max(worst_row, err.worst_row);

@@ -49,11 +49,10 @@ struct Job {
   QGateBlocks blocks{};
   DeltaNetConfig delta{};  // regroup_*: the layer's geometry
   int64_t rows = 0;        // regroup_*: the checkpoint tensor's rows (two layout tensors' worth)
-  // fused_*: the checkpoint tensor's shape; expert e's rows go from first + e * stride
-  // (floats); fills: every layout tensor it writes.
+  // fused_*: the checkpoint tensor's shape; expert e's rows go from first + e * stride (floats).
   std::vector<int64_t> fused_shape;
   int64_t first = 0, stride = 0;
-  std::vector<const TensorSpec*> fills;
+  std::vector<const TensorSpec*> fills;  // every layout tensor it writes
 };
 
 // A shard's file name must stay inside the model folder.
@@ -75,23 +74,7 @@ Job split_job(const HfModelInfo& info, const ParamLayout& layout, const std::str
   job.gate = layout.find(gate_name);
   GATTN_ASSERT(job.target && job.gate, "the layout has no ", q_name, " or ", gate_name);
   job.blocks = q_gate_blocks(info.config, info.layout);
-  return job;
-}
-
-// Qwen3-Next's grouped in_proj_qkvz or in_proj_ba of layer `ours` (its gattn-side name).
-Job regroup_job(const HfModelInfo& info, const ParamLayout& layout, const std::string& ours,
-                const std::string& file) {
-  const std::string prefix = ours.substr(0, ours.rfind("in_proj_"));
-  const bool qkvz = ours.ends_with("in_proj_qkvz.weight");
-  Job job;
-  job.convert = qkvz ? Convert::regroup_qkvz : Convert::regroup_ba;
-  job.target = layout.find(prefix + (qkvz ? "in_proj_qkv.weight" : "in_proj_b.weight"));
-  job.gate = layout.find(prefix + (qkvz ? "in_proj_z.weight" : "in_proj_a.weight"));  // filled too
-  if (!job.target || !job.gate)
-    fail(file, ": unexpected tensor '", ours, "' (its layer is not linear_attention)");
-  const int l = std::stoi(ours.substr(std::string("model.layers.").size()));
-  job.delta = layer_configs(info.config)[l].attention.delta_net;
-  job.rows = qkvz ? job.delta.conv_channels() + job.delta.value_width() : 2 * job.delta.value_heads;
+  job.fills = {job.target, job.gate};
   return job;
 }
 
@@ -106,11 +89,29 @@ int layer_of(const std::string& ours) {
   return i < ours.size() && ours[i] == '.' ? int(l) : -1;
 }
 
+// Qwen3-Next's grouped in_proj_qkvz or in_proj_ba of layer `ours` (its gattn-side name).
+Job regroup_job(const std::vector<LayerConfig>& configs, const ParamLayout& layout,
+                const std::string& ours, const std::string& file) {
+  const std::string prefix = ours.substr(0, ours.rfind("in_proj_"));
+  const bool qkvz = ours.ends_with("in_proj_qkvz.weight");
+  Job job;
+  job.convert = qkvz ? Convert::regroup_qkvz : Convert::regroup_ba;
+  job.target = layout.find(prefix + (qkvz ? "in_proj_qkv.weight" : "in_proj_b.weight"));
+  job.gate = layout.find(prefix + (qkvz ? "in_proj_z.weight" : "in_proj_a.weight"));  // filled too
+  if (!job.target || !job.gate)
+    fail(file, ": unexpected tensor '", ours, "' (its layer is not linear_attention)");
+  const int l = layer_of(ours);  // the layout holds both tensors: a layer it has
+  GATTN_ASSERT(l >= 0 && l < int(configs.size()), "no layer in ", ours);
+  job.delta = configs[size_t(l)].attention.delta_net;
+  job.rows = qkvz ? job.delta.conv_channels() + job.delta.value_width() : 2 * job.delta.value_heads;
+  job.fills = {job.target, job.gate};
+  return job;
+}
+
 // Qwen3.5-MoE's mlp.experts.gate_up_proj or mlp.experts.down_proj of layer `ours`.
-Job fused_experts_job(const HfModelInfo& info, const ParamLayout& layout, const std::string& ours,
-                      const std::string& file) {
+Job fused_experts_job(const std::vector<LayerConfig>& configs, const ParamLayout& layout,
+                      const std::string& ours, const std::string& file) {
   const int l = layer_of(ours);
-  const std::vector<LayerConfig> configs = layer_configs(info.config);
   if (l < 0 || l >= int(configs.size()) || configs[l].mlp.kind != MlpKind::moe)
     fail(file, ": unexpected tensor '", ours, "' (its layer has no experts)");
   const MoeConfig& m = configs[l].mlp.moe;
@@ -135,7 +136,9 @@ Job fused_experts_job(const HfModelInfo& info, const ParamLayout& layout, const 
 }
 
 // What to do with one checkpoint tensor; false: skipped (vision tower, multi-token prediction).
-bool route(const std::string& name, const HfModelInfo& info, const ParamLayout& layout,
+// configs: the model's layer_configs.
+bool route(const std::string& name, const HfModelInfo& info,
+           const std::vector<LayerConfig>& configs, const ParamLayout& layout,
            const std::string& file, Job& job, int& skipped, std::vector<std::string>& notes) {
   std::string ours;
   if (name.starts_with(info.tensor_prefix))
@@ -163,10 +166,10 @@ bool route(const std::string& name, const HfModelInfo& info, const ParamLayout& 
   } else if (info.layout == HfLayout::qwen3_next &&
              (ours.ends_with(".linear_attn.in_proj_qkvz.weight") ||
               ours.ends_with(".linear_attn.in_proj_ba.weight"))) {
-    job = regroup_job(info, layout, ours, file);
+    job = regroup_job(configs, layout, ours, file);
   } else if (info.fused_experts && (ours.ends_with(".mlp.experts.gate_up_proj") ||
                                     ours.ends_with(".mlp.experts.down_proj"))) {
-    job = fused_experts_job(info, layout, ours, file);
+    job = fused_experts_job(configs, layout, ours, file);
   } else {
     job.target = layout.find(ours);
     // gattn names its gate tensor sdpa_gate; a checkpoint of these layouts never has one.
@@ -178,6 +181,7 @@ bool route(const std::string& name, const HfModelInfo& info, const ParamLayout& 
     const bool norm = job.target->shape.size() == 1 && ours.ends_with("norm.weight") &&
                       !ours.ends_with("linear_attn.norm.weight");
     job.convert = info.zero_centred_norms && norm ? Convert::plus_one : Convert::copy;
+    job.fills = {job.target};
   }
   job.name = name;
   return true;
@@ -317,22 +321,21 @@ HfWeightPlan plan_hf_weights(const HfModelInfo& info, const ParamLayout& layout)
   if (shards.index.empty())
     for (const TensorView& t : plan.readers[0]->tensors()) names.emplace_back(t.name, 0);
 
+  const std::vector<LayerConfig> configs = layer_configs(info.config);
   std::set<std::string> filled;
   int skipped = 0;
   for (const auto& [name, file] : names) {
     const std::string where = shards.index.empty() ? shards.files[file] : shards.index;
     Job job;
-    if (!route(name, info, layout, where, job, skipped, plan.notes)) continue;
+    if (!route(name, info, configs, layout, where, job, skipped, plan.notes)) continue;
     job.file = file;
     const TensorView* t = plan.readers[file]->find(name);
     if (!t)
       fail(shards.index, ": names tensor '", name, "' in shard '",
            fs::path(shards.files[file]).filename().string(), "', which does not have it");
     check_tensor(*t, job, shards.files[file]);
-    std::vector<const TensorSpec*> fills = job.fills;
-    if (fills.empty()) fills = {job.target, job.gate};
-    for (const TensorSpec* spec : fills)
-      if (spec && !filled.insert(spec->name).second)
+    for (const TensorSpec* spec : job.fills)
+      if (!filled.insert(spec->name).second)
         fail(where, ": tensor '", name, "' fills '", spec->name, "' a second time");
     plan.jobs.push_back(std::move(job));
   }

@@ -206,6 +206,12 @@ TEST_F(HfErrors, DeltaNetTensorsAndFields) {
       ("field 'linear_num_value_heads': expected a multiple of linear_num_key_heads (2), found 3"));
   edit_config(v, [](json& j) {
     j["text_config"]["linear_num_value_heads"] = 4;
+    j["text_config"]["linear_conv_kernel_dim"] = 17;  // bounded: the conv state is kept per slot
+  });
+  EXPECT_CONTAINS(error_of(v),
+                  ("field 'linear_conv_kernel_dim': expected an integer in [1, 16], found 17"));
+  edit_config(v, [](json& j) {
+    j["text_config"]["linear_conv_kernel_dim"] = 4;
     j["text_config"]["output_gate_type"] = "sigmoid";
   });
   EXPECT_CONTAINS(error_of(v), ("field 'output_gate_type' is 'sigmoid'"));
@@ -228,7 +234,11 @@ TEST_F(HfErrors, UnsupportedLayerTypes) {
   edit_config(m, [](json& j) { j["mlp_only_layers"] = {0}; });
   EXPECT_CONTAINS(error_of(m), ("config.json: field 'num_experts_per_tok': expected at most "
                                 "num_experts (4), found 10"));
-  edit_config(m, [](json& j) { j["num_experts_per_tok"] = 2; });
+  edit_config(m, [](json& j) { j["num_experts"] = 65537; });
+  EXPECT_CONTAINS(error_of(m),
+                  ("config.json: field 'num_experts': expected an integer in [0, 65536], found "
+                   "65537"));
+  edit_config(m, [](json& j) { j["num_experts"] = 4, j["num_experts_per_tok"] = 2; });
   EXPECT_CONTAINS(error_of(m), ("tensor 'model.layers.1.mlp."));
   const std::string q = copy("qwen3_f32");
   edit_config(q, [](json& j) { j["layer_types"] = {"full_attention", "sliding_attention"}; });

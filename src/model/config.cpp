@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "model/gate_site.h"
 #include "util/error.h"
@@ -155,17 +156,13 @@ RopeScaling rope_scaling_from_json(const json& j, const std::string& source) {
 
 // The Gated DeltaNet fields, checked where some layer is linear attention.
 static void read_delta_net_fields(JsonFields& f, Config& c) {
-  const std::pair<const char*, int*> fields[] = {
-      {"linear_num_key_heads", &c.linear_num_key_heads},
-      {"linear_num_value_heads", &c.linear_num_value_heads},
-      {"linear_key_head_dim", &c.linear_key_head_dim},
-      {"linear_value_head_dim", &c.linear_value_head_dim},
-      {"linear_conv_kernel_dim", &c.linear_conv_kernel_dim}};
-  for (auto [name, value] : fields) {
-    f.read(name, *value);
-    const int most = std::string(name) == "linear_conv_kernel_dim" ? 16 : 4096;
-    if (*value > most) f.bad(name, "at most " + std::to_string(most));
-  }
+  const std::tuple<const char*, int*, int> fields[] = {
+      {"linear_num_key_heads", &c.linear_num_key_heads, 4096},
+      {"linear_num_value_heads", &c.linear_num_value_heads, 4096},
+      {"linear_key_head_dim", &c.linear_key_head_dim, 4096},
+      {"linear_value_head_dim", &c.linear_value_head_dim, 4096},
+      {"linear_conv_kernel_dim", &c.linear_conv_kernel_dim, 16}};
+  for (auto [name, value, most] : fields) f.read_in(name, *value, 1, most);
   if (c.has_linear_layers() && c.linear_num_value_heads % c.linear_num_key_heads != 0)
     fail(f.where(),
          ": field 'linear_num_value_heads': expected a multiple of linear_num_key_heads (",
@@ -178,10 +175,7 @@ static void read_moe_fields(JsonFields& f, Config& c) {
       {"num_experts_per_tok", &c.num_experts_per_tok},
       {"moe_intermediate_size", &c.moe_intermediate_size},
       {"shared_expert_intermediate_size", &c.shared_expert_intermediate_size}};
-  for (auto [name, value] : fields) {
-    f.read_count(name, *value);
-    if (*value > 65536) f.bad(name, "at most 65536");
-  }
+  for (auto [name, value] : fields) f.read_in(name, *value, 0, 65536);
   f.read("norm_topk_prob", c.norm_topk_prob);
   f.read_in("router_aux_loss_coef", c.router_aux_loss_coef, 0, 1e6);
   if (!c.has_moe_layers()) return;

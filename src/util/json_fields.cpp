@@ -50,6 +50,14 @@ void JsonFields::read_count(const char* name, int& out) {
   out = v.get<int>();
 }
 
+void JsonFields::read_in(const char* name, int& out, int lo, int hi) {
+  if (!mark(name)) return;
+  const json& v = object_.at(name);
+  if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
+    bad(name, cat("an integer in [", lo, ", ", hi, "]"));
+  out = v.get<int>();
+}
+
 void JsonFields::read(const char* name, double& out) {
   if (!mark(name)) return;
   const json& v = object_.at(name);

@@ -18,10 +18,11 @@ class JsonFields {
   bool has(const char* name) const;
   [[noreturn]] void bad(const std::string& name, const std::string& expected) const;
 
-  void read(const char* name, int& out);        // a positive integer
-  void read(const char* name, int64_t& out);    // a positive integer
-  void read_count(const char* name, int& out);  // a non-negative integer
-  void read(const char* name, double& out);     // a positive finite number
+  void read(const char* name, int& out);                     // a positive integer
+  void read(const char* name, int64_t& out);                 // a positive integer
+  void read_count(const char* name, int& out);               // a non-negative integer
+  void read_in(const char* name, int& out, int lo, int hi);  // an integer in [lo, hi]
+  void read(const char* name, double& out);                  // a positive finite number
   // A finite number in [lo, hi] (or [lo, hi) when hi_open).
   void read_in(const char* name, double& out, double lo, double hi, bool hi_open = false);
   void read(const char* name, bool& out);

@@ -1,4 +1,6 @@
 // gattn: train, analyse and run decoder-only transformers with gated attention.
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +13,7 @@
 #include "io/file.h"
 #include "util/cpu_isa.h"
 #include "util/error.h"
+#include "util/threads.h"
 
 namespace {
 // The test hooks a test sets in the environment of the gattn binary (io/file.h).
@@ -22,6 +25,12 @@ void arm_fault_injection() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // OpenBLAS fell back to a generic core on a CPU newer than it (util/threads.h): run again with
+  // the core this CPU can run. Should exec fail, the generic core still computes correctly.
+  if (const std::string core = gattn::blas_core_override(); !core.empty()) {
+    ::setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+    ::execv("/proc/self/exe", argv);
+  }
   arm_fault_injection();
   CLI::App app{"gattn: decoder-only transformers with gated attention (Qiu et al. 2025)"};
   app.require_subcommand(1);

@@ -5,6 +5,8 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 
 #include "util/error.h"
 
@@ -31,5 +33,19 @@ int set_num_threads(int threads) {
 int num_threads() { return omp_get_max_threads(); }
 
 std::string blas_core_name() { return openblas_get_corename(); }
+
+std::string blas_core_for(std::string_view core, const CpuFeatures& f) {
+  const bool generic = core == "Prescott" || core == "Core2" || core == "Penryn" ||
+                       core == "Nehalem" || core == "Sandybridge" || core == "Barcelona";
+  if (!generic) return "";
+  if (f.avx512f && f.avx512bw && f.avx512dq && f.avx512vl) return "SkylakeX";
+  if (f.avx2 && f.fma) return "Haswell";
+  return "";
+}
+
+std::string blas_core_override() {
+  if (std::getenv("OPENBLAS_CORETYPE")) return "";
+  return blas_core_for(openblas_get_corename(), cpu_features());
+}
 
 }  // namespace gattn

@@ -1,6 +1,9 @@
 // One thread count for OpenMP loops and OpenBLAS (built for OpenMP, so they share one pool).
 #pragma once
 #include <string>
+#include <string_view>
+
+#include "util/cpu_features.h"
 
 namespace gattn {
 
@@ -9,6 +12,16 @@ int set_num_threads(int threads);
 int available_cores();  // the CPUs this process may run on
 int num_threads();
 std::string blas_core_name();
+
+// The OpenBLAS core this CPU should run where OpenBLAS's own detection, which knows only the CPU
+// models of its release, fell back to a generic one: Debian 12's 0.3.21 takes an Emerald Rapids
+// Xeon (family 6 model 207) for a Prescott, whose sgemm runs 5x slower than its SkylakeX kernels
+// (bench/gemm_rates). "SkylakeX" on a CPU with AVX-512 F/BW/DQ/VL, "Haswell" with AVX2 and FMA;
+// empty where OpenBLAS's choice stands or OPENBLAS_CORETYPE is set. The variable is read once, when
+// OpenBLAS loads: a program sets it and starts itself again (cli/main.cpp).
+std::string blas_core_override();
+// The rule itself: the core for a CPU with `cpu` where OpenBLAS chose `openblas_core`.
+std::string blas_core_for(std::string_view openblas_core, const CpuFeatures& cpu);
 
 // Sets the thread count (when threads > 0) for its lifetime and restores the previous one after.
 class ThreadScope {

@@ -29,7 +29,6 @@ Resumable after any interruption; 1 thread while the other core builds.
 
   experiments/hybrid.py [--threads 1 --jobs 2] [--out runs/experiments/hybrid] [--data D] [--smoke]
 """
-import concurrent.futures
 import json
 import os
 import statistics
@@ -76,10 +75,6 @@ def per_seed_rows(out, rows, seeds):
     return text
 
 
-def contrast(rows, seeds, a, b, key):
-    return stats.paired([rows[(a, s)][key] - rows[(b, s)][key] for s in seeds])
-
-
 def main():
     a = runner.arguments(__doc__, default_seeds=len(SEEDS))
     out = a.out or os.path.join(runner.ROOT, "runs", "experiments", "hybrid" + ("_smoke" if a.smoke else ""))
@@ -94,24 +89,19 @@ def main():
         runner.toy_budget(base)
         seeds = SEEDS[:2]
     analyze_args = ["--sequences", "4" if a.smoke else "64"]
-    def one(arm, s):
-        print(f"== {arm['name']} seed {s}", flush=True)
-        arm_run = dict(arm, model=dict(arm["model"], vocab_size=base["model"]["vocab_size"]))
-        return runner.train_and_analyze(a, base, arm_run, s, out, analyze_args)
-
-    grid = [(arm, s) for s in seeds for arm in ARMS]  # seeds outermost: partial results are paired
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
-        rows = dict(zip([(arm["name"], s) for arm, s in grid], pool.map(lambda job: one(*job), grid)))
+    # The arms' models take the data's vocabulary.
+    arms = [dict(arm, model=dict(arm["model"], vocab_size=base["model"]["vocab_size"])) for arm in ARMS]
+    rows = runner.run_grid(a, base, arms, out, analyze_args, seeds=seeds)
 
     text = f"{base['steps']} steps per run, seeds {seeds[0]}-{seeds[-1]}; per run:\n\n"
     text += per_seed_rows(out, rows, seeds)
-    primary = [(f"{label}: hybrid_g1 − hybrid_none", contrast(rows, seeds, "hybrid_g1", "hybrid_none", key))
+    primary = [(f"{label}: hybrid_g1 − hybrid_none", runner.contrast(rows, seeds, "hybrid_g1", "hybrid_none", key))
                for key, label in (("val_loss", "val loss"), ("m_act", "M-Act"))]
     text += "\n" + stats.paired_table("The primary family", primary)
     adjusted = stats.holm([t["p"] for _, t in primary])
     for (label, t), p in zip(primary, adjusted):
         text += f"- {label}: **{stats.verdict(p, t['mean'], -1)}**\n"
-    scale = [(f"{label}: hybrid_g1 − attention_g1", contrast(rows, seeds, "hybrid_g1", "attention_g1", key))
+    scale = [(f"{label}: hybrid_g1 − attention_g1", runner.contrast(rows, seeds, "hybrid_g1", "attention_g1", key))
              for key, label in (("val_loss", "val loss"), ("m_act", "M-Act"))]
     text += "\n" + stats.paired_table("Hybrid against all attention (descriptive, no verdict)", scale)
     runner.write_summary(out, "hybrid: does G1 matter in a hybrid? (RESULTS.md section 15)", text)

@@ -31,7 +31,6 @@ Resumable after any interruption; 1 thread while the other core builds.
 
   experiments/moe.py [--threads 1 --jobs 1] [--out runs/experiments/moe] [--data D] [--smoke]
 """
-import concurrent.futures
 import json
 import os
 
@@ -84,10 +83,6 @@ def per_seed_rows(out, rows, seeds):
     return text
 
 
-def contrast(rows, seeds, a, b, key):
-    return stats.paired([rows[(a, s)][key] - rows[(b, s)][key] for s in seeds])
-
-
 def main():
     a = runner.arguments(__doc__, default_seeds=len(SEEDS))
     out = a.out or os.path.join(runner.ROOT, "runs", "experiments", "moe" + ("_smoke" if a.smoke else ""))
@@ -103,24 +98,19 @@ def main():
         seeds = SEEDS[:2]
     analyze_args = ["--sequences", "4" if a.smoke else "64"]
 
-    def one(arm, s):
-        print(f"== {arm['name']} seed {s}", flush=True)
-        arm_run = dict(arm, model=dict(arm["model"], vocab_size=base["model"]["vocab_size"]))
-        return runner.train_and_analyze(a, base, arm_run, s, out, analyze_args)
-
-    grid = [(arm, s) for s in seeds for arm in ARMS]  # seeds outermost: partial results are paired
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
-        rows = dict(zip([(arm["name"], s) for arm, s in grid], pool.map(lambda job: one(*job), grid)))
+    # The arms' models take the data's vocabulary.
+    arms = [dict(arm, model=dict(arm["model"], vocab_size=base["model"]["vocab_size"])) for arm in ARMS]
+    rows = runner.run_grid(a, base, arms, out, analyze_args, seeds=seeds)
 
     text = f"{base['steps']} steps per run, seeds {seeds[0]}-{seeds[-1]}; per run:\n\n"
     text += per_seed_rows(out, rows, seeds)
-    primary = [("val loss: moe − dense_active", contrast(rows, seeds, "moe", "dense_active", "val_loss"), -1),
-               ("val loss: moe − dense_total", contrast(rows, seeds, "moe", "dense_total", "val_loss"), +1)]
+    primary = [("val loss: moe − dense_active", runner.contrast(rows, seeds, "moe", "dense_active", "val_loss"), -1),
+               ("val loss: moe − dense_total", runner.contrast(rows, seeds, "moe", "dense_total", "val_loss"), +1)]
     text += "\n" + stats.paired_table("The primary family", [(label, t) for label, t, _ in primary])
     adjusted = stats.holm([t["p"] for _, t, _ in primary])
     for (label, t, direction), p in zip(primary, adjusted):
         text += f"- {label}: **{stats.verdict(p, t['mean'], direction)}**\n"
-    scale = [(f"M-Act: moe − {b}", contrast(rows, seeds, "moe", b, "m_act")) for b in ("dense_active", "dense_total")]
+    scale = [(f"M-Act: moe − {b}", runner.contrast(rows, seeds, "moe", b, "m_act")) for b in ("dense_active", "dense_total")]
     text += "\n" + stats.paired_table("Massive activations (descriptive, no verdict)", scale)
     runner.write_summary(out, "moe: a mixture of experts against dense models (RESULTS.md section 16)", text)
 

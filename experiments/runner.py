@@ -230,14 +230,14 @@ def training_curve_stats(metrics_path, warmup):
             "final_train_loss": losses[-1] if losses else None}
 
 
-def run_grid(a, base_run, variants, out, analyze_args=()):
+def run_grid(a, base_run, variants, out, analyze_args=(), seeds=None):
     """Trains every (variant, seed), --jobs at a time, seeds outermost so that partial results
-    are paired."""
+    are paired. SEEDS: a list (default 0 .. --seeds - 1)."""
     def one(v, seed):
         print(f"== {v['name']} seed {seed}", flush=True)
         return train_and_analyze(a, base_run, v, seed, out, list(analyze_args))
 
-    grid = [(v, seed) for seed in range(a.seeds) for v in variants]
+    grid = [(v, seed) for seed in (range(a.seeds) if seeds is None else seeds) for v in variants]
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs))
     try:
         futures = {(v["name"], seed): pool.submit(one, v, seed) for v, seed in grid}
@@ -251,6 +251,11 @@ def fmt(f, x):
 
 
 PAIRED = [("val_loss", "val loss", 4), ("f_attn", "F-Attn", 4)]  # (key, label, digits)
+
+
+def contrast(rows, seeds, name, baseline, key):
+    """The paired test of name - baseline of KEY over the list SEEDS (every row present)."""
+    return stats.paired([rows[(name, s)][key] - rows[(baseline, s)][key] for s in seeds])
 
 
 def differences(rows, name, baseline, seeds, key):

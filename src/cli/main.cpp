@@ -8,6 +8,8 @@
 #include <exception>
 #include <filesystem>
 #include <new>
+#include <string>
+#include <system_error>
 
 #include "cli/commands.h"
 #include "io/file.h"
@@ -26,10 +28,13 @@ void arm_fault_injection() {
 
 int main(int argc, char** argv) {
   // OpenBLAS fell back to a generic core on a CPU newer than it (util/threads.h): run again with
-  // the core this CPU can run. Should exec fail, the generic core still computes correctly.
+  // the core this CPU can run, from the binary's own path (so ps and pgrep still name it gattn).
+  // Should exec fail, the generic core still computes correctly.
   if (const std::string core = gattn::blas_core_override(); !core.empty()) {
+    std::error_code error;
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe", error).string();
     ::setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
-    ::execv("/proc/self/exe", argv);
+    if (!error) ::execv(self.c_str(), argv);
   }
   arm_fault_injection();
   CLI::App app{"gattn: decoder-only transformers with gated attention (Qiu et al. 2025)"};

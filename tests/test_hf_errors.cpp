@@ -12,6 +12,7 @@
 #include "io/hf_weights.h"
 #include "io/safetensors.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 
 namespace gattn {
 namespace {
@@ -127,6 +128,19 @@ TEST_F(HfErrors, WeightMapFilesMustStayInTheFolder) {
                                   "', which is not a file name inside the model folder"));
     fs::remove_all(m);
   }
+}
+
+// The index of a checkpoint of per-expert tensors (tens of thousands) reads whole and in order.
+TEST(HfIndex, AWeightMapOfSeventyThousandTensorsReadsWhole) {
+  constexpr int kTensors = 70000;
+  json index = {{"metadata", {{"total_size", 0}}}, {"weight_map", json::object()}};
+  for (int i = 0; i < kTensors; ++i)
+    index["weight_map"]["model.layers." + std::to_string(i / 1536) + ".mlp.experts." +
+                        std::to_string(i % 512) + ".proj" + std::to_string(i % 3) + ".weight"] =
+        "model-" + std::to_string(i % 97) + ".safetensors";
+  const auto map = hf_weight_map(parse_json_text(index.dump(), "index.json"), "index.json");
+  ASSERT_EQ(map.size(), size_t(kTensors));
+  for (const auto& [tensor, file] : map) ASSERT_EQ(index["weight_map"][tensor], file) << tensor;
 }
 
 TEST_F(HfErrors, ShapeMismatch) {

@@ -14,6 +14,7 @@
 #include "util/error.h"
 #include "util/json_parse.h"
 #include "util/memory_budget.h"
+#include "util/threads.h"
 
 namespace gattn {
 
@@ -231,7 +232,7 @@ void convert(const TensorView& t, const Job& job, const ParamSink& put, const st
   for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
     const int64_t r1 = std::min(rows, r0 + chunk_rows);
     int64_t bad_row = -1;
-#pragma omp parallel reduction(max : bad_row)
+#pragma omp parallel reduction(max : bad_row) if ((r1 - r0) * cols >= kMinParallelElements)
     {
       std::vector<float> out(cols);
 #pragma omp for schedule(static)

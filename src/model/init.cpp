@@ -5,6 +5,7 @@
 #include <numbers>
 
 #include "util/splitmix64.h"
+#include "util/threads.h"
 
 namespace gattn {
 
@@ -50,7 +51,7 @@ void init_params(float* params, const ParamLayout& layout, uint64_t seed, double
       }
       case Init::normal: {
         const uint64_t key = stream_key(seed, t.name);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (t.numel >= kMinParallelElements)
         for (int64_t i = 0; i < t.numel; ++i) x[i] = float(std * normal_from_key(key, i));
         break;
       }

@@ -1,5 +1,6 @@
 // One thread count for OpenMP loops and OpenBLAS (built for OpenMP, so they share one pool).
 #pragma once
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -12,6 +13,12 @@ int set_num_threads(int threads);
 int available_cores();  // the CPUs this process may run on
 int num_threads();
 std::string blas_core_name();
+
+// Elements below which an elementwise loop runs on one thread (`#pragma omp parallel if (n >=
+// kMinParallelElements)`): starting a team costs more than it saves there, and where the machine's
+// cores are busy each region waits a scheduler time slice for its other threads (loading 72,003
+// tiny tensors took minutes beside two busy processes instead of 3 s).
+constexpr int64_t kMinParallelElements = int64_t(1) << 16;
 
 // The OpenBLAS core this CPU should run where OpenBLAS's own detection, which knows only the CPU
 // models of its release, fell back to a generic one: Debian 12's 0.3.21 takes an Emerald Rapids

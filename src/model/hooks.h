@@ -48,6 +48,19 @@ struct HookEvent {
   HookTensor gate_input, gate_scores;
 };
 
+// The event of a tensor shown at a site that is not a gate's output (no gate fields).
+inline HookEvent tensor_event(int layer, HookSite site, HookTensor tensor, const int32_t* positions,
+                              int seq_len) {
+  return {.layer = layer,
+          .site = site,
+          .tensor = tensor,
+          .positions = positions,
+          .seq_len = seq_len,
+          .gate = nullptr,
+          .gate_input = {},
+          .gate_scores = {}};
+}
+
 class PassHooks {
  public:
   virtual ~PassHooks() = default;

@@ -79,14 +79,9 @@ void forward_blocks(const PassContext& pass, const int32_t* ids, PassBuffers& b)
     w.block(i).forward(pass, *b.activations[i], pass.memory ? pass.memory[i] : nullptr,
                        b.block_input(i), b.block_output(i));
     if (pass.hooks && i % 2 == 1)
-      pass.hooks->on_tensor({.layer = i / 2,
-                             .site = HookSite::layer_output,
-                             .tensor = {b.block_output(i), pass.rows(), C, C},
-                             .positions = pass.positions,
-                             .seq_len = pass.seq_len,
-                             .gate = nullptr,
-                             .gate_input = {},
-                             .gate_scores = {}});
+      pass.hooks->on_tensor(tensor_event(i / 2, HookSite::layer_output,
+                                         {b.block_output(i), pass.rows(), C, C}, pass.positions,
+                                         pass.seq_len));
   }
   ops.next("norms");
   rmsnorm_forward(b.final_out, b.final_rstd, b.last(), w.at(w.layout().final_norm),

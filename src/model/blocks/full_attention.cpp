@@ -202,14 +202,8 @@ class AttentionForward {
 
 void AttentionForward::show(HookSite site, TensorRef x, int cols) const {
   if (!pass_.hooks) return;
-  pass_.hooks->on_tensor({.layer = l_,
-                          .site = site,
-                          .tensor = {x.data, N_, cols, x.ld},
-                          .positions = pass_.positions,
-                          .seq_len = pass_.seq_len,
-                          .gate = nullptr,
-                          .gate_input = {},
-                          .gate_scores = {}});
+  pass_.hooks->on_tensor(
+      tensor_event(l_, site, {x.data, N_, cols, x.ld}, pass_.positions, pass_.seq_len));
 }
 
 void AttentionForward::show_gate(TensorRef in, TensorRef out) const {

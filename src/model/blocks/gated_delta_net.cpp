@@ -196,14 +196,8 @@ void GatedDeltaNet::mix(const PassContext& pass, GatedDeltaNetActivations& a,
 }
 
 void GatedDeltaNet::show(const PassContext& pass, HookSite site, float* data, int cols) const {
-  pass.hooks->on_tensor({.layer = layer_,
-                         .site = site,
-                         .tensor = {data, pass.rows(), cols, cols},
-                         .positions = pass.positions,
-                         .seq_len = pass.seq_len,
-                         .gate = nullptr,
-                         .gate_input = {},
-                         .gate_scores = {}});
+  pass.hooks->on_tensor(
+      tensor_event(layer_, site, {data, pass.rows(), cols, cols}, pass.positions, pass.seq_len));
 }
 
 // y = norm.weight * rmsnorm(core) * silu(z). With hooks: silu(z) made first and shown (an

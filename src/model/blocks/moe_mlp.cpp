@@ -181,14 +181,8 @@ void MoeMlp::shared_forward(const PassContext& pass, MoeMlpActivations& a) const
 }
 
 void MoeMlp::show(const PassContext& pass, HookSite site, float* data, int cols) const {
-  pass.hooks->on_tensor({.layer = layer_,
-                         .site = site,
-                         .tensor = {data, pass.rows(), cols, cols},
-                         .positions = pass.positions,
-                         .seq_len = pass.seq_len,
-                         .gate = nullptr,
-                         .gate_input = {},
-                         .gate_scores = {}});
+  pass.hooks->on_tensor(
+      tensor_event(layer_, site, {data, pass.rows(), cols, cols}, pass.positions, pass.seq_len));
 }
 
 void MoeMlp::backward(const PassContext& pass, const BlockActivations& activations,

@@ -85,22 +85,7 @@ def per_seed_rows(out, rows, seeds):
 
 def main():
     a = runner.arguments(__doc__, default_seeds=len(SEEDS))
-    out = a.out or os.path.join(runner.ROOT, "runs", "experiments", "moe" + ("_smoke" if a.smoke else ""))
-    base = runner.quickstart_run()
-    base["steps"] = STEPS
-    base["eval"] = {"every": STEPS, "windows": 0}  # 0: the whole validation split
-    base["checkpoint"] = {"every": 200, "keep": 1}
-    if a.data:
-        runner.use_data(base, a.data)
-    seeds = SEEDS
-    if a.smoke:
-        runner.toy_budget(base)
-        seeds = SEEDS[:2]
-    analyze_args = ["--sequences", "4" if a.smoke else "64"]
-
-    # The arms' models take the data's vocabulary.
-    arms = [dict(arm, model=dict(arm["model"], vocab_size=base["model"]["vocab_size"])) for arm in ARMS]
-    rows = runner.run_grid(a, base, arms, out, analyze_args, seeds=seeds)
+    out, base, seeds, rows = runner.long_run_grid(a, "moe", ARMS, SEEDS, STEPS)
 
     text = f"{base['steps']} steps per run, seeds {seeds[0]}-{seeds[-1]}; per run:\n\n"
     text += per_seed_rows(out, rows, seeds)

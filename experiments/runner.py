@@ -246,6 +246,26 @@ def run_grid(a, base_run, variants, out, analyze_args=(), seeds=None):
         pool.shutdown(cancel_futures=True)  # after a failed run, start no more
 
 
+def long_run_grid(a, name, arms, seeds, steps):
+    """Sections 15 and 16: every arm trained STEPS steps per seed on the quick start's run (or
+    --data), evaluated once at the end on the whole validation split and analysed on 64 sequences
+    (--smoke: the toy budget, the first two seeds, 4 sequences). The arms' models take the data's
+    vocabulary. Returns (out, base run, seeds, rows)."""
+    out = a.out or os.path.join(ROOT, "runs", "experiments", name + ("_smoke" if a.smoke else ""))
+    base = quickstart_run()
+    base["steps"] = steps
+    base["eval"] = {"every": steps, "windows": 0}  # 0: the whole validation split
+    base["checkpoint"] = {"every": 200, "keep": 1}
+    if a.data:
+        use_data(base, a.data)
+    if a.smoke:
+        toy_budget(base)
+        seeds = seeds[:2]
+    analyze_args = ["--sequences", "4" if a.smoke else "64"]
+    arms = [dict(arm, model=dict(arm["model"], vocab_size=base["model"]["vocab_size"])) for arm in arms]
+    return out, base, seeds, run_grid(a, base, arms, out, analyze_args, seeds=seeds)
+
+
 def fmt(f, x):
     return "–" if x is None else f.format(x)
 

@@ -62,9 +62,17 @@ def router_row(analysis):
 
 
 def last_router_loss(out, arm, seed):
-    path = os.path.join(out, "runs", f"{arm}-s{seed}", "train", "metrics.jsonl")
-    steps = runner.read_metrics(path)
-    return steps[-1].get("router_aux_loss") if steps else None
+    """The load-balancing loss of the run's last step, kept in final_router_loss.json of the run
+    folder: restore_rows.py keeps a run's JSON files, not its training metrics."""
+    folder = os.path.join(out, "runs", f"{arm}-s{seed}")
+    kept = os.path.join(folder, "final_router_loss.json")
+    if not os.path.exists(kept):
+        steps = runner.read_metrics(os.path.join(folder, "train", "metrics.jsonl"))
+        with open(kept + ".partial", "w") as f:
+            json.dump({"router_aux_loss": steps[-1].get("router_aux_loss") if steps else None}, f)
+        os.replace(kept + ".partial", kept)
+    with open(kept) as f:
+        return json.load(f)["router_aux_loss"]
 
 
 def per_seed_rows(out, rows, seeds):

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "util/threads.h"
-
 namespace gattn {
 
 AdamW::AdamW(const ParamLayout& layout, const AdamWOptions& options)
@@ -30,7 +28,7 @@ void AdamW::step(Weights& weights, const Gradients& grads, double lr) {
     const float* g = grads.data() + t.offset;
     float* m = m_.data() + t.offset;
     float* v = v_.data() + t.offset;
-#pragma omp parallel for schedule(static) if (t.numel >= kMinParallelElements)
+#pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < t.numel; ++i) {
       p[i] *= keep;
       m[i] += b1_weight * (g[i] - m[i]);  // torch: exp_avg.lerp_(grad, 1 - beta1)

@@ -102,7 +102,8 @@ def write_gguf(folder, path, dtype):
     theta = c.get("rope_theta", c.get("rope_parameters", {}).get("rope_theta", 10000.0))
     w.add_rope_freq_base(float(theta))
     w.add_layer_norm_rms_eps(float(c.get("rms_norm_eps", 1e-6)))
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_BF16 if dtype == "bf16" else gguf.LlamaFileType.ALL_F32)
+    w.add_file_type({"bf16": gguf.LlamaFileType.MOSTLY_BF16, "f16": gguf.LlamaFileType.MOSTLY_F16}.get(
+        dtype, gguf.LlamaFileType.ALL_F32))
     vocab = c["vocab_size"]
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("qwen2")
@@ -112,9 +113,9 @@ def write_gguf(folder, path, dtype):
     w.add_bos_token_id(0)
     w.add_eos_token_id(1)
     for name, value in read_safetensors(folder).items():
-        if value.ndim >= 2 and dtype == "bf16":
-            w.add_tensor(gguf_name(name), gguf.quants.quantize(value, gguf.GGMLQuantizationType.BF16),
-                         raw_dtype=gguf.GGMLQuantizationType.BF16)
+        if value.ndim >= 2 and dtype in ("bf16", "f16"):
+            qtype = gguf.GGMLQuantizationType.BF16 if dtype == "bf16" else gguf.GGMLQuantizationType.F16
+            w.add_tensor(gguf_name(name), gguf.quants.quantize(value, qtype), raw_dtype=qtype)
         else:
             w.add_tensor(gguf_name(name), value)
     w.write_header_to_file()

@@ -6,13 +6,13 @@
 #   scripts/fuzz.sh [SECONDS (default 60)] [TARGET...]   targets: safetensors config run_config
 #                                                         tokenizer_json shard hf_config hf_index
 #                                                         openai_request training_state chat_template
-#                                                         http_request jinja
+#                                                         http_request jinja gguf
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(safetensors config run_config tokenizer_json shard hf_config hf_index openai_request training_state chat_template http_request jinja)
+((${#targets[@]})) || targets=(safetensors config run_config tokenizer_json shard hf_config hf_index openai_request training_state chat_template http_request jinja gguf)
 
 cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DGATTN_FUZZ=ON >/dev/null

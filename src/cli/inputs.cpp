@@ -10,6 +10,7 @@
 
 #include "cli/stderr_log.h"
 #include "io/checkpoint.h"
+#include "io/gguf_model.h"
 #include "io/hf_weights.h"
 #include "train/prepare_data.h"
 #include "train/train_checkpoint.h"
@@ -83,6 +84,10 @@ std::unique_ptr<Weights> load_inference_model(const std::string& path, const std
 
 Tokenizer load_model_tokenizer(const std::string& flag, const std::string& folder) {
   if (!flag.empty()) return Tokenizer::load(flag);
+  if (is_gguf_file(folder))
+    fail(folder,
+         ": gattn does not read a GGUF file's tokenizer (tokenizer.ggml.*) yet; pass "
+         "--tokenizer with the model's tokenizer.json");
   const std::string beside = folder + "/tokenizer.json";
   if (fs::exists(beside)) return Tokenizer::load(beside);
   fail(folder, ": no tokenizer.json in the checkpoint folder; pass --tokenizer");

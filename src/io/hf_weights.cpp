@@ -10,6 +10,7 @@
 
 #include "io/checkpoint.h"
 #include "io/file.h"
+#include "io/gguf_model.h"
 #include "io/safetensors.h"
 #include "util/error.h"
 #include "util/json_parse.h"
@@ -443,6 +444,7 @@ void load_hf_weights(const HfModelInfo& info, const ParamLayout& layout, float* 
 
 std::unique_ptr<Weights> load_any_model(const std::string& folder, LogSink& log,
                                         WeightDtype storage, bool map) {
+  if (is_gguf_file(folder)) return load_gguf_model(folder, log, storage);
   if (!is_hf_model_folder(folder)) return load_model(folder, storage);
   const HfModelInfo info = read_hf_model_info(folder);
   for (const std::string& note : info.notes) log.note(note);

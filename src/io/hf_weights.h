@@ -44,7 +44,8 @@ std::string hf_checkpoint_name(const std::string& ours, const HfModelInfo& info)
 void load_hf_weights(const HfModelInfo& info, const ParamLayout& layout, float* dest,
                      LogSink& log = discard_log());
 
-// A gattn checkpoint (docs/MODEL.md) or a Hugging Face folder (is_hf_model_folder); notes (fields
+// A gattn checkpoint (docs/MODEL.md), a Hugging Face folder (is_hf_model_folder) or a llama.cpp
+// GGUF file (io/gguf_model.h; f32 and bf16 storage, map_experts unused); notes (fields
 // and tensors read but not used) go to `log`. storage: Weights' storage (bf16: read straight into
 // bf16, no f32 copy). map_experts (bf16 storage of a Hugging Face folder): the experts the files
 // hold in bf16, in the layout's order, are read from the mapped files (Weights::map_bf16), not

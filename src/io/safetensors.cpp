@@ -13,6 +13,7 @@
 #include "io/file.h"
 #include "util/checksum.h"
 #include "util/error.h"
+#include "util/fp16.h"
 #include "util/json_parse.h"
 
 namespace gattn {
@@ -28,30 +29,6 @@ const std::pair<const char*, Dtype> kDtypes[] = {
     {"F64", Dtype::F64}, {"F32", Dtype::F32},  {"F16", Dtype::F16}, {"BF16", Dtype::BF16},
     {"I64", Dtype::I64}, {"I32", Dtype::I32},  {"I16", Dtype::I16}, {"I8", Dtype::I8},
     {"U8", Dtype::U8},   {"BOOL", Dtype::BOOL}};
-
-float half_to_float(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000) << 16;
-  const int exponent = (h >> 10) & 0x1f;
-  uint32_t mantissa = h & 0x3ff;
-  uint32_t bits;
-  if (exponent == 0x1f) {
-    bits = sign | 0x7f800000u | (mantissa << 13);  // inf or nan
-  } else if (exponent != 0) {
-    bits = sign | (uint32_t(exponent - 15 + 127) << 23) | (mantissa << 13);
-  } else if (mantissa == 0) {
-    bits = sign;
-  } else {  // subnormal: normalise
-    int e = -1;
-    do {
-      ++e;
-      mantissa <<= 1;
-    } while (!(mantissa & 0x400));
-    bits = sign | (uint32_t(127 - 15 - e) << 23) | ((mantissa & 0x3ff) << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
 
 uint64_t byte_size(const TensorToWrite& t) {
   uint64_t bytes = dtype_bytes(t.dtype);

@@ -1,0 +1,61 @@
+// llama.cpp's quantized block formats as GGUF files store them (ggml-common.h), and a scalar
+// dequantizer per format: the reference the quantized dot-product kernels are checked against.
+//   Q8_0: 32 values = d * q, q int8, d fp16.                                  34 bytes
+//   Q4_0: 32 values = d * (q - 8), q 4 bits (values j and j + 16 share byte j).  18 bytes
+//   Q4_K: 256 values in 8 sub-blocks of 32 = d * s_j * q - dmin * m_j, q 4 bits, s_j and m_j
+//         6 bits packed in 12 bytes, d and dmin fp16.                         144 bytes
+//   Q6_K: 256 values in 16 sub-blocks of 16 = d * s_j * (q - 32), q 6 bits (4 low in ql, 2 high
+//         in qh), s_j int8, d fp16.                                           210 bytes
+//   Q8_K: 256 values = d * q, q int8, d float, and the sums of each 16 q's: the activations' form
+//         for the K-quant dot products.                                       292 bytes
+#pragma once
+#include <cstdint>
+
+namespace gattn::ggml {
+
+constexpr int kQ8_0Values = 32, kQ4_0Values = 32, kKValues = 256;
+
+struct BlockQ8_0 {
+  uint16_t d;
+  int8_t qs[32];
+};
+struct BlockQ4_0 {
+  uint16_t d;
+  uint8_t qs[16];
+};
+struct BlockQ4_K {
+  uint16_t d, dmin;
+  uint8_t scales[12];
+  uint8_t qs[128];
+};
+struct BlockQ6_K {
+  uint8_t ql[128];
+  uint8_t qh[64];
+  int8_t scales[16];
+  uint16_t d;
+};
+struct BlockQ8_K {
+  float d;
+  int8_t qs[256];
+  int16_t bsums[16];
+};
+static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_K) == 144 &&
+              sizeof(BlockQ6_K) == 210 && sizeof(BlockQ8_K) == 292);
+
+// Sub-block j's 6-bit scale and min of a Q4_K block (llama.cpp's get_scale_min_k4).
+inline void q4_k_scale_min(int j, const uint8_t* scales, uint8_t* scale, uint8_t* min) {
+  if (j < 4) {
+    *scale = scales[j] & 63;
+    *min = scales[j + 4] & 63;
+  } else {
+    *scale = (scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4);
+    *min = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
+  }
+}
+
+// `n` values of a row of ggml type `type` (GgmlType id: f32, f16, bf16, q8_0, q4_0, q4_K, q6_K)
+// starting at `row` (unaligned), as llama.cpp's dequantize_row_* computes them. n must be a whole
+// number of the type's blocks; other types are an InternalError (the reader refuses them first).
+void dequantize_row(uint32_t type, const uint8_t* row, int64_t n, float* out);
+
+}  // namespace gattn::ggml

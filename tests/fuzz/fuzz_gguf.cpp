@@ -1,0 +1,20 @@
+// Fuzz target: a GGUF file (header, metadata, tensor infos, offsets) read, and every metadata
+// value asked for through the typed getters.
+#include "fuzz_input.h"
+#include "io/gguf.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return gattn::fuzz::expect_only_errors([&] {
+    const gattn::GgufReader reader(gattn::fuzz::input_file(data, size));
+    for (const auto& entry : reader.metadata()) {
+      const std::string& key = entry.first;
+      gattn::fuzz::expect_only_errors([&] { reader.get_int(key); });
+      gattn::fuzz::expect_only_errors([&] { reader.get_string(key); });
+      gattn::fuzz::expect_only_errors([&] { reader.get_ints(key); });
+      gattn::fuzz::expect_only_errors([&] { reader.get_floats(key); });
+    }
+    volatile uint8_t sink = 0;
+    for (const gattn::GgufTensor& t : reader.tensors())
+      if (t.bytes > 0) sink = sink + t.data[t.bytes - 1];  // the last byte is inside the file
+  });
+}

@@ -1,6 +1,7 @@
-"""gattn against Hugging Face transformers' generate on PyTorch: the same Qwen3 model (random
-weights written once by save_pretrained and loaded by both), the same prompt length, tokens to
-generate, threads and weight dtype; rounds alternate between the two (the machine is shared and
+"""gattn against Hugging Face transformers' generate on PyTorch: the same model (a Qwen3 with random
+weights written once by save_pretrained from --config, or any Hugging Face folder given by --folder,
+e.g. `gattn export --format qwen3_5` of configs/bench/moe_3b.json), the same prompt length, tokens
+to generate, threads and weight dtype; rounds alternate between the two (the machine is shared and
 noisy) and the medians are compared.
 
 gattn: build/gattn_bench_decode on the folder (prefill of PROMPT tokens, then greedy decode
@@ -8,8 +9,8 @@ through its KV cache). transformers: prefill = generate(max_new_tokens=1); decod
 (generate(max_new_tokens=N, min_new_tokens=N) - prefill) / (N - 1), greedy, its KV cache.
 
 usage (the reference venv has torch and transformers):
-  tools/reference/.venv-hf/bin/python bench/compare_decode.py [--config configs/bench/qwen3_0.6b.json]
-      [--prompt 512] [--generate 128] [--threads 1] [--rounds 3] [--dtype f32|bf16]
+  tools/reference/.venv/bin/python bench/compare_decode.py [--config configs/bench/qwen3_0.6b.json
+      | --folder DIR] [--prompt 512] [--generate 128] [--threads 1] [--rounds 3] [--dtype f32|bf16]
 """
 import argparse
 import json
@@ -21,7 +22,7 @@ import time
 
 import torch
 from bench_decode import add_decode_args, run_gattn
-from transformers import Qwen3Config, Qwen3ForCausalLM
+from transformers import AutoModelForCausalLM, Qwen3Config, Qwen3ForCausalLM
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -60,13 +61,17 @@ def time_transformers(model, ids, args):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--config", default=os.path.join(ROOT, "configs/bench/qwen3_0.6b.json"))
+    p.add_argument("--folder", help="a Hugging Face folder both engines load (instead of --config)")
     add_decode_args(p)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     dtype = torch.float32 if args.dtype == "f32" else torch.bfloat16
-    folder = tempfile.mkdtemp(prefix="gattn_compare_decode_")
+    folder = args.folder or tempfile.mkdtemp(prefix="gattn_compare_decode_")
     try:
-        model = make_model(args.config, folder, dtype)
+        if args.folder:
+            model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype).eval()
+        else:
+            model = make_model(args.config, folder, dtype)
         ids = torch.randint(0, model.config.vocab_size, (1, args.prompt),
                             generator=torch.Generator().manual_seed(1))
         results = {"gattn": [], "transformers": []}
@@ -86,7 +91,7 @@ def main():
                for who, v in results.items()}
         print(f"\nmedians over {args.rounds} alternated rounds, {args.threads} thread(s), "
               f"{args.dtype} weights, prompt {args.prompt}, generate {args.generate}, "
-              f"torch {torch.__version__}")
+              f"{type(model).__name__}, torch {torch.__version__}")
         print("| engine | prefill tok/s | decode tok/s |")
         print("|---|---|---|")
         for who, (prefill, decode) in med.items():
@@ -95,7 +100,8 @@ def main():
         print(f"gattn / transformers: prefill {g[0] / t[0]:.2f}x, decode {g[1] / t[1]:.2f}x; "
               f"gattn decode = {100 * g[1] / bound:.0f}% of its bandwidth bound {bound:.2f} tok/s")
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        if not args.folder:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -5,12 +5,15 @@
 //   gattn_bench_decode CONFIG|FOLDER [GATE_JSON] [PROMPT=512] [GENERATE=128] [THREADS=0: all]
 //   [ROUNDS=3]
 //                      [DTYPE=f32|bf16|bf16-gemm] [--profile] [--slots N] [--kv-bf16]
+//                      [--copy-experts]
 // DTYPE bf16: weights stored as bf16, prefill on fp32 panels widened from them; bf16-gemm: the
 // same weights, prefill on the CPU's bf16 GEMM (GemmPrecision::bf16); with --slots, decode passes
 // as the server runs them (more than 8 rows on the bf16 GEMM, gattn::inference_exec). A FOLDER is
 // read straight into the dtype's storage. --rss: no bandwidth or sgemm probe (their buffers);
 // prints the process's peak resident memory against the plan (parameter bytes + decode memory +
 // working set).
+// --copy-experts: a folder's bf16 experts read into the weights' own buffer instead of mapped
+// from the files (load_any_model's map_experts false).
 // --kv-bf16: the KV cache in bf16 (CacheDtype::bf16). Prints one line per round and the medians;
 // --profile adds the decode time per op and token.
 // --slots N (a server's concurrent requests): each round decodes one sequence alone, then N
@@ -207,13 +210,15 @@ void compare_slots(const gattn::Weights& weights, const gattn::ExecContext& exec
 
 int main(int argc, char** argv) {
   // The flags follow the positional arguments.
-  bool profile = false, rss = false, kv_bf16 = false;
+  bool profile = false, rss = false, kv_bf16 = false, copy_experts = false;
   int slots = 0;
   int positional = argc;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--profile" || arg == "--slots" || arg == "--rss" || arg == "--kv-bf16")
+    if (arg == "--profile" || arg == "--slots" || arg == "--rss" || arg == "--kv-bf16" ||
+        arg == "--copy-experts")
       positional = std::min(positional, i);
+    if (arg == "--copy-experts") copy_experts = true;
     if (arg == "--profile") profile = true;
     if (arg == "--rss") rss = true;
     if (arg == "--kv-bf16") kv_bf16 = true;
@@ -223,7 +228,7 @@ int main(int argc, char** argv) {
   if (argc < 2 || slots < 0) {
     std::fprintf(stderr,
                  "usage: gattn_bench_decode CONFIG [GATE_JSON] [PROMPT] [GENERATE] [THREADS] "
-                 "[ROUNDS] [f32|bf16] [--profile] [--slots N] [--kv-bf16]\n");
+                 "[ROUNDS] [f32|bf16] [--profile] [--slots N] [--kv-bf16] [--copy-experts]\n");
     return 2;
   }
   try {
@@ -242,7 +247,8 @@ int main(int argc, char** argv) {
     const bool bf16 = dtype == "bf16" || dtype == "bf16-gemm";
     if (std::filesystem::is_directory(argv[1])) {
       model = gattn::load_any_model(argv[1], gattn::discard_log(),
-                                    bf16 ? gattn::WeightDtype::bf16 : gattn::WeightDtype::f32);
+                                    bf16 ? gattn::WeightDtype::bf16 : gattn::WeightDtype::f32,
+                                    !copy_experts);
     } else {
       model = std::make_unique<gattn::Weights>(gattn::load_config(argv[1], gate));
       model->init(1);

@@ -10,6 +10,7 @@
 #include "ops/matmul.h"
 #include "ops/mlp.h"
 #include "ops/rmsnorm.h"
+#include "ops/small_batch_linear.h"
 
 namespace gattn {
 
@@ -120,6 +121,7 @@ void MoeMlp::forward(const PassContext& pass, BlockActivations& activations, Dec
   group_by_expert(a.groups, a.choice.data(), route_shape(N));
   if (pass.router_balance) pass.router_balance->add_rows(a.probs, a.choice.data(), N, c_.moe.top_k);
   if (pass.hooks) show(pass, HookSite::router_probs, a.probs, E);
+  ops.next(nullptr);  // the experts' and shared expert's sections are their own
   experts_forward(pass, a);
   if (c_.moe.shared_intermediate > 0) shared_forward(pass, a);
   ops.next("residual (and sandwich norm, clip)");
@@ -138,14 +140,32 @@ void MoeMlp::experts_forward(const PassContext& pass, MoeMlpActivations& a) cons
       w.will_need(p_.experts + e * p_.expert_stride, 2 * int64_t(I) * C);
       w.will_need(p_.expert_down(e), int64_t(C) * I);
     }
-  for (int e = 0; e < E; ++e) {
+  std::vector<int> chosen;  // the experts some token chose (one no token chose is not read)
+  int most_rows = 0;
+  for (int e = 0; e < E; ++e)
+    if (g.start[e + 1] > g.start[e]) {
+      chosen.push_back(e);
+      most_rows = std::max(most_rows, g.start[e + 1] - g.start[e]);
+    }
+  auto run_expert = [&](int e, OpSections& sections) {
     const int r0 = g.start[e], n = g.start[e + 1] - r0;
-    if (n == 0) continue;  // an expert no token chose is not read
-    ops.next("experts' gather");
+    sections.next("experts' gather");
     gather_rows(a.gathered, a.normed, g, r0, r0 + n, C);
     swiglu_mlp_forward(pass, expert(e), a.gathered + int64_t(r0) * C, n,
                        a.gate_up + int64_t(r0) * 2 * I, a.act + int64_t(r0) * I,
-                       a.expert_out + int64_t(r0) * C, ops);
+                       a.expert_out + int64_t(r0) * C, sections);
+  };
+  if (most_rows <= kSmallBatchRows && chosen.size() > 1) {
+    // A decode step: each expert's few rows go through the small-batch kernel, whose products
+    // are the same whatever the threads (ops/small_batch_linear.h). The threads take whole
+    // experts (their rows are disjoint), one parallel region a layer instead of two an expert:
+    // each thread streams its experts' matrices back to back.
+    ops.next("experts (one a thread)");
+    OpSections unprofiled(nullptr);
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < chosen.size(); ++i) run_expert(chosen[i], unprofiled);
+  } else {
+    for (int e : chosen) run_expert(e, ops);
   }
   ops.next("experts' weighted sum");
   for (int t = 0; t < N; ++t) {

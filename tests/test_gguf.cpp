@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "infer/gguf_tokenizer.h"
 #include "io/gguf.h"
 #include "io/gguf_model.h"
 #include "io/hf_weights.h"
@@ -174,6 +175,39 @@ TEST(GgufModel, TensorNamesMapToHuggingFacesNames) {
   EXPECT_EQ(hf_name_of_gguf_tensor("rope_freqs.weight"), "");
 }
 
+// A GGUF file's tokenizer.ggml.* metadata, written as llama.cpp's converter writes it from a
+// tokenizer.json, encodes every edge case into the ids Hugging Face `tokenizers` gives for that
+// tokenizer.json (tools/reference/make_gguf_fixtures.py), and decodes them back.
+class GgufTokenizer : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(GgufTokenizer, EncodesAsHuggingFaceEncodesTheTokenizerItWasWrittenFrom) {
+  const std::string dir = std::string(GATTN_FIXTURE_DIR) + "/gguf/";
+  std::ifstream in(dir + "tokenizer_expected.json");
+  const nlohmann::json want = nlohmann::json::parse(in);
+  const Tokenizer t = gguf_tokenizer(dir + "tokenizer_" + GetParam() + ".gguf");
+  const auto texts = want["texts"].get<std::vector<std::string>>();
+  const auto ids = want[GetParam()].get<std::vector<std::vector<uint32_t>>>();
+  ASSERT_EQ(texts.size(), ids.size());
+  ASSERT_GT(texts.size(), 40u);
+  for (size_t i = 0; i < texts.size(); ++i) {
+    EXPECT_EQ(t.encode(texts[i]), ids[i]) << GetParam() << ": " << texts[i];
+    if (std::string(GetParam()) == "gpt2") EXPECT_EQ(t.decode(ids[i]), texts[i]);  // no NFC
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Pretokenizers, GgufTokenizer,
+                         ::testing::Values("qwen2", "qwen35", "gpt2"));
+
+TEST(GgufTokenizerErrors, OtherModelsAndPretokenizersAreNamed) {
+  try {
+    gguf_tokenizer(kFixture + ".gguf");  // no tokenizer metadata
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'tokenizer.ggml.model' is missing"), std::string::npos)
+        << e.what();
+  }
+}
+
 // Writes GGUF files byte by byte, so a test can say exactly which claim is false.
 class GgufBytes {
  public:
@@ -189,6 +223,7 @@ class GgufBytes {
     return u32(version).u64(tensors).u64(values);
   }
   GgufBytes& kv_u32(const std::string& key, uint32_t v) { return str(key).u32(4).u32(v); }
+  GgufBytes& kv_str(const std::string& key, const std::string& v) { return str(key).u32(8).str(v); }
   GgufBytes& tensor(const std::string& name, std::vector<int64_t> shape, uint32_t type,
                     uint64_t offset) {
     str(name).u32(uint32_t(shape.size()));
@@ -278,6 +313,43 @@ TEST_F(GgufErrors, EveryFalseClaimIsNamed) {
          "starts at data offset 16, expected 32");
   expect(GgufBytes().header(3, 1, 0).tensor("w", {64}, 0, 0).pad_to(32).zeros(255),
          "runs past the end of the file");
+}
+
+TEST_F(GgufErrors, TokenizersGattnCannotReproduceAreNamed) {
+  const auto message = [&](const GgufBytes& f) {
+    const std::string p = path("tok.gguf");
+    std::ofstream(p, std::ios::binary) << f.bytes();
+    try {
+      gguf_tokenizer(p);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message(GgufBytes().header(3, 0, 1).kv_str("tokenizer.ggml.model", "llama"))
+                .find("tokenizer.ggml.model is 'llama'"),
+            std::string::npos);
+  EXPECT_NE(message(GgufBytes()
+                        .header(3, 0, 2)
+                        .kv_str("tokenizer.ggml.model", "gpt2")
+                        .kv_str("tokenizer.ggml.pre", "llama-bpe"))
+                .find("tokenizer.ggml.pre is 'llama-bpe'"),
+            std::string::npos);
+  EXPECT_NE(message(GgufBytes()
+                        .header(3, 0, 4)
+                        .kv_str("tokenizer.ggml.model", "gpt2")
+                        .kv_str("tokenizer.ggml.pre", "qwen2")
+                        .str("tokenizer.ggml.tokens")
+                        .u32(9)
+                        .u32(8)
+                        .u64(0)
+                        .str("tokenizer.ggml.merges")
+                        .u32(9)
+                        .u32(8)
+                        .u64(1)
+                        .str("ab"))
+                .find("not two tokens split by a space"),
+            std::string::npos);
 }
 
 }  // namespace

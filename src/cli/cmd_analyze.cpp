@@ -46,8 +46,9 @@ void add_analyze_command(CLI::App& app) {
   static AnalysisOptions o;
   static bool no_bos = false;
   static int threads = 0;
-  cmd->add_option("--checkpoint", checkpoint,
-                  "checkpoint folder, run folder (its newest) or Hugging Face model folder")
+  cmd->add_option(
+         "--checkpoint", checkpoint,
+         "checkpoint folder, run folder (its newest), Hugging Face model folder or GGUF file")
       ->required();
   cmd->add_option("--data", data, "a token shard, or text files / folders / .jsonl")->required();
   cmd->add_option("--tokenizer", tokenizer_path, "tokenizer.json (needed for text)");

@@ -17,8 +17,9 @@ void add_eval_command(CLI::App& app) {
   static std::vector<std::string> data, intervene;
   static int seq = 256, batch = 8, threads = 0;
   static int64_t windows = 0;
-  cmd->add_option("--checkpoint", checkpoint,
-                  "checkpoint folder, run folder (its newest) or Hugging Face model folder")
+  cmd->add_option(
+         "--checkpoint", checkpoint,
+         "checkpoint folder, run folder (its newest), Hugging Face model folder or GGUF file")
       ->required();
   cmd->add_option("--data", data, "a token shard, or text files / folders / .jsonl")->required();
   cmd->add_option("--tokenizer", tokenizer_path,

@@ -30,8 +30,9 @@ void add_generate_command(CLI::App& app) {
       app.add_subcommand("generate", "Generate text from a checkpoint (KV cache, sampling)");
   static GenerateFlags f;
   GenerateOptions& o = f.options;
-  cmd->add_option("--checkpoint", f.checkpoint,
-                  "checkpoint folder, run folder (its newest) or Hugging Face model folder")
+  cmd->add_option(
+         "--checkpoint", f.checkpoint,
+         "checkpoint folder, run folder (its newest), Hugging Face model folder or GGUF file")
       ->required();
   cmd->add_option("--tokenizer", f.tokenizer, "tokenizer.json (default: the checkpoint's)");
   auto* prompt = cmd->add_option("--prompt", f.prompt, "the prompt text");

@@ -18,8 +18,9 @@ void add_passkey_command(CLI::App& app) {
   static std::vector<int> lengths = {256, 512, 1024};
   static int trials = 20, threads = 0;
   static uint64_t seed = 0;
-  cmd->add_option("--checkpoint", checkpoint,
-                  "checkpoint folder, run folder (its newest) or Hugging Face model folder")
+  cmd->add_option(
+         "--checkpoint", checkpoint,
+         "checkpoint folder, run folder (its newest), Hugging Face model folder or GGUF file")
       ->required();
   cmd->add_option("--tokenizer", tokenizer_path, "the model's tokenizer.json")->required();
   cmd->add_option("--lengths", lengths, "prompt lengths in tokens")

@@ -89,8 +89,9 @@ void add_serve_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("serve", "An OpenAI-compatible HTTP server for a checkpoint");
   static ServeFlags f;
   ServeOptions& o = f.options;
-  cmd->add_option("--checkpoint", f.checkpoint,
-                  "checkpoint folder, run folder (its newest) or Hugging Face model folder")
+  cmd->add_option(
+         "--checkpoint", f.checkpoint,
+         "checkpoint folder, run folder (its newest), Hugging Face model folder or GGUF file")
       ->required();
   cmd->add_option("--tokenizer", f.tokenizer, "tokenizer.json (default: the checkpoint's)");
   cmd->add_option("--host", f.host, "address to listen on")->capture_default_str();

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "cli/stderr_log.h"
+#include "infer/gguf_tokenizer.h"
 #include "io/checkpoint.h"
 #include "io/gguf_model.h"
 #include "io/hf_weights.h"
@@ -84,10 +85,7 @@ std::unique_ptr<Weights> load_inference_model(const std::string& path, const std
 
 Tokenizer load_model_tokenizer(const std::string& flag, const std::string& folder) {
   if (!flag.empty()) return Tokenizer::load(flag);
-  if (is_gguf_file(folder))
-    fail(folder,
-         ": gattn does not read a GGUF file's tokenizer (tokenizer.ggml.*) yet; pass "
-         "--tokenizer with the model's tokenizer.json");
+  if (is_gguf_file(folder)) return gguf_tokenizer(folder);
   const std::string beside = folder + "/tokenizer.json";
   if (fs::exists(beside)) return Tokenizer::load(beside);
   fail(folder, ": no tokenizer.json in the checkpoint folder; pass --tokenizer");

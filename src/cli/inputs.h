@@ -35,7 +35,8 @@ CacheDtype cache_dtype(const std::string& dtype);
 std::unique_ptr<Weights> load_inference_model(const std::string& path, const std::string& dtype,
                                               std::string& folder);
 
-// The tokenizer `flag` names, else the tokenizer.json in the model's folder.
+// The tokenizer `flag` names, else the tokenizer.json in the model's folder (a GGUF file: the
+// tokenizer in its metadata, infer/gguf_tokenizer.h).
 Tokenizer load_model_tokenizer(const std::string& flag, const std::string& folder);
 
 // The same weights with a context of at least `positions` and, when rope_scaling_json is not

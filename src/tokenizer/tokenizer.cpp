@@ -201,6 +201,10 @@ Tokenizer Tokenizer::load(const std::string& path) {
   return Tokenizer(std::make_shared<const Impl>(read_tokenizer_json(path)));
 }
 
+Tokenizer Tokenizer::from_spec(TokenizerSpec spec) {
+  return Tokenizer(std::make_shared<const Impl>(std::move(spec)));
+}
+
 void Tokenizer::save(const std::string& path) const {
   const std::string text = tokenizer_json_text(impl_->spec);
   write_text_file_atomically(path, text);

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "tokenizer/tokenizer_spec.h"
+
 namespace gattn {
 
 // Qwen2's pre-tokenizer regex: contractions, letters with one leading non-letter, single digits,
@@ -47,6 +49,9 @@ class Tokenizer {
   // A Hugging Face tokenizer.json with a byte-level BPE model; anything it cannot reproduce
   // exactly is rejected with an error naming the file and the field.
   static Tokenizer load(const std::string& path);
+  // A tokenizer made of `spec` (e.g. one read from a GGUF file's metadata), checked as load()
+  // checks a file's, errors naming spec.origin.
+  static Tokenizer from_spec(TokenizerSpec spec);
   // Writes tokenizer.json (readable by HF `tokenizers`) atomically.
   void save(const std::string& path) const;
   // A checksum of what save() writes: equal for tokenizers that encode alike, whatever the file's

@@ -1,7 +1,9 @@
-// Fuzz target: a GGUF file (header, metadata, tensor infos, offsets) read, and every metadata
-// value asked for through the typed getters.
+// Fuzz target: a GGUF file (header, metadata, tensor infos, offsets) read; every metadata value
+// asked for through the typed getters; the qwen3 config and the tokenizer its metadata describe.
 #include "fuzz_input.h"
+#include "infer/gguf_tokenizer.h"
 #include "io/gguf.h"
+#include "io/gguf_model.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return gattn::fuzz::expect_only_errors([&] {
@@ -16,5 +18,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     volatile uint8_t sink = 0;
     for (const gattn::GgufTensor& t : reader.tensors())
       if (t.bytes > 0) sink = sink + t.data[t.bytes - 1];  // the last byte is inside the file
+    gattn::fuzz::expect_only_errors([&] { gattn::gguf_config(reader); });
+    gattn::fuzz::expect_only_errors([&] {
+      const gattn::Tokenizer t = gattn::Tokenizer::from_spec(gattn::gguf_tokenizer_spec(reader));
+      t.decode(t.encode("Hello, world! 1234 ünïcode <|endoftext|>"));
+    });
   });
 }

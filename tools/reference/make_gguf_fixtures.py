@@ -8,6 +8,13 @@ dequantizers; pinned: gguf==0.19.0), the GGUF reader's outside reference:
   quantize) as seeded random blocks with their scales replaced by finite halves.
 - reader.json: what gguf's reader reads back: each metadata value, each tensor's type, shape,
   data offset and byte count, and its values as gguf's dequantizer gives them (float32).
+- tokenizer_{qwen2,qwen35,gpt2}.gguf: a tokenizer.json (qwen2, qwen35: 700-token BPEs trained here
+  by HF `tokenizers` as Qwen's are made, NFC and Qwen2's or Qwen3.5's regex; gpt2:
+  tests/fixtures/tokenizer/hf_gpt2_style.json, ByteLevel's GPT-2 regex) in a GGUF file's
+  tokenizer.ggml.* metadata as llama.cpp's converter writes it (tokens
+  by id, added special tokens CONTROL, other added tokens USER_DEFINED, merges "a b", the
+  pre-tokenizer's name), and tokenizer_expected.json: Hugging Face `tokenizers`' ids of every line
+  of tests/fixtures/tokenizer/edge_cases.txt under each tokenizer.json (the outside reference).
 - qwen3_{f32,f16,bf16}.gguf: tests/fixtures/hf/qwen3_f32 (a tiny Qwen3 saved by transformers)
   written by bench/compare_llama_cpp.py's qwen3 writer (PyPI gguf; llama.cpp's tensor names, its
   metadata keys, a placeholder vocabulary): matrices in F32, F16 or BF16, norms in F32.
@@ -48,8 +55,80 @@ def k_quant_blocks(qtype, rows, cols, seed):
     return finite_half_scales(raw, offsets).reshape(rows, cols // block_values * block_bytes)
 
 
+QWEN35_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}|"
+                r" ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
+def trained_nfc_bpe(texts, regex):
+    """A byte-level BPE of 700 tokens trained by HF `tokenizers` on the texts, as Qwen's
+    tokenizer.json is made: NFC, a Split on `regex`, ByteLevel without its own regex; special
+    <|endoftext|>, added non-special <think>. Merges across letters and marks make the two Qwen
+    regexes give different ids."""
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+    t = Tokenizer(models.BPE())
+    t.normalizer = normalizers.NFC()
+    t.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(regex), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    t.decoder = decoders.ByteLevel()
+    t.train_from_iterator(texts * 3, trainers.BpeTrainer(
+        vocab_size=700, special_tokens=["<|endoftext|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+    t.add_tokens(["<think>"])
+    return json.loads(t.to_str())
+
+
+def tokenizer_ggufs():
+    """The tokenizer fixtures: each tokenizer.json as GGUF metadata, and HF's ids of the texts."""
+    from tokenizers import Tokenizer
+    src = os.path.join(HERE, "..", "..", "tests", "fixtures", "tokenizer")
+    with open(os.path.join(src, "edge_cases.txt"), encoding="utf-8") as f:
+        texts = [line.rstrip("\n") for line in f if line.strip() and not line.startswith("#")]
+    with open(os.path.join(src, "tiny_nfc.json"), encoding="utf-8") as f:
+        qwen2_regex = json.load(f)["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"]
+    cases = {"qwen2": ("qwen2", trained_nfc_bpe(texts, qwen2_regex)),
+             "qwen35": ("qwen35", trained_nfc_bpe(texts, QWEN35_REGEX)),
+             "gpt2": ("gpt-2", json.load(open(os.path.join(src, "hf_gpt2_style.json"), encoding="utf-8")))}
+    expected = {"texts": texts}
+    for name, (pre, tj) in cases.items():
+        hf = Tokenizer.from_str(json.dumps(tj))
+        expected[name] = [hf.encode(t, add_special_tokens=False).ids for t in texts]
+        vocab = dict(tj["model"]["vocab"])
+        added = {a["id"]: a for a in tj["added_tokens"]}
+        size = max(list(vocab.values()) + list(added)) + 1
+        by_id = {i: t for t, i in vocab.items()}
+        tokens, types = [], []
+        for i in range(size):
+            if i in added:
+                tokens.append(added[i]["content"])
+                types.append(gguf.TokenType.CONTROL if added[i]["special"] else gguf.TokenType.USER_DEFINED)
+            elif i in by_id:
+                tokens.append(by_id[i])
+                types.append(gguf.TokenType.NORMAL)
+            else:
+                tokens.append(f"[PAD{i}]")
+                types.append(gguf.TokenType.UNUSED)
+        merges = [m if isinstance(m, str) else " ".join(m) for m in tj["model"]["merges"]]
+        path = os.path.join(OUT, f"tokenizer_{name}.gguf")
+        w = gguf.GGUFWriter(path, arch="qwen3")
+        w.add_tokenizer_model("gpt2")
+        w.add_tokenizer_pre(pre)
+        w.add_token_list(tokens)
+        w.add_token_types(types)
+        w.add_token_merges(merges)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+        print(f"wrote {path} ({os.path.getsize(path)} bytes)")
+    with open(os.path.join(OUT, "tokenizer_expected.json"), "w", encoding="utf-8") as f:
+        json.dump(expected, f, ensure_ascii=False, separators=(",", ":"))
+        f.write("\n")
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
+    tokenizer_ggufs()
     path = os.path.join(OUT, "reader.gguf")
     w = gguf.GGUFWriter(path, arch="qwen3")
     w.data_alignment = 64

@@ -44,12 +44,14 @@ def add_qwen_tokenizer(folder):
                    "pad_token": "<|endoftext|>"}, f)
 
 
-def convert(sdist, folder, out_path, outtype):
-    """llama.cpp's convert_hf_to_gguf.py of a Hugging Face folder (--no-mtp: random models have
-    no multi-token-prediction tensors); exits with its output when it fails."""
+def convert(sdist, folder, out_path, outtype, no_mtp=True):
+    """llama.cpp's convert_hf_to_gguf.py of a Hugging Face folder (--no-mtp for Qwen3.5: random
+    models have no multi-token-prediction tensors; Qwen3's converter refuses the flag); exits with
+    its output when it fails."""
     converter = os.path.join(sdist, "vendor", "llama.cpp", "convert_hf_to_gguf.py")
-    done = subprocess.run([sys.executable, converter, folder, "--outtype", outtype, "--no-mtp",
-                           "--outfile", out_path], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, converter, folder, "--outtype", outtype]
+                          + (["--no-mtp"] if no_mtp else []) + ["--outfile", out_path],
+                          capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"convert_hf_to_gguf.py failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     return out_path

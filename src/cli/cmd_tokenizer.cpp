@@ -78,10 +78,11 @@ void add_train(CLI::App& parent) {
 void add_encode(CLI::App& parent) {
   auto* cmd = parent.add_subcommand("encode", "Print the ids of a text (a file, or stdin)");
   static std::string tokenizer_path, input;
-  cmd->add_option("--tokenizer", tokenizer_path, "tokenizer.json")->required();
+  cmd->add_option("--tokenizer", tokenizer_path, "tokenizer.json, or a GGUF file (its tokenizer)")
+      ->required();
   cmd->add_option("--input", input, "file whose bytes are the text (default: stdin)");
   cmd->callback([] {
-    const Tokenizer tokenizer = Tokenizer::load(tokenizer_path);
+    const Tokenizer tokenizer = load_tokenizer_file(tokenizer_path);
     const std::string text = input.empty() ? read_stdin() : read_text_file(input);
     std::string line;
     for (const uint32_t id : tokenizer.encode(text)) {
@@ -95,9 +96,10 @@ void add_encode(CLI::App& parent) {
 void add_decode(CLI::App& parent) {
   auto* cmd = parent.add_subcommand("decode", "Write the text of ids read from stdin");
   static std::string tokenizer_path;
-  cmd->add_option("--tokenizer", tokenizer_path, "tokenizer.json")->required();
+  cmd->add_option("--tokenizer", tokenizer_path, "tokenizer.json, or a GGUF file (its tokenizer)")
+      ->required();
   cmd->callback([] {
-    const Tokenizer tokenizer = Tokenizer::load(tokenizer_path);
+    const Tokenizer tokenizer = load_tokenizer_file(tokenizer_path);
     std::istringstream in(read_stdin());
     std::vector<uint32_t> ids;
     std::string item;
@@ -121,7 +123,8 @@ void add_bench(CLI::App& parent) {
   static std::string tokenizer_path, mode = "batch";
   static std::vector<std::string> inputs;
   static int repeat = 5, threads = 0;
-  cmd->add_option("--tokenizer", tokenizer_path, "tokenizer.json")->required();
+  cmd->add_option("--tokenizer", tokenizer_path, "tokenizer.json, or a GGUF file (its tokenizer)")
+      ->required();
   cmd->add_option("--input", inputs, "text files, folders or .jsonl files")->required();
   cmd->add_option("--mode", mode,
                   "batch (encode_batch, parallel) or sequential (encode, one thread)")
@@ -130,7 +133,7 @@ void add_bench(CLI::App& parent) {
   add_threads_option(cmd, threads, "threads for batch mode (default: all cores)");
   cmd->callback([] {
     use_threads(threads);
-    const Tokenizer tokenizer = Tokenizer::load(tokenizer_path);
+    const Tokenizer tokenizer = load_tokenizer_file(tokenizer_path);
     std::vector<std::string> documents;
     int64_t bytes = 0;
     for_each_document(inputs, [&](std::string_view text, const std::string&) {

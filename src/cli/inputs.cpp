@@ -83,8 +83,12 @@ std::unique_ptr<Weights> load_inference_model(const std::string& path, const std
                                dtype == "bf16" ? WeightDtype::bf16 : WeightDtype::f32);
 }
 
+Tokenizer load_tokenizer_file(const std::string& path) {
+  return is_gguf_file(path) ? gguf_tokenizer(path) : Tokenizer::load(path);
+}
+
 Tokenizer load_model_tokenizer(const std::string& flag, const std::string& folder) {
-  if (!flag.empty()) return Tokenizer::load(flag);
+  if (!flag.empty()) return load_tokenizer_file(flag);
   if (is_gguf_file(folder)) return gguf_tokenizer(folder);
   const std::string beside = folder + "/tokenizer.json";
   if (fs::exists(beside)) return Tokenizer::load(beside);

@@ -35,6 +35,9 @@ CacheDtype cache_dtype(const std::string& dtype);
 std::unique_ptr<Weights> load_inference_model(const std::string& path, const std::string& dtype,
                                               std::string& folder);
 
+// A tokenizer.json, or the tokenizer in a GGUF file's metadata (infer/gguf_tokenizer.h).
+Tokenizer load_tokenizer_file(const std::string& path);
+
 // The tokenizer `flag` names, else the tokenizer.json in the model's folder (a GGUF file: the
 // tokenizer in its metadata, infer/gguf_tokenizer.h).
 Tokenizer load_model_tokenizer(const std::string& flag, const std::string& folder);

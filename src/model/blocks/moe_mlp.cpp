@@ -155,7 +155,8 @@ void MoeMlp::experts_forward(const PassContext& pass, MoeMlpActivations& a) cons
                        a.gate_up + int64_t(r0) * 2 * I, a.act + int64_t(r0) * I,
                        a.expert_out + int64_t(r0) * C, sections);
   };
-  if (most_rows <= kSmallBatchRows && chosen.size() > 1) {
+  if (most_rows <= kSmallBatchRows && chosen.size() > 1 &&
+      pass.exec.precision == GemmPrecision::fp32) {
     // A decode step: each expert's few rows go through the small-batch kernel, whose products
     // are the same whatever the threads (ops/small_batch_linear.h). The threads take whole
     // experts (their rows are disjoint), one parallel region a layer instead of two an expert:

@@ -296,8 +296,12 @@ TEST_F(GgufErrors, EveryFalseClaimIsNamed) {
   expect(GgufBytes().header(3, 1, 0).tensor("w", {-1}, 0, 0), "dimension 0 is -1");
   expect(GgufBytes().header(3, 1, 0).tensor("w", {int64_t(1) << 40, int64_t(1) << 40}, 0, 0),
          "more values than fit in 64 bits");
-  expect(GgufBytes().header(3, 1, 0).tensor("w", {int64_t(1) << 30, int64_t(1) << 20}, 0, 0),
+  expect(GgufBytes().header(3, 1, 0).tensor("w", {4, int64_t(1) << 40}, 0, 0),
          "do not fit in the file");
+  expect(GgufBytes().header(3, 1, 0).tensor("w", {int64_t(1) << 62}, 0, 0),
+         "a row of 4611686018427387904 values does not fit");  // 2^64 bytes: no wrap to 0
+  expect(GgufBytes().header(3, 1, 0).tensor("w", {int64_t(1) << 61}, 28, 0),
+         "a row of 2305843009213693952 values does not fit");
   expect(GgufBytes().header(3, 1, 0).tensor("w", {32}, 16, 0), "iq2_xxs is not one gattn reads");
   expect(GgufBytes().header(3, 1, 0).tensor("w", {32}, 77, 0), "type 77 is not one gattn reads");
   expect(GgufBytes().header(3, 1, 0).tensor("w", {100}, 12, 0),

@@ -270,7 +270,11 @@ GgufReader::GgufReader(const std::string& path) : path_(path), file_(path) {
       fail(where, ": ", t.shape[0], " values per row, not a whole number of ",
            ggml_type_name(t.type), " blocks of ", block_values);
     t.rows = t.shape[0] == 0 ? 0 : t.numel / t.shape[0];
-    t.row_bytes = t.shape[0] / block_values * block_bytes;
+    const uint64_t row_blocks = uint64_t(t.shape[0] / block_values);
+    if (row_blocks > file_.size() / uint64_t(block_bytes))  // before the product can overflow
+      fail(where, ": a row of ", t.shape[0], " values does not fit in the file of ", file_.size(),
+           " bytes");
+    t.row_bytes = int64_t(row_blocks) * block_bytes;
     if (t.rows > 0 && uint64_t(t.row_bytes) > file_.size() / uint64_t(t.rows))
       fail(where, ": its ", t.rows, " rows of ", t.row_bytes, " bytes do not fit in the file of ",
            file_.size(), " bytes");

@@ -78,7 +78,8 @@ TEST(GgufFixture, TensorInfosReadAsPyPiGgufReadsThem) {
 // (numpy orders their products differently).
 TEST(GgufFixture, RowsDequantizeAsPyPiGgufDequantizesThem) {
   const GgufReader r(kFixture + ".gguf");
-  for (const nlohmann::json& w : expected_reading()["tensors"]) {
+  const nlohmann::json reading = expected_reading();  // alive through the loop (not a temporary)
+  for (const nlohmann::json& w : reading["tensors"]) {
     const GgufTensor& t = r.get(w["name"].get<std::string>());
     std::vector<float> got(size_t(t.numel));
     for (int64_t row = 0; row < t.rows; ++row)
@@ -191,7 +192,9 @@ TEST_P(GgufTokenizer, EncodesAsHuggingFaceEncodesTheTokenizerItWasWrittenFrom) {
   ASSERT_GT(texts.size(), 40u);
   for (size_t i = 0; i < texts.size(); ++i) {
     EXPECT_EQ(t.encode(texts[i]), ids[i]) << GetParam() << ": " << texts[i];
-    if (std::string(GetParam()) == "gpt2") EXPECT_EQ(t.decode(ids[i]), texts[i]);  // no NFC
+    if (std::string(GetParam()) == "gpt2") {  // no NFC: the text comes back as it was
+      EXPECT_EQ(t.decode(ids[i]), texts[i]);
+    }
   }
 }
 

@@ -322,6 +322,27 @@ TEST_F(GgufErrors, EveryFalseClaimIsNamed) {
          "runs past the end of the file");
 }
 
+TEST_F(GgufErrors, AZeroHeadCountIsNamedNotDividedBy) {
+  GgufBytes f;
+  f.header(3, 1, 4)
+      .kv_str("general.architecture", "qwen3")
+      .kv_u32("qwen3.embedding_length", 64)
+      .kv_u32("qwen3.block_count", 1)
+      .kv_u32("qwen3.attention.head_count", 0)
+      .tensor("token_embd.weight", {64, 8}, 0, 0)
+      .pad_to(32)
+      .zeros(64 * 8 * 4);
+  const std::string p = path("heads.gguf");
+  std::ofstream(p, std::ios::binary) << f.bytes();
+  try {
+    gguf_config(GgufReader(p));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'qwen3.attention.head_count' is 0"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(GgufErrors, TokenizersGattnCannotReproduceAreNamed) {
   const auto message = [&](const GgufBytes& f) {
     const std::string p = path("tok.gguf");

@@ -100,13 +100,14 @@ Config gguf_config(const GgufReader& g) {
   c["vocab_size"] = embed.shape[1];
   c["hidden_size"] = g.get_int(key("embedding_length"));
   c["num_hidden_layers"] = g.get_int(key("block_count"));
-  c["num_attention_heads"] = g.get_int(key("attention.head_count"));
+  c["num_attention_heads"] = g.get_int(key("attention.head_count"));  // checked below
   c["num_key_value_heads"] = g.has(key("attention.head_count_kv"))
                                  ? g.get_int(key("attention.head_count_kv"))
                                  : g.get_int(key("attention.head_count"));
-  c["head_dim"] = g.has(key("attention.key_length"))
-                      ? g.get_int(key("attention.key_length"))
-                      : g.get_int(key("embedding_length")) / g.get_int(key("attention.head_count"));
+  const int64_t heads = g.get_int(key("attention.head_count"));
+  if (heads <= 0) fail(g.path(), ": metadata '", key("attention.head_count"), "' is ", heads);
+  c["head_dim"] = g.has(key("attention.key_length")) ? g.get_int(key("attention.key_length"))
+                                                     : g.get_int(key("embedding_length")) / heads;
   if (g.has(key("attention.value_length")) &&
       g.get_int(key("attention.value_length")) != c["head_dim"].get<int64_t>())
     fail(g.path(), ": metadata '", key("attention.value_length"), "' differs from '",

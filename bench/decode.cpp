@@ -9,7 +9,9 @@
 // DTYPE bf16: weights stored as bf16, prefill on fp32 panels widened from them; bf16-gemm: the
 // same weights, prefill on the CPU's bf16 GEMM (GemmPrecision::bf16); with --slots, decode passes
 // as the server runs them (more than 8 rows on the bf16 GEMM, gattn::inference_exec). A FOLDER is
-// read straight into the dtype's storage. --rss: no bandwidth or sgemm probe (their buffers);
+// read straight into the dtype's storage; a GGUF FILE with DTYPE bf16 as the file stores it (its
+// block formats on the integer dot kernels; the bound counts the file's bytes), with f32
+// dequantized. --rss: no bandwidth or sgemm probe (their buffers);
 // prints the process's peak resident memory against the plan (parameter bytes + decode memory +
 // working set).
 // --copy-experts: a folder's bf16 experts read into the weights' own buffer instead of mapped
@@ -37,6 +39,7 @@
 
 #include "bench_util.h"
 #include "io/checkpoint.h"
+#include "io/gguf_model.h"
 #include "io/hf_weights.h"
 #include "model/batched_infer_state.h"
 #include "model/flops.h"
@@ -245,7 +248,8 @@ int main(int argc, char** argv) {
     // A model folder (gattn or Hugging Face) is loaded; a config JSON gets random weights.
     std::unique_ptr<gattn::Weights> model;
     const bool bf16 = dtype == "bf16" || dtype == "bf16-gemm";
-    if (std::filesystem::is_directory(argv[1])) {
+    const bool gguf = gattn::is_gguf_file(argv[1]);
+    if (std::filesystem::is_directory(argv[1]) || gguf) {
       model = gattn::load_any_model(argv[1], gattn::discard_log(),
                                     bf16 ? gattn::WeightDtype::bf16 : gattn::WeightDtype::f32,
                                     !copy_experts);
@@ -272,7 +276,10 @@ int main(int argc, char** argv) {
     // not counted.
     const double active =
         double(config.has_moe_layers() ? gattn::active_parameters(config) : weights.size());
-    const double weight_bytes = active * (bf16 ? 2 : 4);
+    // A GGUF file read as stored (DTYPE bf16): the bytes its matrices take there, and the norms.
+    const double weight_bytes = gguf && bf16
+                                    ? double(weights.mapped_bytes() + weights.parameter_bytes())
+                                    : active * (bf16 ? 2 : 4);
     // The read rate of the weights' own buffer; where experts are read from the mapped files
     // (untouched zero pages in the buffer), of a 1 GiB buffer of our own instead.
     std::vector<uint32_t> probe;

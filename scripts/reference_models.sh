@@ -17,13 +17,13 @@
 # them.
 #
 # usage: scripts/reference_models.sh [dense|hybrid|all]   (default dense)
-#        THREADS=2 (OMP_NUM_THREADS of each run; 0: all cores)  SEEDS=3  GATTN=build/gattn
+#        THREADS=1 (OMP_NUM_THREADS of each run; 0: all cores)  SEEDS=3  GATTN=build/gattn
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kinds=${1:-dense}
 [ "$kinds" = all ] && kinds="dense hybrid"
 seeds=${SEEDS:-3}
-threads=${THREADS:-2}
+threads=${THREADS:-1}
 gattn=${GATTN:-build/gattn}
 [ -x "$gattn" ] || scripts/setup.sh release
 

@@ -13,7 +13,8 @@ namespace gattn {
 
 void add_eval_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("eval", "Loss, perplexity and bits per byte of a checkpoint");
-  static std::string checkpoint, tokenizer_path, window = "bos", rope_scaling;
+  static std::string checkpoint, tokenizer_path, window = "bos", rope_scaling,
+                                                 weights_dtype = "auto";
   static std::vector<std::string> data, intervene;
   static int seq = 256, batch = 8, threads = 0;
   static int64_t windows = 0;
@@ -31,6 +32,7 @@ void add_eval_command(CLI::App& app) {
       ->check(CLI::IsMember({"bos", "plain"}));
   cmd->add_option("--batch", batch, "windows per forward pass")->check(positive_integer());
   add_threads_option(cmd, threads, "threads (default: all cores)");
+  add_weights_dtype_option(cmd, weights_dtype);
   cmd->add_option(
       "--intervene", intervene,
       "[layer:L:]gate[@POS]=constant:X|open|closed or [layer:L:]value[@POS]=zero, POS a "
@@ -43,7 +45,8 @@ void add_eval_command(CLI::App& app) {
   cmd->callback([] {
     use_threads(threads);
     std::string folder;
-    const auto weights = with_context(load_checkpoint_model(checkpoint, folder), seq, rope_scaling);
+    const auto weights =
+        with_context(load_inference_model(checkpoint, weights_dtype, folder), seq, rope_scaling);
     TrainState state(*weights);
     const HeldOutTokens tokens(data, tokenizer_path, weights->config().vocab_size);
     const WindowKind kind = window == "bos" ? WindowKind::bos : WindowKind::plain;

@@ -15,7 +15,7 @@ namespace gattn {
 
 namespace {
 struct GenerateFlags {
-  std::string checkpoint, tokenizer, prompt, prompt_file, system, weights_dtype = "f32",
+  std::string checkpoint, tokenizer, prompt, prompt_file, system, weights_dtype = "auto",
                                                                   kv_dtype = "f32";
   std::string chat_template = "auto";
   bool chat = false, no_thinking = false, stats = false;

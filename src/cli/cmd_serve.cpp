@@ -19,7 +19,7 @@ namespace gattn {
 
 namespace {
 struct ServeFlags {
-  std::string checkpoint, tokenizer, host = "127.0.0.1", model_name, weights_dtype = "f32";
+  std::string checkpoint, tokenizer, host = "127.0.0.1", model_name, weights_dtype = "auto";
   std::string chat_template = "auto", reasoning_format = "auto", kv_dtype = "f32";
   int port = 8080, threads = 0, context = 0;
   ServeOptions options;

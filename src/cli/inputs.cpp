@@ -54,10 +54,12 @@ CLI::Option* add_weights_dtype_option(CLI::App* cmd, std::string& dtype) {
   return cmd
       ->add_option(
           "--weights-dtype", dtype,
-          "f32, or bf16: weights stored as bfloat16 (rounded to nearest even; no f32 copy): "
+          "auto, f32, or bf16: weights stored as bfloat16 (rounded to nearest even; no f32 copy): "
           "decode reads half the bytes; prefill runs on the CPU's bf16 GEMM where it "
-          "has one (activations rounded to bf16), else on fp32 panels widened from them")
-      ->check(CLI::IsMember({"f32", "bf16"}))
+          "has one (activations rounded to bf16), else on fp32 panels widened from them. A GGUF "
+          "file: bf16 and auto read its matrices as it stores them (q8_0, q4_0, q4_K, q6_K blocks "
+          "in place, on integer dot products), f32 dequantizes them. auto: f32 for other models")
+      ->check(CLI::IsMember({"auto", "f32", "bf16"}))
       ->capture_default_str();
 }
 
@@ -79,8 +81,8 @@ ExecContext inference_exec() { return {.bf16_weights_on_bf16_gemm = true}; }
 
 std::unique_ptr<Weights> load_inference_model(const std::string& path, const std::string& dtype,
                                               std::string& folder) {
-  return load_checkpoint_model(path, folder,
-                               dtype == "bf16" ? WeightDtype::bf16 : WeightDtype::f32);
+  const bool as_stored = dtype == "bf16" || (dtype == "auto" && is_gguf_file(path));
+  return load_checkpoint_model(path, folder, as_stored ? WeightDtype::bf16 : WeightDtype::f32);
 }
 
 Tokenizer load_tokenizer_file(const std::string& path) {
@@ -99,6 +101,13 @@ std::unique_ptr<Weights> with_context(std::unique_ptr<Weights> weights, int posi
                                       const std::string& rope_scaling_json) {
   Config c = weights->config();
   if (positions <= c.max_position_embeddings && rope_scaling_json.empty()) return weights;
+  if (weights->storage() != WeightDtype::f32)
+    fail(positions > c.max_position_embeddings
+             ? "a context of " + std::to_string(positions) + " positions beyond the model's " +
+                   std::to_string(c.max_position_embeddings)
+             : std::string("--rope-scaling"),
+         " needs --weights-dtype f32 (the weights are stored as ",
+         weight_dtype_name(weights->storage()), ")");
   c.max_position_embeddings = std::max(c.max_position_embeddings, positions);
   if (!rope_scaling_json.empty()) {
     c.rope_scaling = rope_scaling_from_json(parse_json_text(rope_scaling_json, "--rope-scaling"),
@@ -114,7 +123,7 @@ HeldOutTokens::HeldOutTokens(const std::vector<std::string>& data, const std::st
   std::string shard_path = data.size() == 1 && is_shard(data[0]) ? data[0] : "";
   std::optional<Tokenizer> t;
   if (!tokenizer.empty()) {
-    t = Tokenizer::load(tokenizer);
+    t = load_tokenizer_file(tokenizer);
     token_bytes_ = token_byte_lengths(*t);
   }
   if (shard_path.empty()) {

@@ -11,6 +11,7 @@
 #include "io/safetensors.h"
 #include "model/layout.h"
 #include "ops/ggml_blocks.h"
+#include "util/aligned.h"
 #include "util/error.h"
 
 namespace gattn {
@@ -33,8 +34,31 @@ const std::pair<const char*, const char*> kLayerNames[] = {
 };
 
 bool readable_type(uint32_t type) {
-  return type == uint32_t(GgmlType::f32) || type == uint32_t(GgmlType::f16) ||
-         type == uint32_t(GgmlType::bf16);
+  WeightDtype dtype;
+  return type == uint32_t(GgmlType::f16) || weight_dtype_of_ggml(type, &dtype);
+}
+
+// A matrix as the file stores it: block formats and bf16 read in place (the reader, which maps
+// the file, kept alive by the weights); f32 and f16 as an aligned f32 copy (exact), as is
+// anything the file places at an address its type may not be read from.
+void map_tensor(const GgufTensor& t, const std::shared_ptr<const GgufReader>& file, Weights& w,
+                int64_t offset) {
+  const int64_t cols = t.shape[0];
+  WeightDtype dtype = WeightDtype::f32;
+  if (t.type != uint32_t(GgmlType::f16)) weight_dtype_of_ggml(t.type, &dtype);
+  if (dtype != WeightDtype::f32 && reinterpret_cast<uintptr_t>(t.data) % 2 == 0) {
+    w.map_matrix(offset, t.rows, cols, dtype, t.data, file);
+    return;
+  }
+  auto copy = std::make_shared<AlignedFloats>(size_t(t.numel));
+  if (dtype == WeightDtype::f32 || t.type == uint32_t(GgmlType::f16)) {
+    for (int64_t r = 0; r < t.rows; ++r)
+      ggml::dequantize_row(t.type, t.data + r * t.row_bytes, cols, copy->data() + r * cols);
+    w.map_matrix(offset, t.rows, cols, WeightDtype::f32, copy->data(), copy);
+    return;
+  }
+  std::memcpy(copy->data(), t.data, t.bytes);  // a block format at an odd address
+  w.map_matrix(offset, t.rows, cols, dtype, copy->data(), copy);
 }
 
 // The tensor's values, converted row by row into `w` at `offset` (bounded chunks of floats).
@@ -125,7 +149,8 @@ Config gguf_config(const GgufReader& g) {
 
 std::unique_ptr<Weights> load_gguf_model(const std::string& path, LogSink& log,
                                          WeightDtype storage) {
-  const GgufReader g(path);
+  const auto file = std::make_shared<const GgufReader>(path);
+  const GgufReader& g = *file;
   const Config config = gguf_config(g);
   const ParamLayout layout(config);
   // Every tensor is checked against the layout before the parameters are allocated.
@@ -140,7 +165,7 @@ std::unique_ptr<Weights> load_gguf_model(const std::string& path, LogSink& log,
     }
     if (!readable_type(t.type))
       fail(path, ": tensor '", t.name, "' has type ", ggml_type_name(t.type),
-           "; gattn reads f32, f16 and bf16 GGUF tensors so far");
+           "; gattn reads GGUF tensors of types f32, f16, bf16, q8_0, q4_0, q4_K and q6_K");
     std::vector<int64_t> want(spec->shape.rbegin(), spec->shape.rend());  // ggml order
     if (t.shape != want)
       fail(path, ": tensor '", t.name, "' has shape ", shape_string(t.shape),
@@ -153,7 +178,14 @@ std::unique_ptr<Weights> load_gguf_model(const std::string& path, LogSink& log,
     if (!seen.count(spec.name) && !(config.tie_word_embeddings && spec.name == "lm_head.weight"))
       fail(path, ": the model needs tensor ", spec.name, ", which the file does not have");
   auto weights = std::make_unique<Weights>(config, storage);
-  for (const auto& [t, spec] : plan) store_tensor(*t, *weights, spec->offset);
+  for (const auto& [t, spec] : plan) {
+    if (storage == WeightDtype::bf16 && !spec->elementwise)
+      map_tensor(*t, file, *weights, spec->offset);
+    else
+      store_tensor(*t, *weights, spec->offset);
+  }
+  if (storage == WeightDtype::bf16)
+    log.note(path + ": matrices as the file stores them (" + weights->mapped_dtypes() + ")");
   return weights;
 }
 

@@ -1,7 +1,10 @@
 // A llama.cpp GGUF file as a gattn model: the config from the file's metadata and its tensors in
 // gattn's layout (Hugging Face names). Architecture `qwen3` (Qwen3's dense layout, no gate).
-// Tensor types F32, F16 and BF16 are read into the Weights' storage (F16 widened exactly); the
-// quantized types are refused by name (their kernels: issue 34), as are other architectures.
+// Tensor types F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K; other types and architectures are
+// refused by name. Storage f32: every tensor dequantized into f32 (as llama.cpp's dequantize_row_*:
+// the dequantize-then-fp32 reference, and a model to fine-tune). Storage bf16: every matrix as the
+// file stores it (ops/weight_view.h), the block formats and bf16 read in place from the mapped
+// file (their products: ops/quantized_linear.h), f32 and f16 matrices as f32; norms as floats.
 #pragma once
 #include <memory>
 #include <string>

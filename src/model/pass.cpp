@@ -12,7 +12,12 @@ namespace gattn {
 
 void project(const ExecContext& exec, const Weights& w, int64_t offset, float* out, const float* in,
              int rows, int in_dim, int out_dim, int ld_out) {
-  typed_linear_forward(exec, out, in, w.matrix(offset, out_dim, in_dim), rows, ld_out);
+  if (ld_out == 0) ld_out = out_dim;
+  for (int64_t done = 0; done < out_dim;) {  // one product per storage the rows lie in
+    const WeightView part = w.matrix_part(offset + done * in_dim, out_dim - done, in_dim);
+    typed_linear_forward(exec, out + done, in, part, rows, ld_out);
+    done += part.rows;
+  }
 }
 
 namespace {

@@ -52,7 +52,9 @@ struct PassContext {
 };
 
 // out[rows, out_dim] = in[rows, in_dim] W^T for the weight matrix at `offset`, in whatever dtype
-// the weights store it (ops/typed_linear.h). ld_out: out's row stride (0: out_dim).
+// the weights store it (ops/typed_linear.h); a matrix whose rows lie in several storages (a GGUF
+// file's q, k and v read in place, perhaps in different block formats) one part at a time.
+// ld_out: out's row stride (0: out_dim).
 void project(const ExecContext& exec, const Weights& w, int64_t offset, float* out, const float* in,
              int rows, int in_dim, int out_dim, int ld_out = 0);
 

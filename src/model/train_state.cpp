@@ -74,6 +74,33 @@ void TrainState::require_f32_weights(const char* what) const {
          weight_dtype_name(w_.storage()), " (an inference model: load it with f32 weights)");
 }
 
+LossSum TrainState::typed_head_loss(const int32_t* targets, double* token_nats) {
+  const Config& c = w_.config();
+  const int V = c.vocab_size, rows = batch_rows();
+  LossSum sum;
+  for (int r0 = 0; r0 < rows; r0 += chunk_rows_) {
+    const int nc = std::min(chunk_rows_, rows - r0);
+    project(exec_, w_, w_.layout().lm_head, logits_chunk_,
+            buffers_.final_out + int64_t(r0) * c.hidden_size, nc, c.hidden_size, V);
+    for (int i = 0; i < nc; ++i) {
+      const int32_t target = targets[r0 + i];
+      double nats = 0;
+      if (target >= 0) {
+        if (target >= V) fail("target token id ", target, " is outside the vocabulary of ", V);
+        const float* logit = logits_chunk_ + int64_t(i) * V;
+        const float max = *std::max_element(logit, logit + V);
+        double exp_sum = 0;
+        for (int v = 0; v < V; ++v) exp_sum += std::exp(double(logit[v]) - max);
+        nats = std::log(exp_sum) + max - logit[target];
+        sum.nats += nats;
+        ++sum.tokens;
+      }
+      if (token_nats) token_nats[r0 + i] = nats;
+    }
+  }
+  return sum;
+}
+
 LossSum TrainState::forward(const Batch& batch, float* logits, double* token_nats) {
   plan(batch.batch, batch.seq_len, false);
   forward_blocks(context(), batch.ids, buffers_);
@@ -82,7 +109,7 @@ LossSum TrainState::forward(const Batch& batch, float* logits, double* token_nat
     project(exec_, w_, w_.layout().lm_head, logits, buffers_.final_out, batch_rows(), c.hidden_size,
             c.vocab_size);
   if (!batch.targets) return {};
-  require_f32_weights("a loss");
+  if (w_.storage() != WeightDtype::f32) return typed_head_loss(batch.targets, token_nats);
   const float* head = w_.at(w_.layout().lm_head);
   return lm_head_cross_entropy<float>(exec_, nullptr, nullptr, logits_chunk_, buffers_.final_out,
                                       head, batch.targets, batch_rows(), c.hidden_size,

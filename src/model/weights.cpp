@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "model/blocks/make_block.h"
@@ -67,32 +68,61 @@ void Weights::place_float_tensors() {
 
 WeightDtype Weights::dtype_of(size_t tensor_index) const {
   if (storage_ == WeightDtype::f32 || float_index_[tensor_index] >= 0) return WeightDtype::f32;
+  const TensorSpec& t = layout_.tensors()[tensor_index];
+  if (const MappedRange* r = mapped_.empty() ? nullptr : mapped_at(t.offset, 1)) return r->dtype;
   return storage_;
 }
 
 int64_t Weights::parameter_bytes() const {
+  int64_t untouched = 0;  // the storage's values the mapped ranges stand in for
+  for (const MappedRange& r : mapped_) untouched += r.count * int64_t(sizeof(uint16_t));
   return int64_t(values_.size() * sizeof(float) + bf16_.size() * sizeof(uint16_t) +
                  floats_.size() * sizeof(float)) -
-         mapped_bytes();
+         untouched;
 }
 
 int64_t Weights::mapped_bytes() const {
   int64_t bytes = 0;
-  for (const MappedRange& r : mapped_) bytes += r.count * int64_t(sizeof(uint16_t));
+  for (const MappedRange& r : mapped_) bytes += r.bytes();
   return bytes;
+}
+
+std::string Weights::mapped_dtypes() const {
+  std::vector<std::pair<WeightDtype, int64_t>> counts;
+  int64_t total = 0;
+  for (const MappedRange& r : mapped_) {
+    auto at = std::find_if(counts.begin(), counts.end(),
+                           [&](const auto& c) { return c.first == r.dtype; });
+    if (at == counts.end()) at = counts.insert(counts.end(), {r.dtype, 0});
+    at->second += r.count;
+    total += r.count;
+  }
+  std::sort(counts.begin(), counts.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string text;
+  for (const auto& [dtype, count] : counts)
+    text += (text.empty() ? "" : ", ") + std::string(weight_dtype_name(dtype)) + " " +
+            std::to_string(int(std::lround(100.0 * double(count) / double(total)))) + "%";
+  return text;
 }
 
 void Weights::map_bf16(int64_t offset, int64_t count, const uint16_t* data,
                        std::shared_ptr<const void> owner) {
+  map_matrix(offset, 1, count, WeightDtype::bf16, data, std::move(owner));
+}
+
+void Weights::map_matrix(int64_t offset, int64_t rows, int64_t cols, WeightDtype dtype,
+                         const void* data, std::shared_ptr<const void> owner) {
   GATTN_ASSERT(storage_ == WeightDtype::bf16, "only bf16 storage reads mapped matrices");
-  GATTN_ASSERT(offset >= 0 && count > 0 && offset + count <= layout_.total(), count,
+  const int64_t count = rows * cols;
+  GATTN_ASSERT(offset >= 0 && rows > 0 && cols > 0 && offset + count <= layout_.total(), count,
                " mapped values at ", offset, " are outside the parameters");
   const auto at = std::lower_bound(mapped_.begin(), mapped_.end(), offset,
                                    [](const MappedRange& r, int64_t o) { return r.offset < o; });
   GATTN_ASSERT((at == mapped_.end() || offset + count <= at->offset) &&
                    (at == mapped_.begin() || (at - 1)->offset + (at - 1)->count <= offset),
                "mapped ranges overlap at ", offset);
-  mapped_.insert(at, {offset, count, data});
+  mapped_.insert(at, {offset, count, cols, dtype, static_cast<const uint8_t*>(data)});
   if (owner) mapping_owners_.push_back(std::move(owner));
 }
 
@@ -103,7 +133,7 @@ void Weights::page_mapped_ranges() {
   static const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
   for (const MappedRange& r : mapped_) {
     const uintptr_t lo = (uintptr_t(r.data) + page - 1) / page * page,
-                    hi = uintptr_t(r.data + r.count) / page * page;
+                    hi = uintptr_t(r.data + r.bytes()) / page * page;
     if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_RANDOM);
   }
   paging_ = true;
@@ -111,14 +141,18 @@ void Weights::page_mapped_ranges() {
 
 void Weights::will_need(int64_t offset, int64_t count) const {
   if (!paging_) return;
-  const uint16_t* data = mapped_at(offset, count);
-  if (!data) return;
+  const MappedRange* r = mapped_at(offset, count);
+  if (!r) return;
   static const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
-  const uintptr_t lo = uintptr_t(data) / page * page, hi = uintptr_t(data + count);
-  ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_WILLNEED);
+  const uint8_t* data = mapped_data(*r, offset);
+  const int64_t bytes = is_block_format(r->dtype)
+                            ? (count + r->cols - 1) / r->cols * weight_row_bytes(r->dtype, r->cols)
+                            : count * weight_block_bytes(r->dtype);
+  const uintptr_t lo = uintptr_t(data) / page * page, hi = uintptr_t(data + bytes);
+  if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_WILLNEED);
 }
 
-const uint16_t* Weights::mapped_at(int64_t offset, int64_t count) const {
+const Weights::MappedRange* Weights::mapped_at(int64_t offset, int64_t count) const {
   const auto after = std::upper_bound(mapped_.begin(), mapped_.end(), offset,
                                       [](int64_t o, const MappedRange& r) { return o < r.offset; });
   if (after == mapped_.begin()) return nullptr;
@@ -126,7 +160,15 @@ const uint16_t* Weights::mapped_at(int64_t offset, int64_t count) const {
   if (offset >= r.offset + r.count) return nullptr;
   GATTN_ASSERT(offset + count <= r.offset + r.count, count, " values at ", offset,
                " run past a mapped range of the checkpoint");
-  return r.data + (offset - r.offset);
+  return &r;
+}
+
+const uint8_t* Weights::mapped_data(const MappedRange& r, int64_t offset) const {
+  const int64_t values = offset - r.offset;
+  if (!is_block_format(r.dtype)) return r.data + values * weight_block_bytes(r.dtype);
+  GATTN_ASSERT(values % r.cols == 0, "a read of ", weight_dtype_name(r.dtype),
+               " values starts inside a row");
+  return r.data + values / r.cols * weight_row_bytes(r.dtype, r.cols);
 }
 
 size_t Weights::tensor_at(int64_t offset) const {
@@ -143,11 +185,25 @@ WeightView Weights::matrix(int64_t offset, int64_t rows, int64_t cols) const {
                "] at ", offset, " is outside the parameters");
   if (storage_ == WeightDtype::f32)
     return {.dtype = WeightDtype::f32, .data = values_.data() + offset, .rows = rows, .cols = cols};
-  const uint16_t* mapped = mapped_.empty() ? nullptr : mapped_at(offset, rows * cols);
-  return {.dtype = storage_,
-          .data = mapped ? mapped : bf16_.data() + offset,
-          .rows = rows,
-          .cols = cols};
+  const MappedRange* r = mapped_.empty() ? nullptr : mapped_at(offset, rows * cols);
+  if (!r) return {.dtype = storage_, .data = bf16_.data() + offset, .rows = rows, .cols = cols};
+  GATTN_ASSERT(!is_block_format(r->dtype) || r->cols == cols, "a ", weight_dtype_name(r->dtype),
+               " matrix of rows of ", r->cols, " values read as rows of ", cols);
+  return {.dtype = r->dtype, .data = mapped_data(*r, offset), .rows = rows, .cols = cols};
+}
+
+WeightView Weights::matrix_part(int64_t offset, int64_t rows, int64_t cols) const {
+  if (storage_ == WeightDtype::f32 || mapped_.empty()) return matrix(offset, rows, cols);
+  const auto after = std::upper_bound(mapped_.begin(), mapped_.end(), offset,
+                                      [](int64_t o, const MappedRange& r) { return o < r.offset; });
+  int64_t end = layout_.total();  // where this storage ends: the range's end, or the next's start
+  if (after != mapped_.begin() && offset < (after - 1)->offset + (after - 1)->count)
+    end = (after - 1)->offset + (after - 1)->count;
+  else if (after != mapped_.end())
+    end = after->offset;
+  const int64_t part = std::min(rows, (end - offset) / cols);
+  GATTN_ASSERT(part > 0, "a matrix row at ", offset, " runs across two storages");
+  return matrix(offset, part, cols);
 }
 
 const float* Weights::at(int64_t offset) const {

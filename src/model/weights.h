@@ -85,10 +85,17 @@ class Weights {
   // bf16 storage: `count` values from layout offset `offset` are read from `data` (a checkpoint
   // mapped from disk, which `owner` keeps alive) instead of the storage, whose pages there stay
   // untouched: a model larger than memory decodes with the kernel paging those values in. A
-  // matrix read must lie within one range. Loaders map whole tensors, before any pass.
+  // matrix read must lie within one range (or go through matrix_part()). Loaders map whole
+  // tensors, before any pass.
   void map_bf16(int64_t offset, int64_t count, const uint16_t* data,
                 std::shared_ptr<const void> owner);
-  int64_t mapped_bytes() const;  // of the parameters read from mapped files
+  // The same for a matrix of `rows` x `cols` values stored as `dtype` (any: a GGUF file's f32 or
+  // block-format tensor read in place, row r at data + r * weight_row_bytes(dtype, cols)).
+  void map_matrix(int64_t offset, int64_t rows, int64_t cols, WeightDtype dtype, const void* data,
+                  std::shared_ptr<const void> owner);
+  int64_t mapped_bytes() const;  // of the parameters read from mapped files, as stored there
+  // The dtypes of the mapped matrices and the values each holds: "q4_K 61%, q6_K 39%" ("" if none).
+  std::string mapped_dtypes() const;
   // When the mapped ranges will not all stay in memory (the loader decides): no read-ahead
   // around faults in them, and will_need() asks the kernel to read [offset, offset + count) in
   // now, in large reads (a pass about to run an expert its router chose). Without paging
@@ -96,6 +103,10 @@ class Weights {
   void page_mapped_ranges();
   bool paging() const { return paging_; }
   void will_need(int64_t offset, int64_t count) const;
+  // The first rows of matrix(offset, rows, cols) that one storage holds (at least one row): a
+  // fused q|k|v view whose tensors a GGUF file stores apart, or in different dtypes, is read part
+  // by part (model/pass.h project()).
+  WeightView matrix_part(int64_t offset, int64_t rows, int64_t cols) const;
 
  private:
   AlignedFloats& f32_values();
@@ -117,13 +128,19 @@ class Weights {
   AlignedFloats floats_;              // bf16 storage: the 1-D tensors, packed
   std::vector<int64_t> float_index_;  // per layout tensor: its start in floats_, or -1
   struct MappedRange {
-    int64_t offset, count;
-    const uint16_t* data;
+    int64_t offset, count;  // layout offset and values
+    int64_t cols;           // values a stored row
+    WeightDtype dtype;
+    const uint8_t* data;
+    int64_t bytes() const { return count / cols * weight_row_bytes(dtype, cols); }
   };
   std::vector<MappedRange> mapped_;  // by offset, disjoint
   bool paging_ = false;
   std::vector<std::shared_ptr<const void>> mapping_owners_;
-  const uint16_t* mapped_at(int64_t offset, int64_t count) const;  // null: not mapped
+  // The range holding `offset` (null: not mapped); `count` values from there must lie within it.
+  const MappedRange* mapped_at(int64_t offset, int64_t count) const;
+  // The stored bytes of values [offset, ...) of a range, offset at the start of a row.
+  const uint8_t* mapped_data(const MappedRange& r, int64_t offset) const;
 };
 
 // One float per parameter in layout order: what a backward pass accumulates into.

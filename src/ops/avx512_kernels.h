@@ -5,6 +5,8 @@
 #pragma once
 #include <cstdint>
 
+#include "ops/weight_view.h"
+
 namespace gattn::avx512 {
 
 // bf16_tile_gemm (ops/bf16_tile.h) on vdpbf16ps; a_words and b_words are its packing scratch,
@@ -38,5 +40,10 @@ void few_query_values(float* acc, const float* p, int64_t ld, const FewQueryVect
                       const float* v, int64_t ld_v, int n);
 void few_query_values(float* acc, const float* p, int64_t ld, const FewQueryVectors& qv,
                       const uint16_t* v, int64_t ld_v, int n);
+
+// quant_dot (ops/quant_dot.h) on AVX-512 BW and VNNI: where the CPU has avx512_vnni.
+// (ops/quant_dot_avx512.cpp)
+void quant_dot(WeightDtype dtype, int64_t cols, const uint8_t* w, const uint8_t* x,
+               int64_t x_stride, int nx, float* out);
 
 }  // namespace gattn::avx512

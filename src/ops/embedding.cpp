@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ops/bf16_bits.h"
+#include "ops/ggml_blocks.h"
 #include "util/error.h"
 
 namespace gattn {
@@ -20,8 +21,16 @@ void embedding_forward(float* out, const int32_t* ids, const WeightView& table, 
   const int dim = int(table.cols);
   if (table.dtype == WeightDtype::f32)
     return embedding_forward(out, ids, table.f32(), rows, dim, int(table.rows));
-  GATTN_ASSERT(table.dtype == WeightDtype::bf16, "embedding dtype ", int(table.dtype));
   check_ids(ids, rows, int(table.rows));
+  if (is_block_format(table.dtype)) {  // a GGUF table: each row as llama.cpp dequantizes it
+    const int64_t row_bytes = table.row_bytes();
+#pragma omp parallel for schedule(static)
+    for (int64_t n = 0; n < rows; ++n)
+      ggml::dequantize_row(ggml_type_of(table.dtype), table.bytes() + ids[n] * row_bytes, dim,
+                           out + n * dim);
+    return;
+  }
+  GATTN_ASSERT(table.dtype == WeightDtype::bf16, "embedding dtype ", int(table.dtype));
 #pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < rows; ++n) {
     const uint16_t* row = table.bf16() + int64_t(ids[n]) * dim;

@@ -29,6 +29,9 @@ struct ExecContext {
   // GEMM where it has one (the activations rounded to bf16, as llama.cpp does: several times the
   // fp32 rate); false, exactly in fp32 on panels widened from them. GemmPrecision::bf16 implies it.
   bool bf16_weights_on_bf16_gemm = false;
+  // Products of block-quantized weights (ops/quantized_linear.h) on the scalar reference kernels,
+  // the oracle of the vector ones (tests).
+  bool reference_quant_kernels = false;
   // The thread count the host runs the pass with (0: as set). OpenMP's and OpenBLAS's pools are
   // the process's: the host applies it (ThreadScope) around the passes.
   int threads = 0;

@@ -42,8 +42,9 @@ struct BlockQ8_K {
 static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_K) == 144 &&
               sizeof(BlockQ6_K) == 210 && sizeof(BlockQ8_K) == 292);
 
-// Sub-block j's 6-bit scale and min of a Q4_K block (llama.cpp's get_scale_min_k4).
-inline void q4_k_scale_min(int j, const uint8_t* scales, uint8_t* scale, uint8_t* min) {
+// Sub-block j's 6-bit scale and min of a Q4_K block (llama.cpp's get_scale_min_k4). Static: each
+// file has its own copy, compiled with its own flags (the AVX-512 kernels use it too).
+static inline void q4_k_scale_min(int j, const uint8_t* scales, uint8_t* scale, uint8_t* min) {
   if (j < 4) {
     *scale = scales[j] & 63;
     *min = scales[j + 4] & 63;

@@ -8,6 +8,7 @@
 #include "ops/bf16_bits.h"
 #include "ops/bf16_gemm.h"
 #include "ops/matmul.h"
+#include "ops/quantized_linear.h"
 #include "ops/small_batch_linear.h"
 #include "util/aligned.h"
 #include "util/error.h"
@@ -77,6 +78,11 @@ void typed_linear_forward(const ExecContext& x, float* out, const float* in, con
         return bf16_weights_native(out, in, w.bf16(), rows, in_dim, out_dim, ld_out);
       return bf16_weights_widened(x, out, in, w.bf16(), rows, in_dim, out_dim, ld_out,
                                   panel_bytes ? panel_bytes : bf16_panel_bytes());
+    case WeightDtype::q8_0:
+    case WeightDtype::q4_0:
+    case WeightDtype::q4_k:
+    case WeightDtype::q6_k:
+      return quantized_linear(out, in, w, rows, ld_out, x.reference_quant_kernels);
   }
   GATTN_ASSERT(false, "weight dtype ", int(w.dtype));
 }

@@ -7,6 +7,7 @@
 //         activations rounded to bf16); otherwise on fp32 panels widened from the
 //         bf16 rows, sized for the L2 cache, each an sgemm: sgemm's products on the widened
 //         matrix (summed in the order OpenBLAS picks for a panel's shape), without an fp32 copy.
+//   q8_0, q4_0, q4_k, q6_k (GGUF blocks): ops/quantized_linear.h, at every batch size.
 #pragma once
 #include "ops/exec_context.h"
 #include "ops/weight_view.h"

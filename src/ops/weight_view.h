@@ -11,10 +11,25 @@ namespace gattn {
 enum class WeightDtype : uint8_t {
   f32,   // float
   bf16,  // the upper 16 bits of a float (Hugging Face's bfloat16), rounded to nearest even
+  // llama.cpp's block formats, as GGUF files store them (ops/ggml_blocks.h), read in place; their
+  // products run on integer dot kernels against activations quantized as llama.cpp does
+  // (ops/quant_dot.h).
+  q8_0,  // 32 values a block: 34 bytes
+  q4_0,  // 32 values a block: 18 bytes
+  q4_k,  // 256 values a block: 144 bytes
+  q6_k,  // 256 values a block: 210 bytes
 };
-const char* weight_dtype_name(WeightDtype dtype);
-// Bytes of one row of `cols` values.
+const char* weight_dtype_name(WeightDtype dtype);  // ggml's spelling for the block formats
+bool is_block_format(WeightDtype dtype);
+// Values and bytes of one block (f32, bf16: one value).
+int64_t weight_block_values(WeightDtype dtype);
+int64_t weight_block_bytes(WeightDtype dtype);
+// Bytes of one row of `cols` values (a block format: cols a multiple of its block).
 int64_t weight_row_bytes(WeightDtype dtype, int64_t cols);
+// The ggml type id (io/gguf.h GgmlType) of a dtype, and the dtype of a ggml type id (false where
+// gattn has no such dtype).
+uint32_t ggml_type_of(WeightDtype dtype);
+bool weight_dtype_of_ggml(uint32_t ggml_type, WeightDtype* dtype);
 
 enum class Device : uint8_t { host };
 
@@ -27,6 +42,8 @@ struct WeightView {
 
   const float* f32() const { return static_cast<const float*>(data); }
   const uint16_t* bf16() const { return static_cast<const uint16_t*>(data); }
+  const uint8_t* bytes() const { return static_cast<const uint8_t*>(data); }
+  int64_t row_bytes() const { return weight_row_bytes(dtype, cols); }
 };
 
 }  // namespace gattn

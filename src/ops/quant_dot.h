@@ -1,0 +1,39 @@
+// Dot products of llama.cpp's block-quantized weight rows (Q8_0, Q4_0, Q4_K, Q6_K:
+// ops/ggml_blocks.h) with activations quantized as llama.cpp's CPU backend quantizes them: Q8_0
+// blocks for Q8_0 and Q4_0 weights, Q8_K blocks for the K-quants. Each block's products are summed
+// in integers and scaled once (the weights' and the activations' scales), as llama.cpp's
+// ggml_vec_dot_*.
+//
+// Each block's integer sums times its float scale (the weights' and the activations' scales
+// multiplied in float, as llama.cpp does) are exact in double and added in double: the scalar
+// reference (plain C++, the bit-level oracle) adds them block after block, the vector kernels
+// (AVX-512 VNNI, AVX2; chosen at run time) lane by lane, and after rounding to float they agree
+// (tests: <= 1e-6 relative; equal but for a double sum within 2^-29 of a float rounding boundary).
+// llama.cpp adds float lanes: its dot products differ from these by float rounding.
+#pragma once
+#include <cstdint>
+
+#include "ops/weight_view.h"
+
+namespace gattn {
+
+// Bytes of one activation row of `cols` values quantized for weights of `dtype` (a block format).
+int64_t activation_row_bytes(WeightDtype dtype, int64_t cols);
+
+// x[cols] -> the activation blocks for `dtype` weights. Q8_0 as llama.cpp's x86 quantize_row_q8_0:
+// d = max|x| / 127 (stored fp16), q = round-to-nearest-even(x * 127 / max|x|). Q8_K as
+// quantize_row_q8_K_ref: the value of largest magnitude m, q = min(127, round(-127 / m * x)),
+// d = 1 / (-127 / m) (float), and the sums of each 16 q's.
+void quantize_activation_row(WeightDtype dtype, const float* x, int64_t cols, uint8_t* out);
+
+// out[r] = (weight row w) . (activation row r) for r < nx, activation row r at x + r * x_stride
+// bytes; cols values a row. The scalar reference, and the kernel this process uses.
+void quant_dot_reference(WeightDtype dtype, int64_t cols, const uint8_t* w, const uint8_t* x,
+                         int64_t x_stride, int nx, float* out);
+void quant_dot(WeightDtype dtype, int64_t cols, const uint8_t* w, const uint8_t* x,
+               int64_t x_stride, int nx, float* out);
+
+// The most activation rows one quant_dot call takes.
+inline constexpr int kQuantDotRows = 8;
+
+}  // namespace gattn

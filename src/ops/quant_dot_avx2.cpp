@@ -1,0 +1,233 @@
+// AVX2 dot products of block-quantized weight rows with up to eight activation rows: each weight
+// block is loaded and unpacked once, then multiplied into every activation row (int8 products
+// summed pairwise in 16 bits by vpmaddubsw, in 32 bits by vpmaddwd, exact), each block's integer
+// sums times its scale added into four double lanes per row (exact products: ops/quant_dot.h),
+// the lanes added at the end.
+#include "ops/quant_dot_kernels.h"
+
+#ifdef GATTN_QUANT_DOT_AVX2
+#include <immintrin.h>
+
+#include "ops/ggml_blocks.h"
+#include "ops/quant_dot.h"
+#include "util/error.h"
+
+namespace gattn::quant_kernels {
+
+namespace {
+
+using ggml::BlockQ4_0;
+using ggml::BlockQ4_K;
+using ggml::BlockQ6_K;
+using ggml::BlockQ8_0;
+using ggml::BlockQ8_K;
+
+inline float half(uint16_t h) { return _cvtsh_ss(h); }
+
+inline double lane_sum(__m256d v) {
+  const __m128d x = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(x, _mm_unpackhi_pd(x, x)));
+}
+
+// acc + (the eight int32 sums p, added in pairs: exact) * scale, in double.
+inline __m256d add_scaled(__m256d acc, __m256i p, float scale) {
+  const __m128i four = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+  return _mm256_fmadd_pd(_mm256_cvtepi32_pd(four), _mm256_set1_pd(scale), acc);
+}
+
+// Eight int32 sums of the products of 32 signed bytes w and x (|w| <= 128, |x| <= 127).
+inline __m256i signed_products(__m256i w, __m256i x) {
+  const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+  return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+}
+
+// Eight int32 sums of u[i] * x[i] * scale(i), u unsigned bytes (<= 63), x signed (|x| <= 127),
+// scales: 16 int16, one per pair of products.
+inline __m256i scaled_products(__m256i u, __m256i x, __m256i scales) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), scales);
+}
+
+template <typename Block>
+const Block* blocks_of(const uint8_t* row) {
+  return reinterpret_cast<const Block*>(row);
+}
+
+template <int NX>
+void q8_0_rows(int64_t blocks, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
+  __m256d acc[NX];
+  for (int r = 0; r < NX; ++r) acc[r] = _mm256_setzero_pd();
+  const BlockQ8_0* wb = blocks_of<BlockQ8_0>(w);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[b].qs));
+    const float dw = half(wb[b].d);
+    for (int r = 0; r < NX; ++r) {
+      const BlockQ8_0& xb = blocks_of<BlockQ8_0>(x + r * stride)[b];
+      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));
+      acc[r] = add_scaled(acc[r], signed_products(wv, xv), dw * half(xb.d));
+    }
+  }
+  for (int r = 0; r < NX; ++r) out[r] = float(lane_sum(acc[r]));
+}
+
+template <int NX>
+void q4_0_rows(int64_t blocks, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
+  __m256d acc[NX];
+  for (int r = 0; r < NX; ++r) acc[r] = _mm256_setzero_pd();
+  const BlockQ4_0* wb = blocks_of<BlockQ4_0>(w);
+  const __m256i low4 = _mm256_set1_epi8(0x0F), eight = _mm256_set1_epi8(8);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[b].qs));
+    // values 0-15 are the low nibbles, 16-31 the high ones
+    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
+    const __m256i wv = _mm256_sub_epi8(_mm256_and_si256(both, low4), eight);
+    const float dw = half(wb[b].d);
+    for (int r = 0; r < NX; ++r) {
+      const BlockQ8_0& xb = blocks_of<BlockQ8_0>(x + r * stride)[b];
+      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));
+      acc[r] = add_scaled(acc[r], signed_products(wv, xv), dw * half(xb.d));
+    }
+  }
+  for (int r = 0; r < NX; ++r) out[r] = float(lane_sum(acc[r]));
+}
+
+template <int NX>
+void q4_k_rows(int64_t blocks, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
+  __m256d acc[NX];
+  double mins[NX] = {};
+  for (int r = 0; r < NX; ++r) acc[r] = _mm256_setzero_pd();
+  const BlockQ4_K* wb = blocks_of<BlockQ4_K>(w);
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  for (int64_t b = 0; b < blocks; ++b) {
+    __m256i scale[8];
+    int min[8];
+    for (int j = 0; j < 8; ++j) {
+      uint8_t s, m;
+      ggml::q4_k_scale_min(j, wb[b].scales, &s, &m);
+      scale[j] = _mm256_set1_epi16(s);
+      min[j] = m;
+    }
+    const float d = half(wb[b].d), dmin = half(wb[b].dmin);
+    __m256i sums[NX];
+    for (int r = 0; r < NX; ++r) sums[r] = _mm256_setzero_si256();
+    for (int j = 0; j < 4; ++j) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[b].qs + 32 * j));
+      const __m256i lo = _mm256_and_si256(q, low4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+      for (int r = 0; r < NX; ++r) {
+        const int8_t* q8 = blocks_of<BlockQ8_K>(x + r * stride)[b].qs + 64 * j;
+        const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q8));
+        const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q8 + 32));
+        sums[r] =
+            _mm256_add_epi32(sums[r], _mm256_add_epi32(scaled_products(lo, x0, scale[2 * j]),
+                                                       scaled_products(hi, x1, scale[2 * j + 1])));
+      }
+    }
+    for (int r = 0; r < NX; ++r) {
+      const BlockQ8_K& xb = blocks_of<BlockQ8_K>(x + r * stride)[b];
+      int summ = 0;
+      for (int j = 0; j < 8; ++j) summ += min[j] * (xb.bsums[2 * j] + xb.bsums[2 * j + 1]);
+      acc[r] = add_scaled(acc[r], sums[r], d * xb.d);
+      mins[r] += double(summ) * double(dmin * xb.d);
+    }
+  }
+  for (int r = 0; r < NX; ++r) out[r] = float(lane_sum(acc[r]) - mins[r]);
+}
+
+// Two int16 scales (the first for products 0-15 of 32, the second for 16-31) as vpmaddwd's
+// operand after vpmaddubsw: 8 pair sums each.
+inline __m256i two_scales(int8_t a, int8_t b) {
+  return _mm256_set_m128i(_mm_set1_epi16(b), _mm_set1_epi16(a));
+}
+
+template <int NX>
+void q6_k_rows(int64_t blocks, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
+  __m256d acc[NX];
+  for (int r = 0; r < NX; ++r) acc[r] = _mm256_setzero_pd();
+  const BlockQ6_K* wb = blocks_of<BlockQ6_K>(w);
+  const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const BlockQ6_K& blk = wb[b];
+    __m256i sums[NX];
+    for (int r = 0; r < NX; ++r) sums[r] = _mm256_setzero_si256();
+    for (int n = 0; n < 2; ++n) {
+      const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.ql + 64 * n));
+      const __m256i ql1 =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.ql + 64 * n + 32));
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh + 32 * n));
+      // the four 32-value quarters, unsigned 0..63 (the -32 is taken off through bsums below)
+      const __m256i q[4] = {_mm256_or_si256(_mm256_and_si256(ql0, low4),
+                                            _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45)),
+                            _mm256_or_si256(_mm256_and_si256(ql1, low4),
+                                            _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits45)),
+                            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4),
+                                            _mm256_and_si256(qh, bits45)),
+                            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
+                                            _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45))};
+      const int8_t* sc = blk.scales + 8 * n;
+      const __m256i scale[4] = {two_scales(sc[0], sc[1]), two_scales(sc[2], sc[3]),
+                                two_scales(sc[4], sc[5]), two_scales(sc[6], sc[7])};
+      for (int r = 0; r < NX; ++r) {
+        const int8_t* q8 = blocks_of<BlockQ8_K>(x + r * stride)[b].qs + 128 * n;
+        for (int k = 0; k < 4; ++k) {
+          const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q8 + 32 * k));
+          sums[r] = _mm256_add_epi32(sums[r], scaled_products(q[k], xv, scale[k]));
+        }
+      }
+    }
+    const float d = half(blk.d);
+    for (int r = 0; r < NX; ++r) {
+      const BlockQ8_K& xb = blocks_of<BlockQ8_K>(x + r * stride)[b];
+      int offset = 0;  // sum over the 16 groups of scale * 32 * (sum of the group's x)
+      for (int g = 0; g < 16; ++g) offset += int(blk.scales[g]) * xb.bsums[g];
+      const __m256i exact =
+          _mm256_sub_epi32(sums[r], _mm256_setr_epi32(32 * offset, 0, 0, 0, 0, 0, 0, 0));
+      acc[r] = add_scaled(acc[r], exact, d * xb.d);
+    }
+  }
+  for (int r = 0; r < NX; ++r) out[r] = float(lane_sum(acc[r]));
+}
+
+template <int NX>
+void rows_of(WeightDtype dtype, int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride,
+             float* out) {
+  switch (dtype) {
+    case WeightDtype::q8_0:
+      return q8_0_rows<NX>(cols / 32, w, x, stride, out);
+    case WeightDtype::q4_0:
+      return q4_0_rows<NX>(cols / 32, w, x, stride, out);
+    case WeightDtype::q4_k:
+      return q4_k_rows<NX>(cols / 256, w, x, stride, out);
+    case WeightDtype::q6_k:
+      return q6_k_rows<NX>(cols / 256, w, x, stride, out);
+    default:
+      GATTN_ASSERT(false, "quant_dot of ", weight_dtype_name(dtype));
+  }
+}
+
+}  // namespace
+
+void avx2_dot(WeightDtype dtype, int64_t cols, const uint8_t* w, const uint8_t* x, int64_t x_stride,
+              int nx, float* out) {
+  switch (nx) {
+    case 1:
+      return rows_of<1>(dtype, cols, w, x, x_stride, out);
+    case 2:
+      return rows_of<2>(dtype, cols, w, x, x_stride, out);
+    case 3:
+      return rows_of<3>(dtype, cols, w, x, x_stride, out);
+    case 4:
+      return rows_of<4>(dtype, cols, w, x, x_stride, out);
+    case 5:
+      return rows_of<5>(dtype, cols, w, x, x_stride, out);
+    case 6:
+      return rows_of<6>(dtype, cols, w, x, x_stride, out);
+    case 7:
+      return rows_of<7>(dtype, cols, w, x, x_stride, out);
+    case 8:
+      return rows_of<8>(dtype, cols, w, x, x_stride, out);
+  }
+  GATTN_ASSERT(false, "avx2_dot of ", nx, " rows");
+}
+
+}  // namespace gattn::quant_kernels
+#endif

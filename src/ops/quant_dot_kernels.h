@@ -1,0 +1,20 @@
+// The vector kernels behind quant_dot (ops/quant_dot.h), one file each: AVX2 (the x86-64
+// baseline: ops/quant_dot_avx2.cpp).
+#pragma once
+#include <cstdint>
+
+#include "ops/weight_view.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define GATTN_QUANT_DOT_AVX2 1
+#endif
+
+namespace gattn::quant_kernels {
+
+#ifdef GATTN_QUANT_DOT_AVX2
+// quant_dot's contract, 1 <= nx <= kQuantDotRows.
+void avx2_dot(WeightDtype dtype, int64_t cols, const uint8_t* w, const uint8_t* x, int64_t x_stride,
+              int nx, float* out);
+#endif
+
+}  // namespace gattn::quant_kernels

@@ -1,0 +1,50 @@
+#include "ops/quantized_linear.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "ops/quant_dot.h"
+#include "util/aligned.h"
+#include "util/error.h"
+
+namespace gattn {
+
+namespace {
+// Weight rows a tile: a group of input rows stays in L1 while the tile's rows pass over it.
+constexpr int kTileRows = 16;
+// Below this many weight bytes one thread does the whole product.
+constexpr int64_t kParallelBytes = int64_t(1) << 15;
+}  // namespace
+
+void quantized_linear(float* out, const float* in, const WeightView& w, int rows, int ld_out,
+                      bool reference) {
+  GATTN_ASSERT(is_block_format(w.dtype), "quantized_linear of ", weight_dtype_name(w.dtype));
+  if (ld_out == 0) ld_out = int(w.rows);
+  const int64_t cols = w.cols, w_bytes = w.row_bytes();
+  const int64_t x_bytes = activation_row_bytes(w.dtype, cols);
+  thread_local std::vector<uint8_t, AlignedAllocator<uint8_t>> quantized;
+  if (quantized.size() < size_t(rows * x_bytes)) quantized.resize(size_t(rows * x_bytes));
+  uint8_t* const x = quantized.data();
+#pragma omp parallel for schedule(static) if (rows >= 16)
+  for (int r = 0; r < rows; ++r)
+    quantize_activation_row(w.dtype, in + int64_t(r) * cols, cols, x + r * x_bytes);
+
+  const auto dot = reference ? quant_dot_reference : quant_dot;
+  const int64_t tiles = (w.rows + kTileRows - 1) / kTileRows;
+  const uint8_t* const weights = w.bytes();
+#pragma omp parallel for schedule(static) if (w.rows * w_bytes * std::max(1, rows / 8) >= \
+                                              kParallelBytes)
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t n0 = t * kTileRows, n1 = std::min<int64_t>(w.rows, n0 + kTileRows);
+    for (int r0 = 0; r0 < rows; r0 += kQuantDotRows) {
+      const int nx = std::min(kQuantDotRows, rows - r0);
+      float sums[kQuantDotRows];
+      for (int64_t n = n0; n < n1; ++n) {
+        dot(w.dtype, cols, weights + n * w_bytes, x + r0 * x_bytes, x_bytes, nx, sums);
+        for (int i = 0; i < nx; ++i) out[int64_t(r0 + i) * ld_out + n] = sums[i];
+      }
+    }
+  }
+}
+
+}  // namespace gattn

@@ -1,0 +1,208 @@
+// The quantized dot products (ops/quant_dot.h, ops/quantized_linear.h): the vector kernels against
+// the scalar reference (the oracle), the reference against dequantize-then-fp32, the activation
+// quantizers' arithmetic, and float_to_half against the CPU's own conversion.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "ops/avx512_kernels.h"
+#include "ops/ggml_blocks.h"
+#include "ops/quant_dot.h"
+#include "ops/quant_dot_kernels.h"
+#include "ops/quantized_linear.h"
+#include "util/cpu_features.h"
+#include "util/fp16.h"
+
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
+namespace gattn {
+namespace {
+
+constexpr WeightDtype kBlockFormats[] = {WeightDtype::q8_0, WeightDtype::q4_0, WeightDtype::q4_k,
+                                         WeightDtype::q6_k};
+
+// Byte offsets of a block's fp16 scales.
+std::vector<int> scale_offsets(WeightDtype dtype) {
+  switch (dtype) {
+    case WeightDtype::q4_k:
+      return {0, 2};
+    case WeightDtype::q6_k:
+      return {208};
+    default:
+      return {0};
+  }
+}
+
+// rows x cols weights of random blocks whose fp16 scales are finite, in [2^-10, 2^-4).
+std::vector<uint8_t> random_blocks(WeightDtype dtype, int64_t rows, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const int64_t bytes = weight_row_bytes(dtype, cols) * rows;
+  std::vector<uint8_t> data(static_cast<size_t>(bytes));
+  for (uint8_t& b : data) b = uint8_t(rng());
+  std::uniform_real_distribution<float> scale(1.0f / 1024, 1.0f / 16);
+  const int64_t block = weight_block_bytes(dtype);
+  for (int64_t at = 0; at < bytes; at += block)
+    for (int off : scale_offsets(dtype)) {
+      const uint16_t h = float_to_half(scale(rng));
+      std::memcpy(&data[size_t(at + off)], &h, 2);
+    }
+  return data;
+}
+
+std::vector<float> gaussian(int64_t n, uint32_t seed, float sd = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, sd);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (float& v : x) v = normal(rng);
+  return x;
+}
+
+double relative_l2(const std::vector<float>& got, const std::vector<float>& want) {
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    err += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+    norm += double(want[i]) * want[i];
+  }
+  return std::sqrt(err / norm);
+}
+
+#if defined(__F16C__)
+TEST(Fp16, FloatToHalfRoundsAsF16cDoes) {
+  std::mt19937 rng(3);
+  std::vector<uint32_t> bits = {0u,          0x80000000u, 0x7f800000u, 0x477ff000u,
+                                0x477fefffu, 0x33000000u, 0x33000001u, 0x38800000u,
+                                0x387fffffu, 0x3f801000u, 0x3f803000u, 0x7fc00001u};
+  for (int i = 0; i < 2000000; ++i) bits.push_back(rng());
+  for (uint32_t b : bits) {
+    float f;
+    std::memcpy(&f, &b, 4);
+    const uint16_t want = _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+    const uint16_t got = float_to_half(f);
+    if (std::isnan(f))
+      ASSERT_TRUE((got & 0x7c00) == 0x7c00 && (got & 0x3ff)) << std::hex << b;
+    else
+      ASSERT_EQ(got, want) << std::hex << b;
+  }
+}
+#endif
+
+TEST(QuantizeActivations, Q8_0ScalesByTheLargestMagnitudeAndRoundsToEven) {
+  std::vector<float> x(32, 0.0f);
+  x[0] = -2.54f;  // the largest magnitude: q = -127
+  x[1] = 0.01f;   // 0.01 * 127 / 2.54 = 0.5 -> 0 (even), not 1
+  x[2] = 0.03f;   // 1.5 -> 2
+  x[3] = 1.27f;   // 63.5 -> 64
+  std::vector<uint8_t> out(size_t(activation_row_bytes(WeightDtype::q8_0, 32)));
+  quantize_activation_row(WeightDtype::q8_0, x.data(), 32, out.data());
+  ggml::BlockQ8_0 b;
+  std::memcpy(&b, out.data(), sizeof b);
+  EXPECT_EQ(b.d, float_to_half(2.54f / 127.0f));
+  EXPECT_EQ(b.qs[0], -127);
+  // x * (127 / 2.54) in float, then rounded to even: what the x86 quantizer computes
+  for (int j = 1; j < 4; ++j) EXPECT_EQ(b.qs[j], int(std::nearbyint(x[j] * (127.0f / 2.54f)))) << j;
+  EXPECT_EQ(b.qs[3], 64);
+  for (int j = 4; j < 32; ++j) EXPECT_EQ(b.qs[j], 0);
+}
+
+TEST(QuantizeActivations, Q8_KTakesTheSignedMaximumAndKeepsGroupSums) {
+  std::vector<float> x = gaussian(512, 11);
+  x[300] = 9.0f;  // block 1's largest magnitude, positive: its q is -127
+  std::vector<uint8_t> out(size_t(activation_row_bytes(WeightDtype::q4_k, 512)));
+  quantize_activation_row(WeightDtype::q4_k, x.data(), 512, out.data());
+  ggml::BlockQ8_K b;
+  std::memcpy(&b, out.data() + sizeof b, sizeof b);
+  EXPECT_EQ(b.qs[300 - 256], -127);
+  EXPECT_FLOAT_EQ(b.d, 1.0f / (-127.0f / 9.0f));
+  for (int g = 0; g < 16; ++g) {
+    int sum = 0;
+    for (int j = 0; j < 16; ++j) sum += b.qs[16 * g + j];
+    EXPECT_EQ(b.bsums[g], sum) << g;
+  }
+  for (int j = 0; j < 256; ++j)  // each value within half a step of its quantized value
+    EXPECT_LE(std::fabs(b.d * b.qs[j] - x[256 + j]), std::fabs(b.d) * 0.5001f) << j;
+}
+
+using DotKernel = void (*)(WeightDtype, int64_t, const uint8_t*, const uint8_t*, int64_t, int,
+                           float*);
+
+// The vector kernels this CPU can run, by name: the process's choice, and each ISA's own.
+std::vector<std::pair<std::string, DotKernel>> vector_kernels() {
+  std::vector<std::pair<std::string, DotKernel>> kernels = {{"quant_dot", quant_dot}};
+#ifdef GATTN_QUANT_DOT_AVX2
+  kernels.emplace_back("avx2", quant_kernels::avx2_dot);
+#endif
+#ifdef GATTN_X86_KERNELS
+  if (cpu_features().avx512bw && cpu_features().avx512_vnni)
+    kernels.emplace_back("avx512", avx512::quant_dot);
+#endif
+  return kernels;
+}
+
+// Every kernel, every group size, an even and an odd number of blocks: the vector kernels add
+// the reference's per-block floats in another order, nothing else.
+TEST(QuantDot, VectorKernelsAgreeWithTheScalarReference) {
+  for (const auto& [kernel_name, kernel] : vector_kernels())
+    for (int64_t cols : {1024, 1280, 96})
+      for (WeightDtype dtype : kBlockFormats) {
+        if (cols % weight_block_values(dtype)) continue;
+        const std::vector<uint8_t> w = random_blocks(dtype, 1, cols, 5);
+        const int64_t x_bytes = activation_row_bytes(dtype, cols);
+        std::vector<uint8_t> x(size_t(x_bytes * kQuantDotRows));
+        for (int r = 0; r < kQuantDotRows; ++r) {
+          const std::vector<float> v = gaussian(cols, 100 + r, 1.0f + r);
+          quantize_activation_row(dtype, v.data(), cols, x.data() + r * x_bytes);
+        }
+        for (int nx = 1; nx <= kQuantDotRows; ++nx) {
+          std::vector<float> want(nx), got(nx);
+          quant_dot_reference(dtype, cols, w.data(), x.data(), x_bytes, nx, want.data());
+          kernel(dtype, cols, w.data(), x.data(), x_bytes, nx, got.data());
+          EXPECT_LE(relative_l2(got, want), 1e-6)
+              << kernel_name << " " << weight_dtype_name(dtype) << " cols " << cols << " nx " << nx;
+        }
+      }
+}
+
+// The product of a whole matrix, decode- and prefill-sized, through quantized_linear: the vector
+// kernels against the reference, and the reference against dequantize-then-fp32 (the error of
+// quantizing the activations; printed). For unrelated random weights and inputs the products are
+// small against the inputs' size and that error is at its largest: Q8_0 rounds to steps of
+// max|x| / 127 (max|x| ~ 2.4 sd over 32 normal values), an error of sd 2.4 / 127 / sqrt(12) =
+// 0.55% of the input's, which the sum carries over whole (Q8_K's 256-value blocks: ~0.7%); a
+// model's logits, sums of related values, see less (test_gguf_quantized.cpp: <= 5e-3).
+TEST(QuantizedLinear, MatchesTheReferenceAndDequantizedFp32) {
+  const int64_t cols = 512, out_dim = 48;
+  for (WeightDtype dtype : kBlockFormats) {
+    const std::vector<uint8_t> w = random_blocks(dtype, out_dim, cols, 9);
+    const WeightView view{.dtype = dtype, .data = w.data(), .rows = out_dim, .cols = cols};
+    std::vector<float> dense(size_t(out_dim * cols));
+    for (int64_t n = 0; n < out_dim; ++n)
+      ggml::dequantize_row(ggml_type_of(dtype), w.data() + n * view.row_bytes(), cols,
+                           dense.data() + n * cols);
+    for (int rows : {1, 3, 8, 21}) {
+      const std::vector<float> in = gaussian(rows * cols, 7 + rows);
+      std::vector<float> got(size_t(rows * out_dim)), ref(got.size()), fp32(got.size());
+      quantized_linear(got.data(), in.data(), view, rows);
+      quantized_linear(ref.data(), in.data(), view, rows, 0, true);
+      for (int r = 0; r < rows; ++r)
+        for (int64_t n = 0; n < out_dim; ++n) {
+          double s = 0;
+          for (int64_t k = 0; k < cols; ++k) s += double(in[r * cols + k]) * dense[n * cols + k];
+          fp32[r * out_dim + n] = float(s);
+        }
+      EXPECT_LE(relative_l2(got, ref), 1e-6) << weight_dtype_name(dtype) << " rows " << rows;
+      const double quantization = relative_l2(ref, fp32);
+      std::printf("%s rows %d: relative L2 against dequantize-then-fp32 %.2e\n",
+                  weight_dtype_name(dtype), rows, quantization);
+      EXPECT_LE(quantization, 1e-2) << weight_dtype_name(dtype) << " rows " << rows;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gattn

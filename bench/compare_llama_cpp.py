@@ -15,7 +15,7 @@ give --llama-cpp, the built llama-cpp-python sdist (bench/llama_cpp_sdist.py), w
 then used too. tools/reference/check_llama_cpp_qwen35.py checks that conversion against
 transformers.
 
-usage: tools/reference/.venv-llama/bin/python bench/compare_llama_cpp.py --folder DIR
+usage: tools/reference/.venv-llama/bin/python bench/compare_llama_cpp.py --folder DIR | --gguf FILE
            [--dtype f32|bf16] [--prompt 512] [--generate 128] [--threads 1] [--rounds 3]
            [--llama-cpp SDIST_DIR]
        ... bench/compare_llama_cpp.py --check-fixture tests/fixtures/hf/qwen3_f32
@@ -193,6 +193,8 @@ def time_llama(llm, ids, generate):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--folder", help="a Hugging Face qwen3 folder")
+    p.add_argument("--gguf", help="a GGUF file (e.g. bench/quantized_ggufs.py's) both engines run "
+                   "as it is: gattn reads its matrices as stored (DTYPE bf16)")
     p.add_argument("--check-fixture", help="only compare llama.cpp's logits on this "
                    "tests/fixtures/hf qwen3 folder with its transformers reference")
     p.add_argument("--llama-cpp", help="a built llama-cpp-python sdist: its bindings and converter")
@@ -202,12 +204,15 @@ def main():
         llama_cpp_sdist.bindings(args.llama_cpp)
     if args.check_fixture:
         return check_fixture(args.check_fixture)
-    if not args.folder:
-        p.error("--folder is required")
+    if not args.folder and not args.gguf:
+        p.error("--folder or --gguf is required")
+    if args.gguf:
+        args.dtype = "bf16"  # gattn_bench_decode's DTYPE for a GGUF file read as stored
     import llama_cpp  # after argparse: its import is slow
 
-    with tempfile.TemporaryDirectory(prefix="gattn_llama_", dir=os.path.dirname(os.path.abspath(args.folder))) as tmp:
-        path = gguf_of(args, tmp)
+    model = args.gguf or args.folder
+    with tempfile.TemporaryDirectory(prefix="gattn_llama_", dir=os.path.dirname(os.path.abspath(model))) as tmp:
+        path = args.gguf or gguf_of(args, tmp)
         llm = llama_cpp.Llama(model_path=path, n_ctx=args.prompt + args.generate + 16,
                               n_batch=args.prompt, n_ubatch=args.prompt, n_threads=args.threads,
                               n_threads_batch=args.threads, verbose=False)
@@ -218,7 +223,7 @@ def main():
             order = ["gattn", "llama.cpp"] if r % 2 == 0 else ["llama.cpp", "gattn"]
             for who in order:
                 if who == "gattn":
-                    run = run_gattn(args, args.folder)
+                    run = run_gattn(args, model)
                     result = (run["prefill"], run["decode"])
                 else:
                     result = time_llama(llm, ids, args.generate)
@@ -227,7 +232,8 @@ def main():
                       f"{result[1]:6.2f} tok/s", flush=True)
     med = {who: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v))
            for who, v in results.items()}
-    print(f"\nmedians over {args.rounds} alternated rounds, {args.threads} thread(s), {args.dtype}, "
+    what = os.path.basename(args.gguf) if args.gguf else args.dtype
+    print(f"\nmedians over {args.rounds} alternated rounds, {args.threads} thread(s), {what}, "
           f"pp{args.prompt} / tg{args.generate}, llama-cpp-python {llama_cpp.__version__}")
     print("| engine | prefill tok/s | decode tok/s |\n|---|---|---|")
     for who, (prefill, decode) in med.items():

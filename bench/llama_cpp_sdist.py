@@ -55,3 +55,19 @@ def convert(sdist, folder, out_path, outtype, no_mtp=True):
     if done.returncode != 0:
         sys.exit(f"convert_hf_to_gguf.py failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     return out_path
+
+
+# llama_ftype values of the formats gattn reads (llama.h).
+FTYPES = {"q8_0": 7, "q4_0": 2, "q4_k_m": 15}
+
+
+def quantize(llama_cpp, in_path, out_path, name, threads=1):
+    """llama.cpp's own quantizer (llama_model_quantize through the bindings) of a GGUF file to
+    `name` (a key of FTYPES); exits when it fails."""
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = FTYPES[name]
+    params.nthread = threads
+    rc = llama_cpp.llama_model_quantize(in_path.encode(), out_path.encode(), params)
+    if rc != 0:
+        sys.exit(f"llama_model_quantize {in_path} -> {name}: {rc}")
+    return out_path

@@ -100,14 +100,13 @@ TEST(QuantizeActivations, Q8_0ScalesByTheLargestMagnitudeAndRoundsToEven) {
   x[3] = 1.27f;   // 63.5 -> 64
   std::vector<uint8_t> out(size_t(activation_row_bytes(WeightDtype::q8_0, 32)));
   quantize_activation_row(WeightDtype::q8_0, x.data(), 32, out.data());
-  ggml::BlockQ8_0 b;
-  std::memcpy(&b, out.data(), sizeof b);
-  EXPECT_EQ(b.d, float_to_half(2.54f / 127.0f));
-  EXPECT_EQ(b.qs[0], -127);
+  const ActivationRow b = activation_row(WeightDtype::q8_0, out.data(), 32);
+  EXPECT_EQ(b.d[0], half_to_float(float_to_half(2.54f / 127.0f)));  // the scale as a half
+  EXPECT_EQ(b.q[0], -127);
   // x * (127 / 2.54) in float, then rounded to even: what the x86 quantizer computes
-  for (int j = 1; j < 4; ++j) EXPECT_EQ(b.qs[j], int(std::nearbyint(x[j] * (127.0f / 2.54f)))) << j;
-  EXPECT_EQ(b.qs[3], 64);
-  for (int j = 4; j < 32; ++j) EXPECT_EQ(b.qs[j], 0);
+  for (int j = 1; j < 4; ++j) EXPECT_EQ(b.q[j], int(std::nearbyint(x[j] * (127.0f / 2.54f)))) << j;
+  EXPECT_EQ(b.q[3], 64);
+  for (int j = 4; j < 32; ++j) EXPECT_EQ(b.q[j], 0);
 }
 
 TEST(QuantizeActivations, Q8_KTakesTheSignedMaximumAndKeepsGroupSums) {
@@ -115,17 +114,18 @@ TEST(QuantizeActivations, Q8_KTakesTheSignedMaximumAndKeepsGroupSums) {
   x[300] = 9.0f;  // block 1's largest magnitude, positive: its q is -127
   std::vector<uint8_t> out(size_t(activation_row_bytes(WeightDtype::q4_k, 512)));
   quantize_activation_row(WeightDtype::q4_k, x.data(), 512, out.data());
-  ggml::BlockQ8_K b;
-  std::memcpy(&b, out.data() + sizeof b, sizeof b);
-  EXPECT_EQ(b.qs[300 - 256], -127);
-  EXPECT_FLOAT_EQ(b.d, 1.0f / (-127.0f / 9.0f));
+  const ActivationRow row = activation_row(WeightDtype::q4_k, out.data(), 512);
+  const int8_t* q = row.q + 256;  // block 1
+  const float d = float(row.d[1]);
+  EXPECT_EQ(q[300 - 256], -127);
+  EXPECT_EQ(d, 1.0f / (-127.0f / 9.0f));  // a float, as Q8_K stores it
   for (int g = 0; g < 16; ++g) {
     int sum = 0;
-    for (int j = 0; j < 16; ++j) sum += b.qs[16 * g + j];
-    EXPECT_EQ(b.bsums[g], sum) << g;
+    for (int j = 0; j < 16; ++j) sum += q[16 * g + j];
+    EXPECT_EQ(row.sums[16 + g], sum) << g;
   }
   for (int j = 0; j < 256; ++j)  // each value within half a step of its quantized value
-    EXPECT_LE(std::fabs(b.d * b.qs[j] - x[256 + j]), std::fabs(b.d) * 0.5001f) << j;
+    EXPECT_LE(std::fabs(d * q[j] - x[256 + j]), std::fabs(d) * 0.5001f) << j;
 }
 
 using DotKernel = void (*)(WeightDtype, int64_t, const uint8_t*, const uint8_t*, int64_t, int,

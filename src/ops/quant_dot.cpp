@@ -20,7 +20,6 @@ using ggml::BlockQ4_0;
 using ggml::BlockQ4_K;
 using ggml::BlockQ6_K;
 using ggml::BlockQ8_0;
-using ggml::BlockQ8_K;
 
 template <typename Block>
 Block block_at(const uint8_t* row, int64_t i) {
@@ -37,105 +36,105 @@ int8_t round_q(float v) {
   return int8_t(std::clamp(std::nearbyint(v), -127.0f, 127.0f));
 }
 
-void quantize_q8_0(const float* x, int64_t blocks, uint8_t* out) {
-  for (int64_t b = 0; b < blocks; ++b, x += 32) {
+void quantize_q8_0(const float* x, int64_t blocks, int8_t* q, double* d) {
+  for (int64_t b = 0; b < blocks; ++b, x += 32, q += 32) {
     float amax = 0;
     for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
-    BlockQ8_0 q;
-    q.d = float_to_half(amax / 127.0f);
+    d[b] = half_to_float(float_to_half(amax / 127.0f));
     const float id = amax != 0 ? 127.0f / amax : 0.0f;
-    for (int j = 0; j < 32; ++j) q.qs[j] = round_q(x[j] * id);
-    std::memcpy(out + b * int64_t(sizeof q), &q, sizeof q);
+    for (int j = 0; j < 32; ++j) q[j] = round_q(x[j] * id);
   }
 }
 
-void quantize_q8_k(const float* x, int64_t blocks, uint8_t* out) {
-  for (int64_t b = 0; b < blocks; ++b, x += 256) {
+void quantize_q8_k(const float* x, int64_t blocks, int8_t* q, double* d, int16_t* sums) {
+  for (int64_t b = 0; b < blocks; ++b, x += 256, q += 256) {
     float amax = 0, max = 0;
     for (int j = 0; j < 256; ++j)
       if (std::fabs(x[j]) > amax) {
         amax = std::fabs(x[j]);
         max = x[j];
       }
-    BlockQ8_K q{};
+    d[b] = 0;
+    std::fill(q, q + 256, int8_t(0));
     if (amax != 0) {
       const float iscale = -127.0f / max;
-      for (int j = 0; j < 256; ++j) q.qs[j] = round_q(iscale * x[j]);
-      q.d = 1 / iscale;
+      for (int j = 0; j < 256; ++j) q[j] = round_q(iscale * x[j]);
+      d[b] = 1 / iscale;  // a float, as Q8_K stores it
     }
     for (int g = 0; g < 16; ++g) {
       int sum = 0;
-      for (int j = 0; j < 16; ++j) sum += q.qs[16 * g + j];
-      q.bsums[g] = int16_t(sum);
+      for (int j = 0; j < 16; ++j) sum += q[16 * g + j];
+      sums[16 * b + g] = int16_t(sum);
     }
-    std::memcpy(out + b * int64_t(sizeof q), &q, sizeof q);
   }
 }
 
-// The reference dots of one weight row with one activation row: integer sums per block, each
-// times its float scale exactly in double (an int below 2^29 times a float: at most 53 bits) and
-// added in double; the vector kernels add the same exact products in another order, so after the
+// The reference dots of one weight row with one activation row: integer sums per block times
+// the block's scales, exactly in double, added in double. Q8_0 and Q4_0: sum * d_w * d_x, both
+// scales halves (an int below 2^17 times 11 and 11 bits). K-quants: sum * float(d_w * d_x), the
+// scales' product rounded to float once per block as llama.cpp does (an int below 2^29 times 24
+// bits); the vector kernels add the same exact products in another order, so after the
 // rounding to float every kernel gives the same value (a difference needs a double sum within
 // 2^-29 of a float rounding boundary). Without that, float sums in another order would now and
 // then move an activation across a rounding boundary of the next quantization, changing the
 // logits by ~1e-4.
-float dot_q8_0(int64_t blocks, const uint8_t* w, const uint8_t* x) {
+float dot_q8_0(int64_t blocks, const uint8_t* w, const ActivationRow& x) {
   double sum = 0;
   for (int64_t b = 0; b < blocks; ++b) {
     const auto wb = block_at<BlockQ8_0>(w, b);
-    const auto xb = block_at<BlockQ8_0>(x, b);
     int s = 0;
-    for (int j = 0; j < 32; ++j) s += int(wb.qs[j]) * int(xb.qs[j]);
-    sum += double(s) * double(half_to_float(wb.d) * half_to_float(xb.d));
+    for (int j = 0; j < 32; ++j) s += int(wb.qs[j]) * int(x.q[32 * b + j]);
+    sum += double(s) * double(half_to_float(wb.d)) * x.d[b];
   }
   return float(sum);
 }
 
-float dot_q4_0(int64_t blocks, const uint8_t* w, const uint8_t* x) {
+float dot_q4_0(int64_t blocks, const uint8_t* w, const ActivationRow& x) {
   double sum = 0;
   for (int64_t b = 0; b < blocks; ++b) {
     const auto wb = block_at<BlockQ4_0>(w, b);
-    const auto xb = block_at<BlockQ8_0>(x, b);
+    const int8_t* q = x.q + 32 * b;
     int s = 0;
     for (int j = 0; j < 16; ++j)
-      s += ((wb.qs[j] & 0xF) - 8) * int(xb.qs[j]) + ((wb.qs[j] >> 4) - 8) * int(xb.qs[j + 16]);
-    sum += double(s) * double(half_to_float(wb.d) * half_to_float(xb.d));
+      s += ((wb.qs[j] & 0xF) - 8) * int(q[j]) + ((wb.qs[j] >> 4) - 8) * int(q[j + 16]);
+    sum += double(s) * double(half_to_float(wb.d)) * x.d[b];
   }
   return float(sum);
 }
 
-float dot_q4_k(int64_t blocks, const uint8_t* w, const uint8_t* x) {
+float dot_q4_k(int64_t blocks, const uint8_t* w, const ActivationRow& x) {
   double sum = 0;
   for (int64_t b = 0; b < blocks; ++b) {
     const auto wb = block_at<BlockQ4_K>(w, b);
-    const auto xb = block_at<BlockQ8_K>(x, b);
+    const int8_t* q8 = x.q + 256 * b;
+    const int16_t* sums = x.sums + 16 * b;
     int sumi = 0, summ = 0;
     for (int j = 0; j < 8; ++j) {
       uint8_t scale, min;
       ggml::q4_k_scale_min(j, wb.scales, &scale, &min);
-      summ += int(min) * (xb.bsums[2 * j] + xb.bsums[2 * j + 1]);
+      summ += int(min) * (sums[2 * j] + sums[2 * j + 1]);
       const uint8_t* q = wb.qs + 32 * (j / 2);
       int s = 0;
-      for (int l = 0; l < 32; ++l) s += (j % 2 ? q[l] >> 4 : q[l] & 0xF) * int(xb.qs[32 * j + l]);
+      for (int l = 0; l < 32; ++l) s += (j % 2 ? q[l] >> 4 : q[l] & 0xF) * int(q8[32 * j + l]);
       sumi += int(scale) * s;
     }
-    sum += double(sumi) * double(half_to_float(wb.d) * xb.d) -
-           double(summ) * double(half_to_float(wb.dmin) * xb.d);
+    const float xd = float(x.d[b]);
+    sum += double(sumi) * double(half_to_float(wb.d) * xd) -
+           double(summ) * double(half_to_float(wb.dmin) * xd);
   }
   return float(sum);
 }
 
-float dot_q6_k(int64_t blocks, const uint8_t* w, const uint8_t* x) {
+float dot_q6_k(int64_t blocks, const uint8_t* w, const ActivationRow& x) {
   double sum = 0;
   for (int64_t b = 0; b < blocks; ++b) {
     const auto wb = block_at<BlockQ6_K>(w, b);
-    const auto xb = block_at<BlockQ8_K>(x, b);
     int sumi = 0;
     for (int n = 0; n < 2; ++n) {
       const uint8_t* ql = wb.ql + 64 * n;
       const uint8_t* qh = wb.qh + 32 * n;
       const int8_t* sc = wb.scales + 8 * n;
-      const int8_t* q8 = xb.qs + 128 * n;
+      const int8_t* q8 = x.q + 256 * b + 128 * n;
       for (int l = 0; l < 32; ++l) {
         const int is = l / 16;
         const int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
@@ -146,7 +145,7 @@ float dot_q6_k(int64_t blocks, const uint8_t* w, const uint8_t* x) {
                 sc[is + 6] * q4 * q8[l + 96];
       }
     }
-    sum += double(sumi) * double(half_to_float(wb.d) * xb.d);
+    sum += double(sumi) * double(half_to_float(wb.d) * float(x.d[b]));
   }
   return float(sum);
 }
@@ -157,21 +156,26 @@ int64_t activation_row_bytes(WeightDtype dtype, int64_t cols) {
   GATTN_ASSERT(is_block_format(dtype), "activation blocks for ", weight_dtype_name(dtype));
   GATTN_ASSERT(cols % weight_block_values(dtype) == 0, cols, " values for ",
                weight_dtype_name(dtype), " blocks");
-  return k_quant(dtype) ? cols / 256 * int64_t(sizeof(BlockQ8_K))
-                        : cols / 32 * int64_t(sizeof(BlockQ8_0));
+  const int64_t block = k_quant(dtype) ? 256 : 32;
+  const int64_t bytes = cols + cols / block * int64_t(sizeof(double)) +
+                        (k_quant(dtype) ? cols / 16 * int64_t(sizeof(int16_t)) : 0);
+  return (bytes + 63) / 64 * 64;
 }
 
 void quantize_activation_row(WeightDtype dtype, const float* x, int64_t cols, uint8_t* out) {
   GATTN_ASSERT(is_block_format(dtype) && cols % weight_block_values(dtype) == 0);
-  if (k_quant(dtype)) return quantize_q8_k(x, cols / 256, out);
-  quantize_q8_0(x, cols / 32, out);
+  const ActivationRow row = activation_row(dtype, out, cols);
+  auto* q = const_cast<int8_t*>(row.q);
+  auto* d = const_cast<double*>(row.d);
+  if (k_quant(dtype)) return quantize_q8_k(x, cols / 256, q, d, const_cast<int16_t*>(row.sums));
+  quantize_q8_0(x, cols / 32, q, d);
 }
 
 void quant_dot_reference(WeightDtype dtype, int64_t cols, const uint8_t* w, const uint8_t* x,
                          int64_t x_stride, int nx, float* out) {
   const int64_t blocks = cols / weight_block_values(dtype);
   for (int r = 0; r < nx; ++r) {
-    const uint8_t* xr = x + r * x_stride;
+    const ActivationRow xr = activation_row(dtype, x + r * x_stride, cols);
     switch (dtype) {
       case WeightDtype::q8_0:
         out[r] = dot_q8_0(blocks, w, xr);

@@ -17,13 +17,30 @@
 
 namespace gattn {
 
-// Bytes of one activation row of `cols` values quantized for weights of `dtype` (a block format).
+// Bytes of one activation row of `cols` values quantized for weights of `dtype` (a block format):
+// a multiple of 64.
 int64_t activation_row_bytes(WeightDtype dtype, int64_t cols);
 
-// x[cols] -> the activation blocks for `dtype` weights. Q8_0 as llama.cpp's x86 quantize_row_q8_0:
-// d = max|x| / 127 (stored fp16), q = round-to-nearest-even(x * 127 / max|x|). Q8_K as
+// An activation row as the kernels read it (the values of llama.cpp's Q8_0 or Q8_K blocks, laid
+// out for vector loads): the int8 values, one scale per block (32 values for Q8_0 and Q4_0
+// weights, 256 for the K-quants) as a double, and for the K-quants the sum of each 16 values.
+struct ActivationRow {
+  const int8_t* q;
+  const double* d;
+  const int16_t* sums;  // K-quants only
+};
+// Static: each file has its own copy, compiled with its own flags (the AVX-512 kernels use it).
+static inline ActivationRow activation_row(WeightDtype dtype, const uint8_t* row, int64_t cols) {
+  const bool k_quant = dtype == WeightDtype::q4_k || dtype == WeightDtype::q6_k;
+  const double* d = reinterpret_cast<const double*>(row + cols);
+  return {reinterpret_cast<const int8_t*>(row), d,
+          k_quant ? reinterpret_cast<const int16_t*>(d + cols / 256) : nullptr};
+}
+
+// x[cols] -> the activation row for `dtype` weights. Q8_0 as llama.cpp's x86 quantize_row_q8_0:
+// d = max|x| / 127 rounded to fp16, q = round-to-nearest-even(x * 127 / max|x|). Q8_K as
 // quantize_row_q8_K_ref: the value of largest magnitude m, q = min(127, round(-127 / m * x)),
-// d = 1 / (-127 / m) (float), and the sums of each 16 q's.
+// d = 1 / (-127 / m) (a float), and the sums of each 16 q's.
 void quantize_activation_row(WeightDtype dtype, const float* x, int64_t cols, uint8_t* out);
 
 // out[r] = (weight row w) . (activation row r) for r < nx, activation row r at x + r * x_stride

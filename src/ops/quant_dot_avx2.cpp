@@ -20,7 +20,6 @@ using ggml::BlockQ4_0;
 using ggml::BlockQ4_K;
 using ggml::BlockQ6_K;
 using ggml::BlockQ8_0;
-using ggml::BlockQ8_K;
 
 inline float half(uint16_t h) { return _cvtsh_ss(h); }
 
@@ -30,7 +29,7 @@ inline double lane_sum(__m256d v) {
 }
 
 // acc + (the eight int32 sums p, added in pairs: exact) * scale, in double.
-inline __m256d add_scaled(__m256d acc, __m256i p, float scale) {
+inline __m256d add_scaled(__m256d acc, __m256i p, double scale) {
   const __m128i four = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
   return _mm256_fmadd_pd(_mm256_cvtepi32_pd(four), _mm256_set1_pd(scale), acc);
 }
@@ -52,85 +51,104 @@ const Block* blocks_of(const uint8_t* row) {
   return reinterpret_cast<const Block*>(row);
 }
 
+inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// Asks for the weights a few rows ahead: one stream, read faster than the prefetcher alone reads
+// it while the products run.
+inline void prefetch_ahead(const void* p) {
+  _mm_prefetch(static_cast<const char*>(p) + 2048, _MM_HINT_T0);
+}
+
 template <int NX>
-void q8_0_rows(int64_t blocks, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
+struct Rows {
+  ActivationRow row[NX];
+  Rows(WeightDtype dtype, const uint8_t* x, int64_t stride, int64_t cols) {
+    for (int r = 0; r < NX; ++r) row[r] = activation_row(dtype, x + r * stride, cols);
+  }
+};
+
+template <int NX>
+void q8_0_rows(int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
+  const Rows<NX> xs(WeightDtype::q8_0, x, stride, cols);
   __m256d acc[NX];
   for (int r = 0; r < NX; ++r) acc[r] = _mm256_setzero_pd();
   const BlockQ8_0* wb = blocks_of<BlockQ8_0>(w);
-  for (int64_t b = 0; b < blocks; ++b) {
-    const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[b].qs));
-    const float dw = half(wb[b].d);
-    for (int r = 0; r < NX; ++r) {
-      const BlockQ8_0& xb = blocks_of<BlockQ8_0>(x + r * stride)[b];
-      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));
-      acc[r] = add_scaled(acc[r], signed_products(wv, xv), dw * half(xb.d));
-    }
+  for (int64_t b = 0; b < cols / 32; ++b) {
+    prefetch_ahead(wb + b);
+    const __m256i wv = load32(wb[b].qs);
+    const double dw = half(wb[b].d);
+    for (int r = 0; r < NX; ++r)
+      acc[r] = add_scaled(acc[r], signed_products(wv, load32(xs.row[r].q + 32 * b)),
+                          dw * xs.row[r].d[b]);
   }
   for (int r = 0; r < NX; ++r) out[r] = float(lane_sum(acc[r]));
 }
 
 template <int NX>
-void q4_0_rows(int64_t blocks, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
+void q4_0_rows(int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
+  const Rows<NX> xs(WeightDtype::q4_0, x, stride, cols);
   __m256d acc[NX];
   for (int r = 0; r < NX; ++r) acc[r] = _mm256_setzero_pd();
   const BlockQ4_0* wb = blocks_of<BlockQ4_0>(w);
   const __m256i low4 = _mm256_set1_epi8(0x0F), eight = _mm256_set1_epi8(8);
-  for (int64_t b = 0; b < blocks; ++b) {
+  for (int64_t b = 0; b < cols / 32; ++b) {
+    prefetch_ahead(wb + b);
     const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[b].qs));
     // values 0-15 are the low nibbles, 16-31 the high ones
     const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
     const __m256i wv = _mm256_sub_epi8(_mm256_and_si256(both, low4), eight);
-    const float dw = half(wb[b].d);
-    for (int r = 0; r < NX; ++r) {
-      const BlockQ8_0& xb = blocks_of<BlockQ8_0>(x + r * stride)[b];
-      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));
-      acc[r] = add_scaled(acc[r], signed_products(wv, xv), dw * half(xb.d));
-    }
+    const double dw = half(wb[b].d);
+    for (int r = 0; r < NX; ++r)
+      acc[r] = add_scaled(acc[r], signed_products(wv, load32(xs.row[r].q + 32 * b)),
+                          dw * xs.row[r].d[b]);
   }
   for (int r = 0; r < NX; ++r) out[r] = float(lane_sum(acc[r]));
 }
 
 template <int NX>
-void q4_k_rows(int64_t blocks, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
-  __m256d acc[NX];
-  double mins[NX] = {};
-  for (int r = 0; r < NX; ++r) acc[r] = _mm256_setzero_pd();
+void q4_k_rows(int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
+  const Rows<NX> xs(WeightDtype::q4_k, x, stride, cols);
+  __m256d acc[NX], mins[NX];
+  for (int r = 0; r < NX; ++r) acc[r] = _mm256_setzero_pd(), mins[r] = _mm256_setzero_pd();
   const BlockQ4_K* wb = blocks_of<BlockQ4_K>(w);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
-  for (int64_t b = 0; b < blocks; ++b) {
+  for (int64_t b = 0; b < cols / 256; ++b) {
+    prefetch_ahead(wb + b);
+    prefetch_ahead(reinterpret_cast<const uint8_t*>(wb + b) + 64);
     __m256i scale[8];
     int min[8];
     for (int j = 0; j < 8; ++j) {
-      uint8_t s, m;
-      ggml::q4_k_scale_min(j, wb[b].scales, &s, &m);
-      scale[j] = _mm256_set1_epi16(s);
+      uint8_t sc, m;
+      ggml::q4_k_scale_min(j, wb[b].scales, &sc, &m);
+      scale[j] = _mm256_set1_epi16(sc);
       min[j] = m;
     }
-    const float d = half(wb[b].d), dmin = half(wb[b].dmin);
     __m256i sums[NX];
     for (int r = 0; r < NX; ++r) sums[r] = _mm256_setzero_si256();
     for (int j = 0; j < 4; ++j) {
-      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[b].qs + 32 * j));
+      const __m256i q = load32(wb[b].qs + 32 * j);
       const __m256i lo = _mm256_and_si256(q, low4);
       const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
       for (int r = 0; r < NX; ++r) {
-        const int8_t* q8 = blocks_of<BlockQ8_K>(x + r * stride)[b].qs + 64 * j;
-        const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q8));
-        const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q8 + 32));
-        sums[r] =
-            _mm256_add_epi32(sums[r], _mm256_add_epi32(scaled_products(lo, x0, scale[2 * j]),
-                                                       scaled_products(hi, x1, scale[2 * j + 1])));
+        const int8_t* q8 = xs.row[r].q + 256 * b + 64 * j;
+        sums[r] = _mm256_add_epi32(
+            sums[r], _mm256_add_epi32(scaled_products(lo, load32(q8), scale[2 * j]),
+                                      scaled_products(hi, load32(q8 + 32), scale[2 * j + 1])));
       }
     }
+    const float d = half(wb[b].d), dmin = half(wb[b].dmin);
+    // each min twice, for the two 16-value sums of its sub-block
+    const __m256i mins16 =
+        _mm256_setr_epi16(min[0], min[0], min[1], min[1], min[2], min[2], min[3], min[3], min[4],
+                          min[4], min[5], min[5], min[6], min[6], min[7], min[7]);
     for (int r = 0; r < NX; ++r) {
-      const BlockQ8_K& xb = blocks_of<BlockQ8_K>(x + r * stride)[b];
-      int summ = 0;
-      for (int j = 0; j < 8; ++j) summ += min[j] * (xb.bsums[2 * j] + xb.bsums[2 * j + 1]);
-      acc[r] = add_scaled(acc[r], sums[r], d * xb.d);
-      mins[r] += double(summ) * double(dmin * xb.d);
+      const float xd = float(xs.row[r].d[b]);
+      acc[r] = add_scaled(acc[r], sums[r], double(d * xd));
+      mins[r] = add_scaled(mins[r], _mm256_madd_epi16(mins16, load32(xs.row[r].sums + 16 * b)),
+                           double(dmin * xd));
     }
   }
-  for (int r = 0; r < NX; ++r) out[r] = float(lane_sum(acc[r]) - mins[r]);
+  for (int r = 0; r < NX; ++r) out[r] = float(lane_sum(acc[r]) - lane_sum(mins[r]));
 }
 
 // Two int16 scales (the first for products 0-15 of 32, the second for 16-31) as vpmaddwd's
@@ -140,21 +158,22 @@ inline __m256i two_scales(int8_t a, int8_t b) {
 }
 
 template <int NX>
-void q6_k_rows(int64_t blocks, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
+void q6_k_rows(int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
+  const Rows<NX> xs(WeightDtype::q6_k, x, stride, cols);
   __m256d acc[NX];
   for (int r = 0; r < NX; ++r) acc[r] = _mm256_setzero_pd();
   const BlockQ6_K* wb = blocks_of<BlockQ6_K>(w);
   const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
-  for (int64_t b = 0; b < blocks; ++b) {
+  for (int64_t b = 0; b < cols / 256; ++b) {
     const BlockQ6_K& blk = wb[b];
+    for (int line = 0; line < 4; ++line)
+      prefetch_ahead(reinterpret_cast<const uint8_t*>(&blk) + 64 * line);
     __m256i sums[NX];
     for (int r = 0; r < NX; ++r) sums[r] = _mm256_setzero_si256();
     for (int n = 0; n < 2; ++n) {
-      const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.ql + 64 * n));
-      const __m256i ql1 =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.ql + 64 * n + 32));
-      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh + 32 * n));
-      // the four 32-value quarters, unsigned 0..63 (the -32 is taken off through bsums below)
+      const __m256i ql0 = load32(blk.ql + 64 * n), ql1 = load32(blk.ql + 64 * n + 32);
+      const __m256i qh = load32(blk.qh + 32 * n);
+      // the four 32-value quarters, unsigned 0..63 (the -32 is taken off through the sums below)
       const __m256i q[4] = {_mm256_or_si256(_mm256_and_si256(ql0, low4),
                                             _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45)),
                             _mm256_or_si256(_mm256_and_si256(ql1, low4),
@@ -167,21 +186,20 @@ void q6_k_rows(int64_t blocks, const uint8_t* w, const uint8_t* x, int64_t strid
       const __m256i scale[4] = {two_scales(sc[0], sc[1]), two_scales(sc[2], sc[3]),
                                 two_scales(sc[4], sc[5]), two_scales(sc[6], sc[7])};
       for (int r = 0; r < NX; ++r) {
-        const int8_t* q8 = blocks_of<BlockQ8_K>(x + r * stride)[b].qs + 128 * n;
-        for (int k = 0; k < 4; ++k) {
-          const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q8 + 32 * k));
-          sums[r] = _mm256_add_epi32(sums[r], scaled_products(q[k], xv, scale[k]));
-        }
+        const int8_t* q8 = xs.row[r].q + 256 * b + 128 * n;
+        for (int k = 0; k < 4; ++k)
+          sums[r] = _mm256_add_epi32(sums[r], scaled_products(q[k], load32(q8 + 32 * k), scale[k]));
       }
     }
     const float d = half(blk.d);
+    const __m256i scales16 =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales)));
     for (int r = 0; r < NX; ++r) {
-      const BlockQ8_K& xb = blocks_of<BlockQ8_K>(x + r * stride)[b];
-      int offset = 0;  // sum over the 16 groups of scale * 32 * (sum of the group's x)
-      for (int g = 0; g < 16; ++g) offset += int(blk.scales[g]) * xb.bsums[g];
+      // 32 * sum over the 16 groups of scale * (sum of the group's x), in eight int32 lanes
+      const __m256i bsums = load32(xs.row[r].sums + 16 * b);
       const __m256i exact =
-          _mm256_sub_epi32(sums[r], _mm256_setr_epi32(32 * offset, 0, 0, 0, 0, 0, 0, 0));
-      acc[r] = add_scaled(acc[r], exact, d * xb.d);
+          _mm256_sub_epi32(sums[r], _mm256_slli_epi32(_mm256_madd_epi16(scales16, bsums), 5));
+      acc[r] = add_scaled(acc[r], exact, double(d * float(xs.row[r].d[b])));
     }
   }
   for (int r = 0; r < NX; ++r) out[r] = float(lane_sum(acc[r]));
@@ -192,13 +210,13 @@ void rows_of(WeightDtype dtype, int64_t cols, const uint8_t* w, const uint8_t* x
              float* out) {
   switch (dtype) {
     case WeightDtype::q8_0:
-      return q8_0_rows<NX>(cols / 32, w, x, stride, out);
+      return q8_0_rows<NX>(cols, w, x, stride, out);
     case WeightDtype::q4_0:
-      return q4_0_rows<NX>(cols / 32, w, x, stride, out);
+      return q4_0_rows<NX>(cols, w, x, stride, out);
     case WeightDtype::q4_k:
-      return q4_k_rows<NX>(cols / 256, w, x, stride, out);
+      return q4_k_rows<NX>(cols, w, x, stride, out);
     case WeightDtype::q6_k:
-      return q6_k_rows<NX>(cols / 256, w, x, stride, out);
+      return q6_k_rows<NX>(cols, w, x, stride, out);
     default:
       GATTN_ASSERT(false, "quant_dot of ", weight_dtype_name(dtype));
   }

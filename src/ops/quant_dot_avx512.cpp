@@ -12,6 +12,7 @@
 
 #include "ops/avx512_kernels.h"
 #include "ops/ggml_blocks.h"
+#include "ops/quant_dot.h"
 
 namespace gattn::avx512 {
 
@@ -21,7 +22,6 @@ using ggml::BlockQ4_0;
 using ggml::BlockQ4_K;
 using ggml::BlockQ6_K;
 using ggml::BlockQ8_0;
-using ggml::BlockQ8_K;
 
 inline float half(uint16_t h) { return _cvtsh_ss(h); }
 
@@ -36,59 +36,80 @@ inline __m512i two_halves(const void* lo, const void* hi) {
       _mm256_loadu_si256(static_cast<const __m256i*>(hi)), 1);
 }
 
+// Asks for the weights a few rows ahead (one stream, read faster than the prefetcher alone reads it
+// while the products run).
+inline void prefetch_ahead(const void* p) {
+  _mm_prefetch(static_cast<const char*>(p) + 2048, _MM_HINT_T0);
+}
+
+template <int NX>
+struct Rows {
+  ActivationRow row[NX];
+  Rows(WeightDtype dtype, const uint8_t* x, int64_t stride, int64_t cols) {
+    for (int r = 0; r < NX; ++r) row[r] = activation_row(dtype, x + r * stride, cols);
+  }
+};
+
 // acc + p's lanes 0-7 * a + lanes 8-15 * b, in double (two blocks' sums and scales).
-inline __m512d add_two_scaled(__m512d acc, __m512i p, float a, float b) {
+inline __m512d add_two_scaled(__m512d acc, __m512i p, double a, double b) {
   acc = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(p)), _mm512_set1_pd(a), acc);
   return _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(p, 1)), _mm512_set1_pd(b),
                          acc);
 }
 
 // acc + (p's 16 lanes added in pairs: exact) * scale, in double (one block).
-inline __m512d add_scaled(__m512d acc, __m512i p, float scale) {
+inline __m512d add_scaled(__m512d acc, __m512i p, double scale) {
   const __m256i eight =
       _mm256_add_epi32(_mm512_castsi512_si256(p), _mm512_extracti64x4_epi64(p, 1));
   return _mm512_fmadd_pd(_mm512_cvtepi32_pd(eight), _mm512_set1_pd(scale), acc);
 }
 
-// Sums of 4 products of signed w and x in each int32 lane (|w| <= 128, |x| <= 127).
-inline __m512i signed_dot(__m512i w, __m512i x) {
-  const __m512i x_signed =
-      _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w), _mm512_setzero_si512(), x);
-  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(w), x_signed);
+// Products of 64 signed weights with 64 signed activations, 4 to an int32 lane: vpdpbusd takes the
+// activations as unsigned (x + 128, a flip of the top bit) and starts from -128 * (the lane's
+// weights' sum), computed once per weight pair (`minus_128_sums`).
+inline __m512i minus_128_sums(__m512i w) {
+  const __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), w);
+  return _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sums, 7));
+}
+inline __m512i signed_dot(__m512i start, __m512i w, const int8_t* x) {
+  const __m512i x_unsigned = _mm512_xor_si512(_mm512_loadu_si512(x), _mm512_set1_epi8(char(0x80)));
+  return _mm512_dpbusd_epi32(start, x_unsigned, w);
+}
+
+// One 32-value block of Q8_0 or Q4_0 (an odd last one), as the reference computes it.
+inline double tail_block(const int8_t* w, const int8_t* x, double scale) {
+  int s = 0;
+  for (int j = 0; j < 32; ++j) s += int(w[j]) * int(x[j]);
+  return double(s) * scale;
 }
 
 template <int NX>
-void q8_0_rows(int64_t blocks, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
+void q8_0_rows(int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
+  const Rows<NX> xs(WeightDtype::q8_0, x, stride, cols);
   __m512d acc[NX];
+  double tail[NX] = {};
   for (int r = 0; r < NX; ++r) acc[r] = _mm512_setzero_pd();
   const BlockQ8_0* wb = blocks_of<BlockQ8_0>(w);
+  const int64_t blocks = cols / 32;
   int64_t b = 0;
   for (; b + 1 < blocks; b += 2) {
+    prefetch_ahead(wb + b);
+    prefetch_ahead(wb + b + 1);
     const __m512i wv = two_halves(wb[b].qs, wb[b + 1].qs);
-    const float d0 = half(wb[b].d), d1 = half(wb[b + 1].d);
-    for (int r = 0; r < NX; ++r) {
-      const BlockQ8_0* xb = blocks_of<BlockQ8_0>(x + r * stride) + b;
-      const __m512i xv = two_halves(xb[0].qs, xb[1].qs);
-      acc[r] = add_two_scaled(acc[r], signed_dot(wv, xv), d0 * half(xb[0].d), d1 * half(xb[1].d));
-    }
+    const __m512i start = minus_128_sums(wv);
+    const double d0 = half(wb[b].d), d1 = half(wb[b + 1].d);
+    for (int r = 0; r < NX; ++r)
+      acc[r] = add_two_scaled(acc[r], signed_dot(start, wv, xs.row[r].q + 32 * b),
+                              d0 * xs.row[r].d[b], d1 * xs.row[r].d[b + 1]);
   }
-  for (; b < blocks; ++b) {  // an odd last block
-    const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[b].qs));
-    for (int r = 0; r < NX; ++r) {
-      const BlockQ8_0& xb = blocks_of<BlockQ8_0>(x + r * stride)[b];
-      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));
-      const __m256i xs =
-          _mm256_mask_sub_epi8(xv, _mm256_movepi8_mask(wv), _mm256_setzero_si256(), xv);
-      const __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(wv), xs);
-      acc[r] = _mm512_fmadd_pd(_mm512_cvtepi32_pd(p), _mm512_set1_pd(half(wb[b].d) * half(xb.d)),
-                               acc[r]);
-    }
-  }
-  for (int r = 0; r < NX; ++r) out[r] = float(_mm512_reduce_add_pd(acc[r]));
+  for (; b < blocks; ++b)
+    for (int r = 0; r < NX; ++r)
+      tail[r] += tail_block(wb[b].qs, xs.row[r].q + 32 * b, double(half(wb[b].d)) * xs.row[r].d[b]);
+  for (int r = 0; r < NX; ++r) out[r] = float(_mm512_reduce_add_pd(acc[r]) + tail[r]);
 }
 
-// Two Q4_0 blocks' 64 nibbles as bytes 0..15 in block order (each block: its 16 low nibbles, then
-// its 16 high ones).
+// Two Q4_0 blocks' 64 values, signed (-8..7), in order (each block: its 16 low nibbles, then its
+// 16 high ones).
 inline __m512i q4_0_pair(const BlockQ4_0& a, const BlockQ4_0& b) {
   const __m128i pa = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.qs));
   const __m128i pb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
@@ -96,37 +117,38 @@ inline __m512i q4_0_pair(const BlockQ4_0& a, const BlockQ4_0& b) {
   const __m512i lo_hi = _mm512_inserti64x4(_mm512_zextsi256_si512(ab), _mm256_srli_epi16(ab, 4), 1);
   // lanes: a.lo b.lo a.hi b.hi (128 bits each) -> a.lo a.hi b.lo b.hi
   const __m512i order = _mm512_setr_epi64(0, 1, 4, 5, 2, 3, 6, 7);
-  return _mm512_and_si512(_mm512_permutexvar_epi64(order, lo_hi), _mm512_set1_epi8(0x0F));
+  const __m512i nibbles =
+      _mm512_and_si512(_mm512_permutexvar_epi64(order, lo_hi), _mm512_set1_epi8(0x0F));
+  return _mm512_sub_epi8(nibbles, _mm512_set1_epi8(8));
 }
 
 template <int NX>
-void q4_0_rows(int64_t blocks, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
+void q4_0_rows(int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
+  const Rows<NX> xs(WeightDtype::q4_0, x, stride, cols);
   __m512d acc[NX];
   double tail[NX] = {};
   for (int r = 0; r < NX; ++r) acc[r] = _mm512_setzero_pd();
   const BlockQ4_0* wb = blocks_of<BlockQ4_0>(w);
-  const __m512i eight = _mm512_set1_epi8(8);
+  const int64_t blocks = cols / 32;
   int64_t b = 0;
   for (; b + 1 < blocks; b += 2) {
-    const __m512i wv = q4_0_pair(wb[b], wb[b + 1]);  // unsigned 0..15; the -8 through sum(x)
-    const float d0 = half(wb[b].d), d1 = half(wb[b + 1].d);
-    for (int r = 0; r < NX; ++r) {
-      const BlockQ8_0* xb = blocks_of<BlockQ8_0>(x + r * stride) + b;
-      const __m512i xv = two_halves(xb[0].qs, xb[1].qs);
-      const __m512i p = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), wv, xv),
-                                         _mm512_dpbusd_epi32(_mm512_setzero_si512(), eight, xv));
-      acc[r] = add_two_scaled(acc[r], p, d0 * half(xb[0].d), d1 * half(xb[1].d));
-    }
+    prefetch_ahead(wb + b);
+    const __m512i wv = q4_0_pair(wb[b], wb[b + 1]);
+    const __m512i start = minus_128_sums(wv);
+    const double d0 = half(wb[b].d), d1 = half(wb[b + 1].d);
+    for (int r = 0; r < NX; ++r)
+      acc[r] = add_two_scaled(acc[r], signed_dot(start, wv, xs.row[r].q + 32 * b),
+                              d0 * xs.row[r].d[b], d1 * xs.row[r].d[b + 1]);
   }
-  for (; b < blocks; ++b)  // an odd last block, as the reference does it
-    for (int r = 0; r < NX; ++r) {
-      const BlockQ8_0& xb = blocks_of<BlockQ8_0>(x + r * stride)[b];
-      int s = 0;
-      for (int j = 0; j < 16; ++j)
-        s += ((wb[b].qs[j] & 0xF) - 8) * int(xb.qs[j]) +
-             ((wb[b].qs[j] >> 4) - 8) * int(xb.qs[j + 16]);
-      tail[r] += double(s) * double(half(wb[b].d) * half(xb.d));
+  for (; b < blocks; ++b) {  // an odd last block
+    int8_t values[32];
+    for (int j = 0; j < 16; ++j) {
+      values[j] = int8_t((wb[b].qs[j] & 0xF) - 8);
+      values[j + 16] = int8_t((wb[b].qs[j] >> 4) - 8);
     }
+    for (int r = 0; r < NX; ++r)
+      tail[r] += tail_block(values, xs.row[r].q + 32 * b, double(half(wb[b].d)) * xs.row[r].d[b]);
+  }
   for (int r = 0; r < NX; ++r) out[r] = float(_mm512_reduce_add_pd(acc[r]) + tail[r]);
 }
 
@@ -136,15 +158,22 @@ inline __m512i two_scales16(int a, int b) {
 }
 
 template <int NX>
-void q4_k_rows(int64_t blocks, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
-  __m512d acc[NX];
-  double mins[NX] = {};
-  for (int r = 0; r < NX; ++r) acc[r] = _mm512_setzero_pd();
+void q4_k_rows(int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
+  const Rows<NX> xs(WeightDtype::q4_k, x, stride, cols);
+  __m512d acc[NX], mins[NX];
+  for (int r = 0; r < NX; ++r) acc[r] = _mm512_setzero_pd(), mins[r] = _mm512_setzero_pd();
   const BlockQ4_K* wb = blocks_of<BlockQ4_K>(w);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
-  for (int64_t b = 0; b < blocks; ++b) {
+  for (int64_t b = 0; b < cols / 256; ++b) {
+    prefetch_ahead(wb + b);
+    prefetch_ahead(reinterpret_cast<const uint8_t*>(wb + b) + 64);
+    prefetch_ahead(reinterpret_cast<const uint8_t*>(wb + b) + 128);
     uint8_t scale[8], min[8];
     for (int j = 0; j < 8; ++j) ggml::q4_k_scale_min(j, wb[b].scales, &scale[j], &min[j]);
+    // each min twice, for the two 16-value sums of its sub-block
+    const __m256i mins16 =
+        _mm256_setr_epi16(min[0], min[0], min[1], min[1], min[2], min[2], min[3], min[3], min[4],
+                          min[4], min[5], min[5], min[6], min[6], min[7], min[7]);
     __m512i sums[NX];
     for (int r = 0; r < NX; ++r) sums[r] = _mm512_setzero_si512();
     for (int j = 0; j < 4; ++j) {  // sub-blocks 2j (low nibbles) and 2j + 1 (high ones)
@@ -153,20 +182,23 @@ void q4_k_rows(int64_t blocks, const uint8_t* w, const uint8_t* x, int64_t strid
                                             _mm256_and_si256(_mm256_srli_epi16(q, 4), low4), 1);
       const __m512i sc = two_scales16(scale[2 * j], scale[2 * j + 1]);
       for (int r = 0; r < NX; ++r) {
-        const __m512i xv = _mm512_loadu_si512(blocks_of<BlockQ8_K>(x + r * stride)[b].qs + 64 * j);
+        const __m512i xv = _mm512_loadu_si512(xs.row[r].q + 256 * b + 64 * j);
         sums[r] = _mm512_add_epi32(sums[r], _mm512_madd_epi16(_mm512_maddubs_epi16(wv, xv), sc));
       }
     }
     const float d = half(wb[b].d), dmin = half(wb[b].dmin);
     for (int r = 0; r < NX; ++r) {
-      const BlockQ8_K& xb = blocks_of<BlockQ8_K>(x + r * stride)[b];
-      int summ = 0;
-      for (int j = 0; j < 8; ++j) summ += int(min[j]) * (xb.bsums[2 * j] + xb.bsums[2 * j + 1]);
-      acc[r] = add_scaled(acc[r], sums[r], d * xb.d);
-      mins[r] += double(summ) * double(dmin * xb.d);
+      // sum_j min_j * (sums 2j and 2j + 1 of x): eight exact int32 lanes
+      const __m256i bsums =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xs.row[r].sums + 16 * b));
+      const float xd = float(xs.row[r].d[b]);
+      acc[r] = add_scaled(acc[r], sums[r], double(d * xd));
+      mins[r] = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm256_madd_epi16(mins16, bsums)),
+                                _mm512_set1_pd(double(dmin * xd)), mins[r]);
     }
   }
-  for (int r = 0; r < NX; ++r) out[r] = float(_mm512_reduce_add_pd(acc[r]) - mins[r]);
+  for (int r = 0; r < NX; ++r)
+    out[r] = float(_mm512_reduce_add_pd(acc[r]) - _mm512_reduce_add_pd(mins[r]));
 }
 
 // 32 int16 scales for 64 products of Q6_K: 8 lanes each of a, b (the first 32 products), c, d.
@@ -179,7 +211,8 @@ inline __m512i four_scales16(int8_t a, int8_t b, int8_t c, int8_t d) {
 }
 
 template <int NX>
-void q6_k_rows(int64_t blocks, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
+void q6_k_rows(int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
+  const Rows<NX> xs(WeightDtype::q6_k, x, stride, cols);
   __m512d acc[NX];
   for (int r = 0; r < NX; ++r) acc[r] = _mm512_setzero_pd();
   const BlockQ6_K* wb = blocks_of<BlockQ6_K>(w);
@@ -187,8 +220,10 @@ void q6_k_rows(int64_t blocks, const uint8_t* w, const uint8_t* x, int64_t strid
   // the high bits' shifts for quarters (1 | 2) and (3 | 4) of each 128 values
   const __m512i shift12 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
   const __m512i shift34 = _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1);
-  for (int64_t b = 0; b < blocks; ++b) {
+  for (int64_t b = 0; b < cols / 256; ++b) {
     const BlockQ6_K& blk = wb[b];
+    for (int line = 0; line < 4; ++line)
+      prefetch_ahead(reinterpret_cast<const uint8_t*>(&blk) + 64 * line);
     __m512i sums[NX];
     for (int r = 0; r < NX; ++r) sums[r] = _mm512_setzero_si512();
     for (int n = 0; n < 2; ++n) {
@@ -204,7 +239,7 @@ void q6_k_rows(int64_t blocks, const uint8_t* w, const uint8_t* x, int64_t strid
       const __m512i sc12 = four_scales16(sc[0], sc[1], sc[2], sc[3]);
       const __m512i sc34 = four_scales16(sc[4], sc[5], sc[6], sc[7]);
       for (int r = 0; r < NX; ++r) {
-        const int8_t* q8 = blocks_of<BlockQ8_K>(x + r * stride)[b].qs + 128 * n;
+        const int8_t* q8 = xs.row[r].q + 256 * b + 128 * n;
         const __m512i x12 = _mm512_loadu_si512(q8), x34 = _mm512_loadu_si512(q8 + 64);
         sums[r] = _mm512_add_epi32(
             sums[r], _mm512_add_epi32(_mm512_madd_epi16(_mm512_maddubs_epi16(q12, x12), sc12),
@@ -212,13 +247,15 @@ void q6_k_rows(int64_t blocks, const uint8_t* w, const uint8_t* x, int64_t strid
       }
     }
     const float d = half(blk.d);
+    const __m256i scales16 =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales)));
     for (int r = 0; r < NX; ++r) {
-      const BlockQ8_K& xb = blocks_of<BlockQ8_K>(x + r * stride)[b];
-      int offset = 0;  // sum over the 16 groups of scale * (sum of the group's x), times 32
-      for (int g = 0; g < 16; ++g) offset += int(blk.scales[g]) * xb.bsums[g];
-      const __m512i exact =
-          _mm512_mask_sub_epi32(sums[r], 1, sums[r], _mm512_set1_epi32(32 * offset));
-      acc[r] = add_scaled(acc[r], exact, d * xb.d);
+      // 32 * sum over the 16 groups of scale * (sum of the group's x), in eight int32 lanes
+      const __m256i bsums =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xs.row[r].sums + 16 * b));
+      const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(scales16, bsums), 5);
+      const __m512i exact = _mm512_sub_epi32(sums[r], _mm512_zextsi256_si512(offset));
+      acc[r] = add_scaled(acc[r], exact, double(d * float(xs.row[r].d[b])));
     }
   }
   for (int r = 0; r < NX; ++r) out[r] = float(_mm512_reduce_add_pd(acc[r]));
@@ -229,13 +266,13 @@ void rows_of(WeightDtype dtype, int64_t cols, const uint8_t* w, const uint8_t* x
              float* out) {
   switch (dtype) {
     case WeightDtype::q8_0:
-      return q8_0_rows<NX>(cols / 32, w, x, stride, out);
+      return q8_0_rows<NX>(cols, w, x, stride, out);
     case WeightDtype::q4_0:
-      return q4_0_rows<NX>(cols / 32, w, x, stride, out);
+      return q4_0_rows<NX>(cols, w, x, stride, out);
     case WeightDtype::q4_k:
-      return q4_k_rows<NX>(cols / 256, w, x, stride, out);
+      return q4_k_rows<NX>(cols, w, x, stride, out);
     case WeightDtype::q6_k:
-      return q6_k_rows<NX>(cols / 256, w, x, stride, out);
+      return q6_k_rows<NX>(cols, w, x, stride, out);
     default:
       return;  // quant_dot (ops/quant_dot.cpp) sends block formats only
   }

@@ -33,7 +33,6 @@ import compare_llama_cpp  # noqa: E402
 import llama_cpp_sdist  # noqa: E402
 
 OUT = os.path.join(ROOT, "tests", "fixtures", "gguf")
-FTYPES = {"q8_0": 7, "q4_0": 2, "q4_k_m": 15}  # llama_ftype: MOSTLY_Q8_0, MOSTLY_Q4_0, MOSTLY_Q4_K_M
 IDS = [3, 17, 250, 9, 101, 42, 7, 199, 64, 128, 5, 77]
 
 
@@ -77,14 +76,9 @@ def main():
         compare_llama_cpp.write_gguf(hf, f32, "f32")
         error = np.linalg.norm(llama_logits(llama_cpp, f32) - reference) / np.linalg.norm(reference)
         print(f"F32 GGUF: llama.cpp logits vs transformers' relative L2 {error:.3g} (the conversion)")
-        for name, ftype in FTYPES.items():
-            out = os.path.join(OUT, f"qwen3_k256_{name}.gguf")
-            params = llama_cpp.llama_model_quantize_default_params()
-            params.ftype = ftype
-            params.nthread = 1
-            rc = llama_cpp.llama_model_quantize(f32.encode(), out.encode(), params)
-            if rc != 0:
-                raise SystemExit(f"llama_model_quantize {name}: {rc}")
+        for name in llama_cpp_sdist.FTYPES:
+            out = llama_cpp_sdist.quantize(llama_cpp, f32, os.path.join(OUT, f"qwen3_k256_{name}.gguf"),
+                                           name)
             ours = llama_logits(llama_cpp, out)
             error = np.linalg.norm(ours - reference) / np.linalg.norm(reference)
             print(f"{out} ({os.path.getsize(out)} bytes): llama.cpp logits vs transformers' "

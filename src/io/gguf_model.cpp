@@ -140,7 +140,13 @@ Config gguf_config(const GgufReader& g) {
   if (g.has(key("rope.freq_base")))
     c["rope_theta"] = shortest_float(g.get_float(key("rope.freq_base")));
   c["rms_norm_eps"] = shortest_float(g.get_float(key("attention.layer_norm_rms_epsilon")));
-  c["max_position_embeddings"] = g.get_int(key("context_length"));
+  // The RoPE table holds every position: a context beyond any model's is a lie, not a table of
+  // gigabytes.
+  const int64_t context = g.get_int(key("context_length"));
+  if (context > (int64_t(1) << 22))
+    fail(g.path(), ": metadata '", key("context_length"), "' is ", context,
+         "; gattn reads contexts of at most 4,194,304 positions");
+  c["max_position_embeddings"] = context;
   c["tie_word_embeddings"] = g.find("output.weight") == nullptr;
   c["use_qk_norm"] = true;
   c["gate"] = {{"position", "none"}};

@@ -1,5 +1,6 @@
 // Fuzz target: a GGUF file (header, metadata, tensor infos, offsets) read; every metadata value
-// asked for through the typed getters; the qwen3 config and the tokenizer its metadata describe.
+// asked for through the typed getters; the qwen3 config and the tokenizer its metadata describe;
+// the model loaded as stored (block formats read in place) and dequantized into f32.
 #include "fuzz_input.h"
 #include "infer/gguf_tokenizer.h"
 #include "io/gguf.h"
@@ -19,6 +20,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const gattn::GgufTensor& t : reader.tensors())
       if (t.bytes > 0) sink = sink + t.data[t.bytes - 1];  // the last byte is inside the file
     gattn::fuzz::expect_only_errors([&] { gattn::gguf_config(reader); });
+    for (const gattn::WeightDtype storage : {gattn::WeightDtype::bf16, gattn::WeightDtype::f32})
+      gattn::fuzz::expect_only_errors(
+          [&] { gattn::load_gguf_model(reader.path(), gattn::discard_log(), storage); });
     gattn::fuzz::expect_only_errors([&] {
       const gattn::Tokenizer t = gattn::Tokenizer::from_spec(gattn::gguf_tokenizer_spec(reader));
       t.decode(t.encode("Hello, world! 1234 ünïcode <|endoftext|>"));

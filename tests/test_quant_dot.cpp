@@ -92,6 +92,22 @@ TEST(Fp16, FloatToHalfRoundsAsF16cDoes) {
 }
 #endif
 
+TEST(Q4KScales, AllAtOnceEqualOneByOne) {
+  std::mt19937 rng(21);
+  for (int trial = 0; trial < 1000; ++trial) {
+    uint8_t packed[12];
+    for (uint8_t& b : packed) b = uint8_t(rng());
+    uint8_t scales[8], mins[8];
+    ggml::q4_k_scales_mins(packed, scales, mins);
+    for (int j = 0; j < 8; ++j) {
+      uint8_t scale, min;
+      ggml::q4_k_scale_min(j, packed, &scale, &min);
+      ASSERT_EQ(scales[j], scale) << trial << " " << j;
+      ASSERT_EQ(mins[j], min) << trial << " " << j;
+    }
+  }
+}
+
 TEST(QuantizeActivations, Q8_0ScalesByTheLargestMagnitudeAndRoundsToEven) {
   std::vector<float> x(32, 0.0f);
   x[0] = -2.54f;  // the largest magnitude: q = -127
@@ -128,8 +144,8 @@ TEST(QuantizeActivations, Q8_KTakesTheSignedMaximumAndKeepsGroupSums) {
     EXPECT_LE(std::fabs(d * q[j] - x[256 + j]), std::fabs(d) * 0.5001f) << j;
 }
 
-using DotKernel = void (*)(WeightDtype, int64_t, const uint8_t*, const uint8_t*, int64_t, int,
-                           float*);
+using DotKernel = void (*)(WeightDtype, int64_t, const uint8_t*, int64_t, const uint8_t*, int64_t,
+                           int, float*, int64_t);
 
 // The vector kernels this CPU can run, by name: the process's choice, and each ISA's own.
 std::vector<std::pair<std::string, DotKernel>> vector_kernels() {
@@ -160,8 +176,8 @@ TEST(QuantDot, VectorKernelsAgreeWithTheScalarReference) {
         }
         for (int nx = 1; nx <= kQuantDotRows; ++nx) {
           std::vector<float> want(nx), got(nx);
-          quant_dot_reference(dtype, cols, w.data(), x.data(), x_bytes, nx, want.data());
-          kernel(dtype, cols, w.data(), x.data(), x_bytes, nx, got.data());
+          quant_dot_reference(dtype, cols, w.data(), 1, x.data(), x_bytes, nx, want.data(), 1);
+          kernel(dtype, cols, w.data(), 1, x.data(), x_bytes, nx, got.data(), 1);
           EXPECT_LE(relative_l2(got, want), 1e-6)
               << kernel_name << " " << weight_dtype_name(dtype) << " cols " << cols << " nx " << nx;
         }

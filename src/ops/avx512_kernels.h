@@ -43,7 +43,7 @@ void few_query_values(float* acc, const float* p, int64_t ld, const FewQueryVect
 
 // quant_dot (ops/quant_dot.h) on AVX-512 BW and VNNI: where the CPU has avx512_vnni.
 // (ops/quant_dot_avx512.cpp)
-void quant_dot(WeightDtype dtype, int64_t cols, const uint8_t* w, const uint8_t* x,
-               int64_t x_stride, int nx, float* out);
+void quant_dot(WeightDtype dtype, int64_t cols, const uint8_t* w, int64_t w_rows, const uint8_t* x,
+               int64_t x_stride, int nx, float* out, int64_t ld_out);
 
 }  // namespace gattn::avx512

@@ -10,6 +10,7 @@
 //         for the K-quant dot products.                                       292 bytes
 #pragma once
 #include <cstdint>
+#include <cstring>
 
 namespace gattn::ggml {
 
@@ -52,6 +53,21 @@ static inline void q4_k_scale_min(int j, const uint8_t* scales, uint8_t* scale, 
     *scale = (scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4);
     *min = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
   }
+}
+
+// All eight 6-bit scales and mins of a Q4_K block at once, as q4_k_scale_min gives them one by
+// one (llama.cpp's kmask unpacking of the 12 bytes). Static, as q4_k_scale_min.
+static inline void q4_k_scales_mins(const uint8_t* packed, uint8_t scales[8], uint8_t mins[8]) {
+  uint32_t u[4];
+  std::memcpy(u, packed, 12);
+  const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, low2 = 0x03030303;
+  u[3] = ((u[2] >> 4) & low4) | (((u[1] >> 6) & low2) << 4);  // mins 4-7
+  const uint32_t mins_0_3 = u[1] & low6;
+  u[1] = (u[2] & low4) | (((u[0] >> 6) & low2) << 4);  // scales 4-7
+  u[0] &= low6;                                        // scales 0-3
+  std::memcpy(scales, u, 8);
+  std::memcpy(mins, &mins_0_3, 4);
+  std::memcpy(mins + 4, &u[3], 4);
 }
 
 // `n` values of a row of ggml type `type` (GgmlType id: f32, f16, bf16, q8_0, q4_0, q4_K, q6_K)

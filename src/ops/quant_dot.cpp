@@ -171,42 +171,45 @@ void quantize_activation_row(WeightDtype dtype, const float* x, int64_t cols, ui
   quantize_q8_0(x, cols / 32, q, d);
 }
 
-void quant_dot_reference(WeightDtype dtype, int64_t cols, const uint8_t* w, const uint8_t* x,
-                         int64_t x_stride, int nx, float* out) {
-  const int64_t blocks = cols / weight_block_values(dtype);
-  for (int r = 0; r < nx; ++r) {
-    const ActivationRow xr = activation_row(dtype, x + r * x_stride, cols);
-    switch (dtype) {
-      case WeightDtype::q8_0:
-        out[r] = dot_q8_0(blocks, w, xr);
-        break;
-      case WeightDtype::q4_0:
-        out[r] = dot_q4_0(blocks, w, xr);
-        break;
-      case WeightDtype::q4_k:
-        out[r] = dot_q4_k(blocks, w, xr);
-        break;
-      case WeightDtype::q6_k:
-        out[r] = dot_q6_k(blocks, w, xr);
-        break;
-      default:
-        GATTN_ASSERT(false, "quant_dot of ", weight_dtype_name(dtype));
+void quant_dot_reference(WeightDtype dtype, int64_t cols, const uint8_t* weights, int64_t w_rows,
+                         const uint8_t* x, int64_t x_stride, int nx, float* out, int64_t ld_out) {
+  const int64_t blocks = cols / weight_block_values(dtype), w_bytes = weight_row_bytes(dtype, cols);
+  for (int64_t n = 0; n < w_rows; ++n)
+    for (int r = 0; r < nx; ++r) {
+      const uint8_t* w = weights + n * w_bytes;
+      float& result = out[r * ld_out + n];
+      const ActivationRow xr = activation_row(dtype, x + r * x_stride, cols);
+      switch (dtype) {
+        case WeightDtype::q8_0:
+          result = dot_q8_0(blocks, w, xr);
+          break;
+        case WeightDtype::q4_0:
+          result = dot_q4_0(blocks, w, xr);
+          break;
+        case WeightDtype::q4_k:
+          result = dot_q4_k(blocks, w, xr);
+          break;
+        case WeightDtype::q6_k:
+          result = dot_q6_k(blocks, w, xr);
+          break;
+        default:
+          GATTN_ASSERT(false, "quant_dot of ", weight_dtype_name(dtype));
+      }
     }
-  }
 }
 
-void quant_dot(WeightDtype dtype, int64_t cols, const uint8_t* w, const uint8_t* x,
-               int64_t x_stride, int nx, float* out) {
+void quant_dot(WeightDtype dtype, int64_t cols, const uint8_t* w, int64_t w_rows, const uint8_t* x,
+               int64_t x_stride, int nx, float* out, int64_t ld_out) {
   GATTN_ASSERT(is_block_format(dtype) && nx >= 1 && nx <= kQuantDotRows, "quant_dot of ",
                weight_dtype_name(dtype), " with ", nx, " rows");
 #ifdef GATTN_X86_KERNELS
   static const bool vnni = active_isa() == Isa::avx512 && cpu_features().avx512_vnni;
-  if (vnni) return avx512::quant_dot(dtype, cols, w, x, x_stride, nx, out);
+  if (vnni) return avx512::quant_dot(dtype, cols, w, w_rows, x, x_stride, nx, out, ld_out);
 #endif
 #ifdef GATTN_QUANT_DOT_AVX2
-  return quant_kernels::avx2_dot(dtype, cols, w, x, x_stride, nx, out);
+  return quant_kernels::avx2_dot(dtype, cols, w, w_rows, x, x_stride, nx, out, ld_out);
 #else
-  quant_dot_reference(dtype, cols, w, x, x_stride, nx, out);
+  quant_dot_reference(dtype, cols, w, w_rows, x, x_stride, nx, out, ld_out);
 #endif
 }
 

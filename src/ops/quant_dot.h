@@ -43,12 +43,13 @@ static inline ActivationRow activation_row(WeightDtype dtype, const uint8_t* row
 // d = 1 / (-127 / m) (a float), and the sums of each 16 q's.
 void quantize_activation_row(WeightDtype dtype, const float* x, int64_t cols, uint8_t* out);
 
-// out[r] = (weight row w) . (activation row r) for r < nx, activation row r at x + r * x_stride
-// bytes; cols values a row. The scalar reference, and the kernel this process uses.
-void quant_dot_reference(WeightDtype dtype, int64_t cols, const uint8_t* w, const uint8_t* x,
-                         int64_t x_stride, int nx, float* out);
-void quant_dot(WeightDtype dtype, int64_t cols, const uint8_t* w, const uint8_t* x,
-               int64_t x_stride, int nx, float* out);
+// out[i * ld_out + n] = (weight row n) . (activation row i) for n < w_rows and i < nx: weight
+// row n at w + n * weight_row_bytes(dtype, cols), activation row i at x + i * x_stride bytes;
+// cols values a row. The scalar reference, and the kernel this process uses.
+void quant_dot_reference(WeightDtype dtype, int64_t cols, const uint8_t* w, int64_t w_rows,
+                         const uint8_t* x, int64_t x_stride, int nx, float* out, int64_t ld_out);
+void quant_dot(WeightDtype dtype, int64_t cols, const uint8_t* w, int64_t w_rows, const uint8_t* x,
+               int64_t x_stride, int nx, float* out, int64_t ld_out);
 
 // The most activation rows one quant_dot call takes.
 inline constexpr int kQuantDotRows = 8;

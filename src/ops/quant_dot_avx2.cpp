@@ -115,14 +115,10 @@ void q4_k_rows(int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride,
   for (int64_t b = 0; b < cols / 256; ++b) {
     prefetch_ahead(wb + b);
     prefetch_ahead(reinterpret_cast<const uint8_t*>(wb + b) + 64);
+    uint8_t sc[8], min[8];
+    ggml::q4_k_scales_mins(wb[b].scales, sc, min);
     __m256i scale[8];
-    int min[8];
-    for (int j = 0; j < 8; ++j) {
-      uint8_t sc, m;
-      ggml::q4_k_scale_min(j, wb[b].scales, &sc, &m);
-      scale[j] = _mm256_set1_epi16(sc);
-      min[j] = m;
-    }
+    for (int j = 0; j < 8; ++j) scale[j] = _mm256_set1_epi16(sc[j]);
     __m256i sums[NX];
     for (int r = 0; r < NX; ++r) sums[r] = _mm256_setzero_si256();
     for (int j = 0; j < 4; ++j) {
@@ -205,46 +201,56 @@ void q6_k_rows(int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride,
   for (int r = 0; r < NX; ++r) out[r] = float(lane_sum(acc[r]));
 }
 
+template <int NX, void (*kernel)(int64_t, const uint8_t*, const uint8_t*, int64_t, float*)>
+void weight_rows(int64_t cols, const uint8_t* w, int64_t w_bytes, int64_t w_rows, const uint8_t* x,
+                 int64_t stride, float* out, int64_t ld_out) {
+  for (int64_t n = 0; n < w_rows; ++n) {
+    float sums[NX];
+    kernel(cols, w + n * w_bytes, x, stride, sums);
+    for (int r = 0; r < NX; ++r) out[r * ld_out + n] = sums[r];
+  }
+}
+
 template <int NX>
-void rows_of(WeightDtype dtype, int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride,
-             float* out) {
+void rows_of(WeightDtype dtype, int64_t cols, const uint8_t* w, int64_t w_rows, const uint8_t* x,
+             int64_t stride, float* out, int64_t ld_out) {
+  const int64_t w_bytes = weight_row_bytes(dtype, cols);
   switch (dtype) {
     case WeightDtype::q8_0:
-      return q8_0_rows<NX>(cols, w, x, stride, out);
+      return weight_rows<NX, q8_0_rows<NX>>(cols, w, w_bytes, w_rows, x, stride, out, ld_out);
     case WeightDtype::q4_0:
-      return q4_0_rows<NX>(cols, w, x, stride, out);
+      return weight_rows<NX, q4_0_rows<NX>>(cols, w, w_bytes, w_rows, x, stride, out, ld_out);
     case WeightDtype::q4_k:
-      return q4_k_rows<NX>(cols, w, x, stride, out);
+      return weight_rows<NX, q4_k_rows<NX>>(cols, w, w_bytes, w_rows, x, stride, out, ld_out);
     case WeightDtype::q6_k:
-      return q6_k_rows<NX>(cols, w, x, stride, out);
+      return weight_rows<NX, q6_k_rows<NX>>(cols, w, w_bytes, w_rows, x, stride, out, ld_out);
     default:
-      GATTN_ASSERT(false, "quant_dot of ", weight_dtype_name(dtype));
+      return;  // quant_dot (ops/quant_dot.cpp) sends block formats only
   }
 }
 
 }  // namespace
 
-void avx2_dot(WeightDtype dtype, int64_t cols, const uint8_t* w, const uint8_t* x, int64_t x_stride,
-              int nx, float* out) {
+void avx2_dot(WeightDtype dtype, int64_t cols, const uint8_t* w, int64_t w_rows, const uint8_t* x,
+              int64_t x_stride, int nx, float* out, int64_t ld_out) {
   switch (nx) {
     case 1:
-      return rows_of<1>(dtype, cols, w, x, x_stride, out);
+      return rows_of<1>(dtype, cols, w, w_rows, x, x_stride, out, ld_out);
     case 2:
-      return rows_of<2>(dtype, cols, w, x, x_stride, out);
+      return rows_of<2>(dtype, cols, w, w_rows, x, x_stride, out, ld_out);
     case 3:
-      return rows_of<3>(dtype, cols, w, x, x_stride, out);
+      return rows_of<3>(dtype, cols, w, w_rows, x, x_stride, out, ld_out);
     case 4:
-      return rows_of<4>(dtype, cols, w, x, x_stride, out);
+      return rows_of<4>(dtype, cols, w, w_rows, x, x_stride, out, ld_out);
     case 5:
-      return rows_of<5>(dtype, cols, w, x, x_stride, out);
+      return rows_of<5>(dtype, cols, w, w_rows, x, x_stride, out, ld_out);
     case 6:
-      return rows_of<6>(dtype, cols, w, x, x_stride, out);
+      return rows_of<6>(dtype, cols, w, w_rows, x, x_stride, out, ld_out);
     case 7:
-      return rows_of<7>(dtype, cols, w, x, x_stride, out);
-    case 8:
-      return rows_of<8>(dtype, cols, w, x, x_stride, out);
+      return rows_of<7>(dtype, cols, w, w_rows, x, x_stride, out, ld_out);
+    default:
+      return rows_of<8>(dtype, cols, w, w_rows, x, x_stride, out, ld_out);
   }
-  GATTN_ASSERT(false, "avx2_dot of ", nx, " rows");
 }
 
 }  // namespace gattn::quant_kernels

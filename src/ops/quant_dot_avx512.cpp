@@ -152,7 +152,8 @@ void q4_0_rows(int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride,
   for (int r = 0; r < NX; ++r) out[r] = float(_mm512_reduce_add_pd(acc[r]) + tail[r]);
 }
 
-// 32 int16: a in lanes 0-15, b in 16-31 (vpmaddwd's scale operand for 2 x 32 products).
+// 32 int16: a in lanes 0-15, b in 16-31 (vpmaddwd's scale operand for 2 x 32 products, or the
+// indices that pick them).
 inline __m512i two_scales16(int a, int b) {
   return _mm512_inserti64x4(_mm512_set1_epi16(int16_t(a)), _mm256_set1_epi16(int16_t(b)), 1);
 }
@@ -164,23 +165,28 @@ void q4_k_rows(int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride,
   for (int r = 0; r < NX; ++r) acc[r] = _mm512_setzero_pd(), mins[r] = _mm512_setzero_pd();
   const BlockQ4_K* wb = blocks_of<BlockQ4_K>(w);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
+  // pick[j]: scale 2j for the first 32 products of a 64, 2j + 1 for the others
+  const __m512i pick[4] = {two_scales16(0, 1), two_scales16(2, 3), two_scales16(4, 5),
+                           two_scales16(6, 7)};
   for (int64_t b = 0; b < cols / 256; ++b) {
     prefetch_ahead(wb + b);
     prefetch_ahead(reinterpret_cast<const uint8_t*>(wb + b) + 64);
     prefetch_ahead(reinterpret_cast<const uint8_t*>(wb + b) + 128);
     uint8_t scale[8], min[8];
-    for (int j = 0; j < 8; ++j) ggml::q4_k_scale_min(j, wb[b].scales, &scale[j], &min[j]);
+    ggml::q4_k_scales_mins(wb[b].scales, scale, min);
+    const __m512i scales16 = _mm512_broadcast_i32x4(
+        _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scale))));
     // each min twice, for the two 16-value sums of its sub-block
+    const __m128i m16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(min)));
     const __m256i mins16 =
-        _mm256_setr_epi16(min[0], min[0], min[1], min[1], min[2], min[2], min[3], min[3], min[4],
-                          min[4], min[5], min[5], min[6], min[6], min[7], min[7]);
+        _mm256_set_m128i(_mm_unpackhi_epi16(m16, m16), _mm_unpacklo_epi16(m16, m16));
     __m512i sums[NX];
     for (int r = 0; r < NX; ++r) sums[r] = _mm512_setzero_si512();
     for (int j = 0; j < 4; ++j) {  // sub-blocks 2j (low nibbles) and 2j + 1 (high ones)
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[b].qs + 32 * j));
       const __m512i wv = _mm512_inserti64x4(_mm512_zextsi256_si512(_mm256_and_si256(q, low4)),
                                             _mm256_and_si256(_mm256_srli_epi16(q, 4), low4), 1);
-      const __m512i sc = two_scales16(scale[2 * j], scale[2 * j + 1]);
+      const __m512i sc = _mm512_permutexvar_epi16(pick[j], scales16);
       for (int r = 0; r < NX; ++r) {
         const __m512i xv = _mm512_loadu_si512(xs.row[r].q + 256 * b + 64 * j);
         sums[r] = _mm512_add_epi32(sums[r], _mm512_madd_epi16(_mm512_maddubs_epi16(wv, xv), sc));
@@ -261,18 +267,29 @@ void q6_k_rows(int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride,
   for (int r = 0; r < NX; ++r) out[r] = float(_mm512_reduce_add_pd(acc[r]));
 }
 
+template <int NX, void (*kernel)(int64_t, const uint8_t*, const uint8_t*, int64_t, float*)>
+void weight_rows(int64_t cols, const uint8_t* w, int64_t w_bytes, int64_t w_rows, const uint8_t* x,
+                 int64_t stride, float* out, int64_t ld_out) {
+  for (int64_t n = 0; n < w_rows; ++n) {
+    float sums[NX];
+    kernel(cols, w + n * w_bytes, x, stride, sums);
+    for (int r = 0; r < NX; ++r) out[r * ld_out + n] = sums[r];
+  }
+}
+
 template <int NX>
-void rows_of(WeightDtype dtype, int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride,
-             float* out) {
+void rows_of(WeightDtype dtype, int64_t cols, const uint8_t* w, int64_t w_rows, const uint8_t* x,
+             int64_t stride, float* out, int64_t ld_out) {
+  const int64_t w_bytes = weight_row_bytes(dtype, cols);
   switch (dtype) {
     case WeightDtype::q8_0:
-      return q8_0_rows<NX>(cols, w, x, stride, out);
+      return weight_rows<NX, q8_0_rows<NX>>(cols, w, w_bytes, w_rows, x, stride, out, ld_out);
     case WeightDtype::q4_0:
-      return q4_0_rows<NX>(cols, w, x, stride, out);
+      return weight_rows<NX, q4_0_rows<NX>>(cols, w, w_bytes, w_rows, x, stride, out, ld_out);
     case WeightDtype::q4_k:
-      return q4_k_rows<NX>(cols, w, x, stride, out);
+      return weight_rows<NX, q4_k_rows<NX>>(cols, w, w_bytes, w_rows, x, stride, out, ld_out);
     case WeightDtype::q6_k:
-      return q6_k_rows<NX>(cols, w, x, stride, out);
+      return weight_rows<NX, q6_k_rows<NX>>(cols, w, w_bytes, w_rows, x, stride, out, ld_out);
     default:
       return;  // quant_dot (ops/quant_dot.cpp) sends block formats only
   }
@@ -280,25 +297,25 @@ void rows_of(WeightDtype dtype, int64_t cols, const uint8_t* w, const uint8_t* x
 
 }  // namespace
 
-void quant_dot(WeightDtype dtype, int64_t cols, const uint8_t* w, const uint8_t* x,
-               int64_t x_stride, int nx, float* out) {
+void quant_dot(WeightDtype dtype, int64_t cols, const uint8_t* w, int64_t w_rows, const uint8_t* x,
+               int64_t x_stride, int nx, float* out, int64_t ld_out) {
   switch (nx) {
     case 1:
-      return rows_of<1>(dtype, cols, w, x, x_stride, out);
+      return rows_of<1>(dtype, cols, w, w_rows, x, x_stride, out, ld_out);
     case 2:
-      return rows_of<2>(dtype, cols, w, x, x_stride, out);
+      return rows_of<2>(dtype, cols, w, w_rows, x, x_stride, out, ld_out);
     case 3:
-      return rows_of<3>(dtype, cols, w, x, x_stride, out);
+      return rows_of<3>(dtype, cols, w, w_rows, x, x_stride, out, ld_out);
     case 4:
-      return rows_of<4>(dtype, cols, w, x, x_stride, out);
+      return rows_of<4>(dtype, cols, w, w_rows, x, x_stride, out, ld_out);
     case 5:
-      return rows_of<5>(dtype, cols, w, x, x_stride, out);
+      return rows_of<5>(dtype, cols, w, w_rows, x, x_stride, out, ld_out);
     case 6:
-      return rows_of<6>(dtype, cols, w, x, x_stride, out);
+      return rows_of<6>(dtype, cols, w, w_rows, x, x_stride, out, ld_out);
     case 7:
-      return rows_of<7>(dtype, cols, w, x, x_stride, out);
+      return rows_of<7>(dtype, cols, w, w_rows, x, x_stride, out, ld_out);
     default:
-      return rows_of<8>(dtype, cols, w, x, x_stride, out);
+      return rows_of<8>(dtype, cols, w, w_rows, x, x_stride, out, ld_out);
   }
 }
 

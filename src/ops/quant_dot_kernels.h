@@ -13,8 +13,8 @@ namespace gattn::quant_kernels {
 
 #ifdef GATTN_QUANT_DOT_AVX2
 // quant_dot's contract, 1 <= nx <= kQuantDotRows.
-void avx2_dot(WeightDtype dtype, int64_t cols, const uint8_t* w, const uint8_t* x, int64_t x_stride,
-              int nx, float* out);
+void avx2_dot(WeightDtype dtype, int64_t cols, const uint8_t* w, int64_t w_rows, const uint8_t* x,
+              int64_t x_stride, int nx, float* out, int64_t ld_out);
 #endif
 
 }  // namespace gattn::quant_kernels

@@ -36,14 +36,9 @@ void quantized_linear(float* out, const float* in, const WeightView& w, int rows
                                               kParallelBytes)
   for (int64_t t = 0; t < tiles; ++t) {
     const int64_t n0 = t * kTileRows, n1 = std::min<int64_t>(w.rows, n0 + kTileRows);
-    for (int r0 = 0; r0 < rows; r0 += kQuantDotRows) {
-      const int nx = std::min(kQuantDotRows, rows - r0);
-      float sums[kQuantDotRows];
-      for (int64_t n = n0; n < n1; ++n) {
-        dot(w.dtype, cols, weights + n * w_bytes, x + r0 * x_bytes, x_bytes, nx, sums);
-        for (int i = 0; i < nx; ++i) out[int64_t(r0 + i) * ld_out + n] = sums[i];
-      }
-    }
+    for (int r0 = 0; r0 < rows; r0 += kQuantDotRows)
+      dot(w.dtype, cols, weights + n0 * w_bytes, n1 - n0, x + r0 * x_bytes, x_bytes,
+          std::min(kQuantDotRows, rows - r0), out + int64_t(r0) * ld_out + n0, ld_out);
   }
 }
 

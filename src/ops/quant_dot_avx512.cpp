@@ -5,6 +5,8 @@
 // per row (exact products: ops/quant_dot.h).
 #include <immintrin.h>
 
+#include <cstring>
+
 // GCC 12's AVX-512 headers build the insert and set intrinsics on a deliberately undefined vector
 // (`__m512i __Y = __Y;`), which -Wuninitialized reports at every use.
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -42,11 +44,27 @@ inline void prefetch_ahead(const void* p) {
   _mm_prefetch(static_cast<const char*>(p) + 2048, _MM_HINT_T0);
 }
 
+// The most 32-value blocks a row may have for the grouped path below (rows of up to 16,384 values;
+// longer ones take the row-by-row path).
+constexpr int64_t kGroupedBlocks = 512;
+
+// The activation rows of one call. For Q8_0 and Q4_0 with a multiple of 4 rows, also their block
+// scales transposed (scale_t[b * NX + r]: four rows' scales of a block in one load), on the stack
+// (no library containers in this file: their code would be shared with the baseline's).
 template <int NX>
 struct Rows {
   ActivationRow row[NX];
+  const double* scale_t = nullptr;
+  double transposed[NX % 4 == 0 ? kGroupedBlocks * NX : 1];
   Rows(WeightDtype dtype, const uint8_t* x, int64_t stride, int64_t cols) {
     for (int r = 0; r < NX; ++r) row[r] = activation_row(dtype, x + r * stride, cols);
+    const int64_t blocks = cols / 32;
+    if (NX % 4 != 0 || (dtype != WeightDtype::q8_0 && dtype != WeightDtype::q4_0) ||
+        blocks > kGroupedBlocks)
+      return;
+    for (int64_t b = 0; b < blocks; ++b)
+      for (int r = 0; r < NX; ++r) transposed[b * NX + r] = row[r].d[b];
+    scale_t = transposed;
   }
 };
 
@@ -83,31 +101,6 @@ inline double tail_block(const int8_t* w, const int8_t* x, double scale) {
   return double(s) * scale;
 }
 
-template <int NX>
-void q8_0_rows(int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
-  const Rows<NX> xs(WeightDtype::q8_0, x, stride, cols);
-  __m512d acc[NX];
-  double tail[NX] = {};
-  for (int r = 0; r < NX; ++r) acc[r] = _mm512_setzero_pd();
-  const BlockQ8_0* wb = blocks_of<BlockQ8_0>(w);
-  const int64_t blocks = cols / 32;
-  int64_t b = 0;
-  for (; b + 1 < blocks; b += 2) {
-    prefetch_ahead(wb + b);
-    prefetch_ahead(wb + b + 1);
-    const __m512i wv = two_halves(wb[b].qs, wb[b + 1].qs);
-    const __m512i start = minus_128_sums(wv);
-    const double d0 = half(wb[b].d), d1 = half(wb[b + 1].d);
-    for (int r = 0; r < NX; ++r)
-      acc[r] = add_two_scaled(acc[r], signed_dot(start, wv, xs.row[r].q + 32 * b),
-                              d0 * xs.row[r].d[b], d1 * xs.row[r].d[b + 1]);
-  }
-  for (; b < blocks; ++b)
-    for (int r = 0; r < NX; ++r)
-      tail[r] += tail_block(wb[b].qs, xs.row[r].q + 32 * b, double(half(wb[b].d)) * xs.row[r].d[b]);
-  for (int r = 0; r < NX; ++r) out[r] = float(_mm512_reduce_add_pd(acc[r]) + tail[r]);
-}
-
 // Two Q4_0 blocks' 64 values, signed (-8..7), in order (each block: its 16 low nibbles, then its
 // 16 high ones).
 inline __m512i q4_0_pair(const BlockQ4_0& a, const BlockQ4_0& b) {
@@ -122,34 +115,104 @@ inline __m512i q4_0_pair(const BlockQ4_0& a, const BlockQ4_0& b) {
   return _mm512_sub_epi8(nibbles, _mm512_set1_epi8(8));
 }
 
-template <int NX>
-void q4_0_rows(int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
-  const Rows<NX> xs(WeightDtype::q4_0, x, stride, cols);
-  __m512d acc[NX];
-  double tail[NX] = {};
-  for (int r = 0; r < NX; ++r) acc[r] = _mm512_setzero_pd();
-  const BlockQ4_0* wb = blocks_of<BlockQ4_0>(w);
+// The weights of Q8_0 (signed bytes) and Q4_0 (nibbles - 8) blocks, two at a time.
+struct Q8_0Weights {
+  const BlockQ8_0* wb;
+  __m512i pair(int64_t b) const { return two_halves(wb[b].qs, wb[b + 1].qs); }
+  double scale(int64_t b) const { return half(wb[b].d); }
+  void values(int64_t b, int8_t out[32]) const { std::memcpy(out, wb[b].qs, 32); }
+  const void* at(int64_t b) const { return wb + b; }
+};
+struct Q4_0Weights {
+  const BlockQ4_0* wb;
+  __m512i pair(int64_t b) const { return q4_0_pair(wb[b], wb[b + 1]); }
+  double scale(int64_t b) const { return half(wb[b].d); }
+  void values(int64_t b, int8_t out[32]) const {
+    for (int j = 0; j < 16; ++j) {
+      out[j] = int8_t((wb[b].qs[j] & 0xF) - 8);
+      out[j + 16] = int8_t((wb[b].qs[j] >> 4) - 8);
+    }
+  }
+  const void* at(int64_t b) const { return wb + b; }
+};
+
+// Four rows' products with a block pair (p[i]: 16 int32 lanes, 8 a block) added lane-wise into
+// the 8 int32 sums [block A rows 0-3, block B rows 0-3]: a transposition by unpacks, exact.
+inline __m256i four_rows_sums(const __m512i p[4]) {
+  const __m512i t01 =
+      _mm512_add_epi32(_mm512_unpacklo_epi32(p[0], p[1]), _mm512_unpackhi_epi32(p[0], p[1]));
+  const __m512i t23 =
+      _mm512_add_epi32(_mm512_unpacklo_epi32(p[2], p[3]), _mm512_unpackhi_epi32(p[2], p[3]));
+  // each 128-bit chunk: [row 0, 1, 2, 3] sums of that chunk's lanes
+  const __m512i q =
+      _mm512_add_epi32(_mm512_unpacklo_epi64(t01, t23), _mm512_unpackhi_epi64(t01, t23));
+  // chunks 0 + 1 are block A, 2 + 3 block B
+  const __m512i s = _mm512_add_epi32(q, _mm512_shuffle_i64x2(q, q, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm512_castsi512_si256(_mm512_shuffle_i64x2(s, s, _MM_SHUFFLE(2, 0, 2, 0)));
+}
+
+template <int NX, typename Weights>
+void pair_rows(int64_t cols, const Weights& wt, const Rows<NX>& xs, float* out) {
   const int64_t blocks = cols / 32;
+  double tail[NX] = {};
   int64_t b = 0;
-  for (; b + 1 < blocks; b += 2) {
-    prefetch_ahead(wb + b);
-    const __m512i wv = q4_0_pair(wb[b], wb[b + 1]);
-    const __m512i start = minus_128_sums(wv);
-    const double d0 = half(wb[b].d), d1 = half(wb[b + 1].d);
-    for (int r = 0; r < NX; ++r)
-      acc[r] = add_two_scaled(acc[r], signed_dot(start, wv, xs.row[r].q + 32 * b),
-                              d0 * xs.row[r].d[b], d1 * xs.row[r].d[b + 1]);
+  if (NX % 4 == 0 && xs.scale_t) {
+    // Groups of four rows: each block's int32 lanes summed across before the double products.
+    constexpr int kGroups = NX / 4 > 0 ? NX / 4 : 1;
+    __m512d acc[kGroups];  // lanes: block A rows 0-3, block B rows 0-3 of the group
+    for (int g = 0; g < NX / 4; ++g) acc[g] = _mm512_setzero_pd();
+    for (; b + 1 < blocks; b += 2) {
+      prefetch_ahead(wt.at(b));
+      const __m512i wv = wt.pair(b);
+      const __m512i start = minus_128_sums(wv);
+      const __m512d dw =
+          _mm512_insertf64x4(_mm512_set1_pd(wt.scale(b)), _mm256_set1_pd(wt.scale(b + 1)), 1);
+      for (int g = 0; g < NX / 4; ++g) {
+        __m512i p[4];
+        for (int i = 0; i < 4; ++i) p[i] = signed_dot(start, wv, xs.row[4 * g + i].q + 32 * b);
+        const __m512d dx =
+            _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_loadu_pd(xs.scale_t + b * NX + 4 * g)),
+                               _mm256_loadu_pd(xs.scale_t + (b + 1) * NX + 4 * g), 1);
+        acc[g] =
+            _mm512_fmadd_pd(_mm512_cvtepi32_pd(four_rows_sums(p)), _mm512_mul_pd(dw, dx), acc[g]);
+      }
+    }
+    for (int g = 0; g < NX / 4; ++g) {
+      alignas(64) double lanes[8];
+      _mm512_store_pd(lanes, acc[g]);
+      for (int i = 0; i < 4; ++i) tail[4 * g + i] = lanes[i] + lanes[4 + i];
+    }
+  } else {
+    __m512d acc[NX];
+    for (int r = 0; r < NX; ++r) acc[r] = _mm512_setzero_pd();
+    for (; b + 1 < blocks; b += 2) {
+      prefetch_ahead(wt.at(b));
+      const __m512i wv = wt.pair(b);
+      const __m512i start = minus_128_sums(wv);
+      const double d0 = wt.scale(b), d1 = wt.scale(b + 1);
+      for (int r = 0; r < NX; ++r)
+        acc[r] = add_two_scaled(acc[r], signed_dot(start, wv, xs.row[r].q + 32 * b),
+                                d0 * xs.row[r].d[b], d1 * xs.row[r].d[b + 1]);
+    }
+    for (int r = 0; r < NX; ++r) tail[r] = _mm512_reduce_add_pd(acc[r]);
   }
   for (; b < blocks; ++b) {  // an odd last block
     int8_t values[32];
-    for (int j = 0; j < 16; ++j) {
-      values[j] = int8_t((wb[b].qs[j] & 0xF) - 8);
-      values[j + 16] = int8_t((wb[b].qs[j] >> 4) - 8);
-    }
+    wt.values(b, values);
     for (int r = 0; r < NX; ++r)
-      tail[r] += tail_block(values, xs.row[r].q + 32 * b, double(half(wb[b].d)) * xs.row[r].d[b]);
+      tail[r] += tail_block(values, xs.row[r].q + 32 * b, wt.scale(b) * xs.row[r].d[b]);
   }
-  for (int r = 0; r < NX; ++r) out[r] = float(_mm512_reduce_add_pd(acc[r]) + tail[r]);
+  for (int r = 0; r < NX; ++r) out[r] = float(tail[r]);
+}
+
+template <int NX>
+void q8_0_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
+  pair_rows<NX>(cols, Q8_0Weights{blocks_of<BlockQ8_0>(w)}, xs, out);
+}
+
+template <int NX>
+void q4_0_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
+  pair_rows<NX>(cols, Q4_0Weights{blocks_of<BlockQ4_0>(w)}, xs, out);
 }
 
 // 32 int16: a in lanes 0-15, b in 16-31 (vpmaddwd's scale operand for 2 x 32 products, or the
@@ -159,8 +222,7 @@ inline __m512i two_scales16(int a, int b) {
 }
 
 template <int NX>
-void q4_k_rows(int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
-  const Rows<NX> xs(WeightDtype::q4_k, x, stride, cols);
+void q4_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
   __m512d acc[NX], mins[NX];
   for (int r = 0; r < NX; ++r) acc[r] = _mm512_setzero_pd(), mins[r] = _mm512_setzero_pd();
   const BlockQ4_K* wb = blocks_of<BlockQ4_K>(w);
@@ -217,8 +279,7 @@ inline __m512i four_scales16(int8_t a, int8_t b, int8_t c, int8_t d) {
 }
 
 template <int NX>
-void q6_k_rows(int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
-  const Rows<NX> xs(WeightDtype::q6_k, x, stride, cols);
+void q6_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
   __m512d acc[NX];
   for (int r = 0; r < NX; ++r) acc[r] = _mm512_setzero_pd();
   const BlockQ6_K* wb = blocks_of<BlockQ6_K>(w);
@@ -267,12 +328,13 @@ void q6_k_rows(int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride,
   for (int r = 0; r < NX; ++r) out[r] = float(_mm512_reduce_add_pd(acc[r]));
 }
 
-template <int NX, void (*kernel)(int64_t, const uint8_t*, const uint8_t*, int64_t, float*)>
-void weight_rows(int64_t cols, const uint8_t* w, int64_t w_bytes, int64_t w_rows, const uint8_t* x,
-                 int64_t stride, float* out, int64_t ld_out) {
+template <int NX, void (*kernel)(int64_t, const uint8_t*, const Rows<NX>&, float*)>
+void weight_rows(WeightDtype dtype, int64_t cols, const uint8_t* w, int64_t w_bytes, int64_t w_rows,
+                 const uint8_t* x, int64_t stride, float* out, int64_t ld_out) {
+  const Rows<NX> xs(dtype, x, stride, cols);
   for (int64_t n = 0; n < w_rows; ++n) {
     float sums[NX];
-    kernel(cols, w + n * w_bytes, x, stride, sums);
+    kernel(cols, w + n * w_bytes, xs, sums);
     for (int r = 0; r < NX; ++r) out[r * ld_out + n] = sums[r];
   }
 }
@@ -283,13 +345,17 @@ void rows_of(WeightDtype dtype, int64_t cols, const uint8_t* w, int64_t w_rows, 
   const int64_t w_bytes = weight_row_bytes(dtype, cols);
   switch (dtype) {
     case WeightDtype::q8_0:
-      return weight_rows<NX, q8_0_rows<NX>>(cols, w, w_bytes, w_rows, x, stride, out, ld_out);
+      return weight_rows<NX, q8_0_rows<NX>>(dtype, cols, w, w_bytes, w_rows, x, stride, out,
+                                            ld_out);
     case WeightDtype::q4_0:
-      return weight_rows<NX, q4_0_rows<NX>>(cols, w, w_bytes, w_rows, x, stride, out, ld_out);
+      return weight_rows<NX, q4_0_rows<NX>>(dtype, cols, w, w_bytes, w_rows, x, stride, out,
+                                            ld_out);
     case WeightDtype::q4_k:
-      return weight_rows<NX, q4_k_rows<NX>>(cols, w, w_bytes, w_rows, x, stride, out, ld_out);
+      return weight_rows<NX, q4_k_rows<NX>>(dtype, cols, w, w_bytes, w_rows, x, stride, out,
+                                            ld_out);
     case WeightDtype::q6_k:
-      return weight_rows<NX, q6_k_rows<NX>>(cols, w, w_bytes, w_rows, x, stride, out, ld_out);
+      return weight_rows<NX, q6_k_rows<NX>>(dtype, cols, w, w_bytes, w_rows, x, stride, out,
+                                            ld_out);
     default:
       return;  // quant_dot (ops/quant_dot.cpp) sends block formats only
   }

@@ -108,8 +108,8 @@ void q4_0_rows(int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride,
 template <int NX>
 void q4_k_rows(int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
   const Rows<NX> xs(WeightDtype::q4_k, x, stride, cols);
-  __m256d acc[NX], mins[NX];
-  for (int r = 0; r < NX; ++r) acc[r] = _mm256_setzero_pd(), mins[r] = _mm256_setzero_pd();
+  __m256d acc[NX];  // the scaled sums minus the mins' terms: exact products, one accumulator
+  for (int r = 0; r < NX; ++r) acc[r] = _mm256_setzero_pd();
   const BlockQ4_K* wb = blocks_of<BlockQ4_K>(w);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   for (int64_t b = 0; b < cols / 256; ++b) {
@@ -140,11 +140,11 @@ void q4_k_rows(int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride,
     for (int r = 0; r < NX; ++r) {
       const float xd = float(xs.row[r].d[b]);
       acc[r] = add_scaled(acc[r], sums[r], double(d * xd));
-      mins[r] = add_scaled(mins[r], _mm256_madd_epi16(mins16, load32(xs.row[r].sums + 16 * b)),
-                           double(dmin * xd));
+      acc[r] = add_scaled(acc[r], _mm256_madd_epi16(mins16, load32(xs.row[r].sums + 16 * b)),
+                          -double(dmin * xd));
     }
   }
-  for (int r = 0; r < NX; ++r) out[r] = float(lane_sum(acc[r]) - lane_sum(mins[r]));
+  for (int r = 0; r < NX; ++r) out[r] = float(lane_sum(acc[r]));
 }
 
 // Two int16 scales (the first for products 0-15 of 32, the second for 16-31) as vpmaddwd's

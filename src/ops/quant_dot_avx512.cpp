@@ -223,8 +223,8 @@ inline __m512i two_scales16(int a, int b) {
 
 template <int NX>
 void q4_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
-  __m512d acc[NX], mins[NX];
-  for (int r = 0; r < NX; ++r) acc[r] = _mm512_setzero_pd(), mins[r] = _mm512_setzero_pd();
+  __m512d acc[NX];  // the scaled sums minus the mins' terms: exact products, one accumulator
+  for (int r = 0; r < NX; ++r) acc[r] = _mm512_setzero_pd();
   const BlockQ4_K* wb = blocks_of<BlockQ4_K>(w);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   // pick[j]: scale 2j for the first 32 products of a 64, 2j + 1 for the others
@@ -261,12 +261,11 @@ void q4_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xs.row[r].sums + 16 * b));
       const float xd = float(xs.row[r].d[b]);
       acc[r] = add_scaled(acc[r], sums[r], double(d * xd));
-      mins[r] = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm256_madd_epi16(mins16, bsums)),
-                                _mm512_set1_pd(double(dmin * xd)), mins[r]);
+      acc[r] = _mm512_fnmadd_pd(_mm512_cvtepi32_pd(_mm256_madd_epi16(mins16, bsums)),
+                                _mm512_set1_pd(double(dmin * xd)), acc[r]);
     }
   }
-  for (int r = 0; r < NX; ++r)
-    out[r] = float(_mm512_reduce_add_pd(acc[r]) - _mm512_reduce_add_pd(mins[r]));
+  for (int r = 0; r < NX; ++r) out[r] = float(_mm512_reduce_add_pd(acc[r]));
 }
 
 // 32 int16 scales for 64 products of Q6_K: 8 lanes each of a, b (the first 32 products), c, d.

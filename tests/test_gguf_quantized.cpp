@@ -12,6 +12,8 @@
 
 #include "io/gguf_model.h"
 #include "model/infer_state.h"
+#include "model/train_state.h"
+#include "model_test_data.h"
 #include "util/log.h"
 
 namespace gattn {
@@ -43,12 +45,7 @@ std::vector<float> decoded_logits(const Weights& w, const std::vector<int32_t>& 
 }
 
 double relative_l2(const std::vector<float>& got, const std::vector<float>& want) {
-  double err = 0, norm = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    err += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
-    norm += double(want[i]) * want[i];
-  }
-  return std::sqrt(err / norm);
+  return gattn::relative_l2(got.data(), want.data(), int64_t(want.size()));
 }
 
 class GgufQuantized : public ::testing::TestWithParam<const char*> {};
@@ -93,6 +90,34 @@ TEST_P(GgufQuantized, LogitsMatchLlamaCppOnTheSameFile) {
   // model of random weights and near-noise activations 1.8-2.4% of its logits; the 5e-3 is
   // a trained model's figure (measured on ref-dense, BENCHMARKS.md), not this fixture's.
   EXPECT_LE(vs_fp32, 3e-2) << name;
+}
+
+// gattn eval's loss on a model read as stored (TrainState::forward without f32 weights): each
+// position's nats from its own logits, and the logits those of the inference path.
+TEST(GgufQuantizedLoss, EqualsLogSoftmaxOfTheLogits) {
+  const auto w = load_gguf_model(kDir + "qwen3_k256_q4_k_m.gguf", discard_log(), WeightDtype::bf16);
+  const std::vector<int32_t> ids = expected()["ids"].get<std::vector<int32_t>>();
+  std::vector<int32_t> targets(ids.begin() + 1, ids.end());
+  targets.push_back(-1);
+  TrainState state(*w);
+  const size_t V = size_t(w->config().vocab_size);
+  std::vector<float> logits(ids.size() * V);
+  std::vector<double> nats(ids.size());
+  const LossSum loss = state.forward(Batch{ids.data(), targets.data(), 1, int(ids.size())},
+                                     logits.data(), nats.data());
+  EXPECT_EQ(loss.tokens, int64_t(ids.size()) - 1);
+  double sum = 0;
+  for (size_t i = 0; i + 1 < ids.size(); ++i) {
+    const float* row = logits.data() + i * V;
+    double z = 0;
+    for (size_t v = 0; v < V; ++v) z += std::exp(double(row[v]));
+    const double want = std::log(z) - row[targets[i]];
+    EXPECT_NEAR(nats[i], want, 1e-9 * std::fabs(want) + 1e-12) << i;
+    sum += want;
+  }
+  EXPECT_NEAR(loss.nats, sum, 1e-9 * sum);
+  EXPECT_EQ(nats.back(), 0.0);
+  EXPECT_LE(relative_l2(logits, logits_of(*w, ids)), 1e-6);
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, GgufQuantized, ::testing::Values("q8_0", "q4_0", "q4_k_m"));

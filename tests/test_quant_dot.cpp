@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "model_test_data.h"
 #include "ops/avx512_kernels.h"
 #include "ops/ggml_blocks.h"
 #include "ops/quant_dot.h"
@@ -64,12 +65,7 @@ std::vector<float> gaussian(int64_t n, uint32_t seed, float sd = 1.0f) {
 }
 
 double relative_l2(const std::vector<float>& got, const std::vector<float>& want) {
-  double err = 0, norm = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    err += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
-    norm += double(want[i]) * want[i];
-  }
-  return std::sqrt(err / norm);
+  return gattn::relative_l2(got.data(), want.data(), int64_t(want.size()));
 }
 
 #if defined(__F16C__)

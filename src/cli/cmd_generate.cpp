@@ -96,12 +96,17 @@ void add_generate_command(CLI::App& app) {
                    r.prompt_tokens, r.prefill_seconds, r.prompt_tokens / r.prefill_seconds,
                    r.tokens.size(), r.decode_seconds, r.tokens.size() / r.decode_seconds,
                    r.finish_reason.c_str());
-    if (f.stats)
+    if (f.stats) {
+      char mapped[160] = "";
+      if (weights->mapped_bytes() > 0)
+        std::snprintf(mapped, sizeof mapped, " + %.1f MiB read from the files (%s)",
+                      weights->mapped_bytes() / 1048576.0, weights->mapped_dtypes().c_str());
       std::fprintf(stderr,
-                   "memory plan: parameters %.1f MiB (%s), decode memory %.1f MiB, working set "
+                   "memory plan: parameters %.1f MiB (%s)%s, decode memory %.1f MiB, working set "
                    "%.1f MiB\n",
                    weights->parameter_bytes() / 1048576.0, weight_dtype_name(weights->storage()),
-                   r.decode_memory_bytes / 1048576.0, r.working_set_bytes / 1048576.0);
+                   mapped, r.decode_memory_bytes / 1048576.0, r.working_set_bytes / 1048576.0);
+    }
   });
 }
 

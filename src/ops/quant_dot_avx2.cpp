@@ -67,37 +67,33 @@ struct Rows {
   }
 };
 
-template <int NX>
-void q8_0_rows(int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
-  const Rows<NX> xs(WeightDtype::q8_0, x, stride, cols);
-  __m256d acc[NX];
-  for (int r = 0; r < NX; ++r) acc[r] = _mm256_setzero_pd();
-  const BlockQ8_0* wb = blocks_of<BlockQ8_0>(w);
-  for (int64_t b = 0; b < cols / 32; ++b) {
-    prefetch_ahead(wb + b);
-    const __m256i wv = load32(wb[b].qs);
-    const double dw = half(wb[b].d);
-    for (int r = 0; r < NX; ++r)
-      acc[r] = add_scaled(acc[r], signed_products(wv, load32(xs.row[r].q + 32 * b)),
-                          dw * xs.row[r].d[b]);
-  }
-  for (int r = 0; r < NX; ++r) out[r] = float(lane_sum(acc[r]));
-}
-
-template <int NX>
-void q4_0_rows(int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
-  const Rows<NX> xs(WeightDtype::q4_0, x, stride, cols);
-  __m256d acc[NX];
-  for (int r = 0; r < NX; ++r) acc[r] = _mm256_setzero_pd();
-  const BlockQ4_0* wb = blocks_of<BlockQ4_0>(w);
-  const __m256i low4 = _mm256_set1_epi8(0x0F), eight = _mm256_set1_epi8(8);
-  for (int64_t b = 0; b < cols / 32; ++b) {
-    prefetch_ahead(wb + b);
+// The weights of Q8_0 (signed bytes) and Q4_0 (nibbles - 8) blocks as 32 signed bytes.
+struct Q8_0Weights {
+  const BlockQ8_0* wb;
+  __m256i values(int64_t b) const { return load32(wb[b].qs); }
+  double scale(int64_t b) const { return half(wb[b].d); }
+  const void* at(int64_t b) const { return wb + b; }
+};
+struct Q4_0Weights {
+  const BlockQ4_0* wb;
+  __m256i values(int64_t b) const {
     const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[b].qs));
     // values 0-15 are the low nibbles, 16-31 the high ones
     const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
-    const __m256i wv = _mm256_sub_epi8(_mm256_and_si256(both, low4), eight);
-    const double dw = half(wb[b].d);
+    return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(0x0F)), _mm256_set1_epi8(8));
+  }
+  double scale(int64_t b) const { return half(wb[b].d); }
+  const void* at(int64_t b) const { return wb + b; }
+};
+
+template <int NX, typename Weights>
+void block_rows(int64_t cols, const Weights& wt, const Rows<NX>& xs, float* out) {
+  __m256d acc[NX];
+  for (int r = 0; r < NX; ++r) acc[r] = _mm256_setzero_pd();
+  for (int64_t b = 0; b < cols / 32; ++b) {
+    prefetch_ahead(wt.at(b));
+    const __m256i wv = wt.values(b);
+    const double dw = wt.scale(b);
     for (int r = 0; r < NX; ++r)
       acc[r] = add_scaled(acc[r], signed_products(wv, load32(xs.row[r].q + 32 * b)),
                           dw * xs.row[r].d[b]);
@@ -106,8 +102,17 @@ void q4_0_rows(int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride,
 }
 
 template <int NX>
-void q4_k_rows(int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
-  const Rows<NX> xs(WeightDtype::q4_k, x, stride, cols);
+void q8_0_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
+  block_rows<NX>(cols, Q8_0Weights{blocks_of<BlockQ8_0>(w)}, xs, out);
+}
+
+template <int NX>
+void q4_0_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
+  block_rows<NX>(cols, Q4_0Weights{blocks_of<BlockQ4_0>(w)}, xs, out);
+}
+
+template <int NX>
+void q4_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
   __m256d acc[NX];  // the scaled sums minus the mins' terms: exact products, one accumulator
   for (int r = 0; r < NX; ++r) acc[r] = _mm256_setzero_pd();
   const BlockQ4_K* wb = blocks_of<BlockQ4_K>(w);
@@ -154,8 +159,7 @@ inline __m256i two_scales(int8_t a, int8_t b) {
 }
 
 template <int NX>
-void q6_k_rows(int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride, float* out) {
-  const Rows<NX> xs(WeightDtype::q6_k, x, stride, cols);
+void q6_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
   __m256d acc[NX];
   for (int r = 0; r < NX; ++r) acc[r] = _mm256_setzero_pd();
   const BlockQ6_K* wb = blocks_of<BlockQ6_K>(w);
@@ -201,12 +205,13 @@ void q6_k_rows(int64_t cols, const uint8_t* w, const uint8_t* x, int64_t stride,
   for (int r = 0; r < NX; ++r) out[r] = float(lane_sum(acc[r]));
 }
 
-template <int NX, void (*kernel)(int64_t, const uint8_t*, const uint8_t*, int64_t, float*)>
-void weight_rows(int64_t cols, const uint8_t* w, int64_t w_bytes, int64_t w_rows, const uint8_t* x,
-                 int64_t stride, float* out, int64_t ld_out) {
+template <int NX, void (*kernel)(int64_t, const uint8_t*, const Rows<NX>&, float*)>
+void weight_rows(WeightDtype dtype, int64_t cols, const uint8_t* w, int64_t w_bytes, int64_t w_rows,
+                 const uint8_t* x, int64_t stride, float* out, int64_t ld_out) {
+  const Rows<NX> xs(dtype, x, stride, cols);
   for (int64_t n = 0; n < w_rows; ++n) {
     float sums[NX];
-    kernel(cols, w + n * w_bytes, x, stride, sums);
+    kernel(cols, w + n * w_bytes, xs, sums);
     for (int r = 0; r < NX; ++r) out[r * ld_out + n] = sums[r];
   }
 }
@@ -217,13 +222,17 @@ void rows_of(WeightDtype dtype, int64_t cols, const uint8_t* w, int64_t w_rows, 
   const int64_t w_bytes = weight_row_bytes(dtype, cols);
   switch (dtype) {
     case WeightDtype::q8_0:
-      return weight_rows<NX, q8_0_rows<NX>>(cols, w, w_bytes, w_rows, x, stride, out, ld_out);
+      return weight_rows<NX, q8_0_rows<NX>>(dtype, cols, w, w_bytes, w_rows, x, stride, out,
+                                            ld_out);
     case WeightDtype::q4_0:
-      return weight_rows<NX, q4_0_rows<NX>>(cols, w, w_bytes, w_rows, x, stride, out, ld_out);
+      return weight_rows<NX, q4_0_rows<NX>>(dtype, cols, w, w_bytes, w_rows, x, stride, out,
+                                            ld_out);
     case WeightDtype::q4_k:
-      return weight_rows<NX, q4_k_rows<NX>>(cols, w, w_bytes, w_rows, x, stride, out, ld_out);
+      return weight_rows<NX, q4_k_rows<NX>>(dtype, cols, w, w_bytes, w_rows, x, stride, out,
+                                            ld_out);
     case WeightDtype::q6_k:
-      return weight_rows<NX, q6_k_rows<NX>>(cols, w, w_bytes, w_rows, x, stride, out, ld_out);
+      return weight_rows<NX, q6_k_rows<NX>>(dtype, cols, w, w_bytes, w_rows, x, stride, out,
+                                            ld_out);
     default:
       return;  // quant_dot (ops/quant_dot.cpp) sends block formats only
   }

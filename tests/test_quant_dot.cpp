@@ -15,6 +15,7 @@
 #include "ops/quant_dot.h"
 #include "ops/quant_dot_kernels.h"
 #include "ops/quantized_linear.h"
+#include "ops/typed_linear.h"
 #include "util/cpu_features.h"
 #include "util/fp16.h"
 
@@ -213,6 +214,44 @@ TEST(QuantizedLinear, MatchesTheReferenceAndDequantizedFp32) {
                   weight_dtype_name(dtype), rows, quantization);
       EXPECT_LE(quantization, 1e-2) << weight_dtype_name(dtype) << " rows " << rows;
     }
+  }
+}
+
+// A matrix in parts of mixed storage (a fused q|k|v view over a GGUF file's tensors): parts that
+// take the same activation blocks share one quantization of the input, and every part's columns
+// equal its own product, bit for bit.
+TEST(QuantizedLinear, PartsShareTheQuantizedInputAndEqualTheirOwnProducts) {
+  const int64_t cols = 256;
+  const WeightDtype dtypes[] = {WeightDtype::q8_0, WeightDtype::q4_0, WeightDtype::f32,
+                                WeightDtype::q4_k, WeightDtype::q6_k, WeightDtype::q8_0};
+  const int64_t part_rows[] = {32, 16, 8, 16, 48, 8};
+  std::vector<std::vector<uint8_t>> storage;
+  std::vector<WeightView> parts;
+  int64_t out_dim = 0;
+  for (int i = 0; i < 6; ++i) {
+    if (dtypes[i] == WeightDtype::f32) {
+      const std::vector<float> f = gaussian(part_rows[i] * cols, 40 + i, 0.05f);
+      storage.emplace_back(reinterpret_cast<const uint8_t*>(f.data()),
+                           reinterpret_cast<const uint8_t*>(f.data() + f.size()));
+    } else {
+      storage.push_back(random_blocks(dtypes[i], part_rows[i], cols, 20 + i));
+    }
+    parts.push_back({.dtype = dtypes[i], .rows = part_rows[i], .cols = cols});
+    out_dim += part_rows[i];
+  }
+  for (int i = 0; i < 6; ++i) parts[i].data = storage[i].data();
+  ExecContext exec;
+  for (int rows : {1, 5, 19}) {
+    const std::vector<float> in = gaussian(rows * cols, 3 + rows);
+    std::vector<float> got(size_t(rows * out_dim)), want(got.size());
+    typed_linear_forward_parts(exec, got.data(), in.data(), parts.data(), 6, rows, int(out_dim));
+    int64_t done = 0;
+    for (const WeightView& part : parts) {
+      typed_linear_forward(exec, want.data() + done, in.data(), part, rows, int(out_dim));
+      done += part.rows;
+    }
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+        << "rows " << rows;
   }
 }
 

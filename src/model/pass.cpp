@@ -13,11 +13,15 @@ namespace gattn {
 void project(const ExecContext& exec, const Weights& w, int64_t offset, float* out, const float* in,
              int rows, int in_dim, int out_dim, int ld_out) {
   if (ld_out == 0) ld_out = out_dim;
-  for (int64_t done = 0; done < out_dim;) {  // one product per storage the rows lie in
-    const WeightView part = w.matrix_part(offset + done * in_dim, out_dim - done, in_dim);
-    typed_linear_forward(exec, out + done, in, part, rows, ld_out);
-    done += part.rows;
+  constexpr int kMaxParts = 8;
+  WeightView parts[kMaxParts];  // one per storage the rows lie in
+  int n_parts = 0;
+  for (int64_t done = 0; done < out_dim; done += parts[n_parts++].rows) {
+    GATTN_ASSERT(n_parts < kMaxParts, "a projection over more than ", kMaxParts, " storages");
+    parts[n_parts] = w.matrix_part(offset + done * in_dim, out_dim - done, in_dim);
   }
+  if (n_parts == 1) return typed_linear_forward(exec, out, in, parts[0], rows, ld_out);
+  typed_linear_forward_parts(exec, out, in, parts, n_parts, rows, ld_out);
 }
 
 namespace {

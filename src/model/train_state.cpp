@@ -77,6 +77,7 @@ void TrainState::require_f32_weights(const char* what) const {
 LossSum TrainState::typed_head_loss(const int32_t* targets, double* token_nats) {
   const Config& c = w_.config();
   const int V = c.vocab_size, rows = batch_rows();
+  check_targets(targets, rows, V);
   LossSum sum;
   for (int r0 = 0; r0 < rows; r0 += chunk_rows_) {
     const int nc = std::min(chunk_rows_, rows - r0);
@@ -84,14 +85,9 @@ LossSum TrainState::typed_head_loss(const int32_t* targets, double* token_nats) 
             buffers_.final_out + int64_t(r0) * c.hidden_size, nc, c.hidden_size, V);
     for (int i = 0; i < nc; ++i) {
       const int32_t target = targets[r0 + i];
-      double nats = 0;
+      double nats = 0, exp_sum;
       if (target >= 0) {
-        if (target >= V) fail("target token id ", target, " is outside the vocabulary of ", V);
-        const float* logit = logits_chunk_ + int64_t(i) * V;
-        const float max = *std::max_element(logit, logit + V);
-        double exp_sum = 0;
-        for (int v = 0; v < V; ++v) exp_sum += std::exp(double(logit[v]) - max);
-        nats = std::log(exp_sum) + max - logit[target];
+        nats = softmax_cross_entropy_row(logits_chunk_ + int64_t(i) * V, V, target, &exp_sum);
         sum.nats += nats;
         ++sum.tokens;
       }

@@ -123,7 +123,9 @@ void Weights::map_matrix(int64_t offset, int64_t rows, int64_t cols, WeightDtype
                    (at == mapped_.begin() || (at - 1)->offset + (at - 1)->count <= offset),
                "mapped ranges overlap at ", offset);
   mapped_.insert(at, {offset, count, cols, dtype, static_cast<const uint8_t*>(data)});
-  if (owner) mapping_owners_.push_back(std::move(owner));
+  if (owner && std::find(mapping_owners_.begin(), mapping_owners_.end(), owner) ==
+                   mapping_owners_.end())  // each owner kept once (a file maps many tensors)
+    mapping_owners_.push_back(std::move(owner));
 }
 
 void Weights::page_mapped_ranges() {

@@ -10,13 +10,30 @@
 
 namespace gattn {
 
+void check_targets(const int32_t* targets, int64_t rows, int vocab) {
+  for (int64_t n = 0; n < rows; ++n)
+    if (targets[n] < -1 || targets[n] >= vocab)
+      fail("target ", targets[n], " at position ", n, " is outside [0, ", vocab, ") and not -1");
+}
+
+template <typename T>
+double softmax_cross_entropy_row(T* logit, int vocab, int32_t target, double* exp_sum) {
+  T max = logit[0];
+#pragma omp simd reduction(max : max)
+  for (int v = 0; v < vocab; ++v) max = std::max(max, logit[v]);
+  const T target_logit = logit[target];
+  for (int v = 0; v < vocab; ++v) logit[v] = fast_exp(logit[v] - max);
+  double sum = 0;
+  for (int v = 0; v < vocab; ++v) sum += double(logit[v]);
+  *exp_sum = sum;
+  return double(max) + std::log(sum) - double(target_logit);
+}
+
 template <typename T>
 LossSum lm_head_cross_entropy(const ExecContext& exec, T* d_x, T* d_w, T* logits_scratch,
                               const T* x, const T* w, const int32_t* targets, int64_t rows, int dim,
                               int vocab, int chunk_rows, T grad_scale, double* row_nats_out) {
-  for (int64_t n = 0; n < rows; ++n)
-    if (targets[n] < -1 || targets[n] >= vocab)
-      fail("target ", targets[n], " at position ", n, " is outside [0, ", vocab, ") and not -1");
+  check_targets(targets, rows, vocab);
   LossSum total;
   std::vector<double> row_nats(chunk_rows);
   // Each of these is read by two or more GEMMs (in native bf16, rounded once; storage reused).
@@ -38,16 +55,8 @@ LossSum lm_head_cross_entropy(const ExecContext& exec, T* d_x, T* d_w, T* logits
         if (d_x) std::fill_n(logit, vocab, T(0));
         continue;
       }
-      T max = logit[0];
-#pragma omp simd reduction(max : max)
-      for (int v = 0; v < vocab; ++v) max = std::max(max, logit[v]);
-      const T target_logit = logit[target];
-      // The exponentials stay in the row for the gradient; their sum runs in order (the same
-      // bits at every vector width and thread count).
-      for (int v = 0; v < vocab; ++v) logit[v] = fast_exp(logit[v] - max);
-      double sum = 0;
-      for (int v = 0; v < vocab; ++v) sum += double(logit[v]);
-      row_nats[i] = double(max) + std::log(sum) - double(target_logit);
+      double sum;  // the exponentials stay in the row for the gradient
+      row_nats[i] = softmax_cross_entropy_row(logit, vocab, target, &sum);
       if (d_x) {  // softmax - one_hot, times grad_scale
         const T scale = T(double(grad_scale) / sum);
         for (int v = 0; v < vocab; ++v) logit[v] *= scale;
@@ -68,6 +77,7 @@ LossSum lm_head_cross_entropy(const ExecContext& exec, T* d_x, T* d_w, T* logits
   return total;
 }
 
+template double softmax_cross_entropy_row<float>(float*, int, int32_t, double*);
 template LossSum lm_head_cross_entropy<float>(const ExecContext&, float*, float*, float*,
                                               const float*, const float*, const int32_t*, int64_t,
                                               int, int, int, float, double*);

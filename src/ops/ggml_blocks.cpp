@@ -54,25 +54,12 @@ void dequantize_q4_k(const uint8_t* row, int64_t blocks, float* y) {
 }
 
 void dequantize_q6_k(const uint8_t* row, int64_t blocks, float* y) {
-  for (int64_t i = 0; i < blocks; ++i) {
+  for (int64_t i = 0; i < blocks; ++i, y += kKValues) {
     const auto b = block_at<BlockQ6_K>(row, i);
     const float d = half_to_float(b.d);
-    const uint8_t* ql = b.ql;
-    const uint8_t* qh = b.qh;
-    const int8_t* sc = b.scales;
-    for (int n = 0; n < kKValues; n += 128, y += 128, ql += 64, qh += 32, sc += 8) {
-      for (int l = 0; l < 32; ++l) {
-        const int is = l / 16;
-        const int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
-        const int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
-        const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-        const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-        y[l] = d * float(sc[is]) * float(q1);
-        y[l + 32] = d * float(sc[is + 2]) * float(q2);
-        y[l + 64] = d * float(sc[is + 4]) * float(q3);
-        y[l + 96] = d * float(sc[is + 6]) * float(q4);
-      }
-    }
+    int8_t q[kKValues];
+    q6_k_values(b, q);
+    for (int v = 0; v < kKValues; ++v) y[v] = d * float(b.scales[v / 16]) * float(q[v]);
   }
 }
 

@@ -75,4 +75,19 @@ static inline void q4_k_scales_mins(const uint8_t* packed, uint8_t scales[8], ui
 // number of the type's blocks; other types are an InternalError (the reader refuses them first).
 void dequantize_row(uint32_t type, const uint8_t* row, int64_t n, float* out);
 
+// A Q6_K block's 256 values q - 32 in order (value i's scale: scales[i / 16]), unpacked from ql's
+// low and qh's high bits as llama.cpp's dequantize_row_q6_K reads them. Static, as
+// q4_k_scale_min.
+static inline void q6_k_values(const BlockQ6_K& b, int8_t q[kKValues]) {
+  const uint8_t* ql = b.ql;
+  const uint8_t* qh = b.qh;
+  for (int n = 0; n < kKValues; n += 128, q += 128, ql += 64, qh += 32)
+    for (int l = 0; l < 32; ++l) {
+      q[l] = int8_t(((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32);
+      q[l + 32] = int8_t(((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32);
+      q[l + 64] = int8_t(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
+      q[l + 96] = int8_t(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
+    }
+}
+
 }  // namespace gattn::ggml

@@ -28,8 +28,6 @@ Block block_at(const uint8_t* row, int64_t i) {
   return b;
 }
 
-bool k_quant(WeightDtype dtype) { return dtype == WeightDtype::q4_k || dtype == WeightDtype::q6_k; }
-
 // round-to-nearest-even of v into [-127, 127]; a nan gives 0 (its block's scale is nan anyway).
 int8_t round_q(float v) {
   if (std::isnan(v)) return 0;
@@ -129,22 +127,11 @@ float dot_q6_k(int64_t blocks, const uint8_t* w, const ActivationRow& x) {
   double sum = 0;
   for (int64_t b = 0; b < blocks; ++b) {
     const auto wb = block_at<BlockQ6_K>(w, b);
+    int8_t q[256];
+    ggml::q6_k_values(wb, q);
+    const int8_t* q8 = x.q + 256 * b;
     int sumi = 0;
-    for (int n = 0; n < 2; ++n) {
-      const uint8_t* ql = wb.ql + 64 * n;
-      const uint8_t* qh = wb.qh + 32 * n;
-      const int8_t* sc = wb.scales + 8 * n;
-      const int8_t* q8 = x.q + 256 * b + 128 * n;
-      for (int l = 0; l < 32; ++l) {
-        const int is = l / 16;
-        const int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
-        const int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
-        const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-        const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-        sumi += sc[is] * q1 * q8[l] + sc[is + 2] * q2 * q8[l + 32] + sc[is + 4] * q3 * q8[l + 64] +
-                sc[is + 6] * q4 * q8[l + 96];
-      }
-    }
+    for (int v = 0; v < 256; ++v) sumi += wb.scales[v / 16] * q[v] * q8[v];
     sum += double(sumi) * double(half_to_float(wb.d) * float(x.d[b]));
   }
   return float(sum);
@@ -156,9 +143,9 @@ int64_t activation_row_bytes(WeightDtype dtype, int64_t cols) {
   GATTN_ASSERT(is_block_format(dtype), "activation blocks for ", weight_dtype_name(dtype));
   GATTN_ASSERT(cols % weight_block_values(dtype) == 0, cols, " values for ",
                weight_dtype_name(dtype), " blocks");
-  const int64_t block = k_quant(dtype) ? 256 : 32;
+  const int64_t block = is_k_quant(dtype) ? 256 : 32;
   const int64_t bytes = cols + cols / block * int64_t(sizeof(double)) +
-                        (k_quant(dtype) ? cols / 16 * int64_t(sizeof(int16_t)) : 0);
+                        (is_k_quant(dtype) ? cols / 16 * int64_t(sizeof(int16_t)) : 0);
   return (bytes + 63) / 64 * 64;
 }
 
@@ -167,7 +154,7 @@ void quantize_activation_row(WeightDtype dtype, const float* x, int64_t cols, ui
   const ActivationRow row = activation_row(dtype, out, cols);
   auto* q = const_cast<int8_t*>(row.q);
   auto* d = const_cast<double*>(row.d);
-  if (k_quant(dtype)) return quantize_q8_k(x, cols / 256, q, d, const_cast<int16_t*>(row.sums));
+  if (is_k_quant(dtype)) return quantize_q8_k(x, cols / 256, q, d, const_cast<int16_t*>(row.sums));
   quantize_q8_0(x, cols / 32, q, d);
 }
 

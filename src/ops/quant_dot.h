@@ -31,10 +31,9 @@ struct ActivationRow {
 };
 // Static: each file has its own copy, compiled with its own flags (the AVX-512 kernels use it).
 static inline ActivationRow activation_row(WeightDtype dtype, const uint8_t* row, int64_t cols) {
-  const bool k_quant = dtype == WeightDtype::q4_k || dtype == WeightDtype::q6_k;
   const double* d = reinterpret_cast<const double*>(row + cols);
   return {reinterpret_cast<const int8_t*>(row), d,
-          k_quant ? reinterpret_cast<const int16_t*>(d + cols / 256) : nullptr};
+          is_k_quant(dtype) ? reinterpret_cast<const int16_t*>(d + cols / 256) : nullptr};
 }
 
 // x[cols] -> the activation row for `dtype` weights. Q8_0 as llama.cpp's x86 quantize_row_q8_0:

@@ -16,19 +16,26 @@ constexpr int kTileRows = 16;
 constexpr int64_t kParallelBytes = int64_t(1) << 15;
 }  // namespace
 
-void quantized_linear(float* out, const float* in, const WeightView& w, int rows, int ld_out,
-                      bool reference) {
-  GATTN_ASSERT(is_block_format(w.dtype), "quantized_linear of ", weight_dtype_name(w.dtype));
-  if (ld_out == 0) ld_out = int(w.rows);
-  const int64_t cols = w.cols, w_bytes = w.row_bytes();
-  const int64_t x_bytes = activation_row_bytes(w.dtype, cols);
+QuantizedRows quantize_rows(const float* in, int rows, int64_t cols, WeightDtype dtype) {
+  GATTN_ASSERT(is_block_format(dtype), "activation blocks for ", weight_dtype_name(dtype));
+  const int64_t x_bytes = activation_row_bytes(dtype, cols);
   thread_local std::vector<uint8_t, AlignedAllocator<uint8_t>> quantized;
   if (quantized.size() < size_t(rows * x_bytes)) quantized.resize(size_t(rows * x_bytes));
   uint8_t* const x = quantized.data();
 #pragma omp parallel for schedule(static) if (rows >= 16)
   for (int r = 0; r < rows; ++r)
-    quantize_activation_row(w.dtype, in + int64_t(r) * cols, cols, x + r * x_bytes);
+    quantize_activation_row(dtype, in + int64_t(r) * cols, cols, x + r * x_bytes);
+  return {x, rows, cols, x_bytes, is_k_quant(dtype)};
+}
 
+void quantized_linear(float* out, const QuantizedRows& x, const WeightView& w, int ld_out,
+                      bool reference) {
+  GATTN_ASSERT(is_block_format(w.dtype), "quantized_linear of ", weight_dtype_name(w.dtype));
+  GATTN_ASSERT(x.serves(w), "input rows quantized for other weights than ",
+               weight_dtype_name(w.dtype));
+  if (ld_out == 0) ld_out = int(w.rows);
+  const int rows = x.rows;
+  const int64_t cols = w.cols, w_bytes = w.row_bytes(), x_bytes = x.row_bytes;
   const auto dot = reference ? quant_dot_reference : quant_dot;
   const int64_t tiles = (w.rows + kTileRows - 1) / kTileRows;
   const uint8_t* const weights = w.bytes();
@@ -37,9 +44,15 @@ void quantized_linear(float* out, const float* in, const WeightView& w, int rows
   for (int64_t t = 0; t < tiles; ++t) {
     const int64_t n0 = t * kTileRows, n1 = std::min<int64_t>(w.rows, n0 + kTileRows);
     for (int r0 = 0; r0 < rows; r0 += kQuantDotRows)
-      dot(w.dtype, cols, weights + n0 * w_bytes, n1 - n0, x + r0 * x_bytes, x_bytes,
+      dot(w.dtype, cols, weights + n0 * w_bytes, n1 - n0, x.data + r0 * x_bytes, x_bytes,
           std::min(kQuantDotRows, rows - r0), out + int64_t(r0) * ld_out + n0, ld_out);
   }
+}
+
+void quantized_linear(float* out, const float* in, const WeightView& w, int rows, int ld_out,
+                      bool reference) {
+  GATTN_ASSERT(is_block_format(w.dtype), "quantized_linear of ", weight_dtype_name(w.dtype));
+  quantized_linear(out, quantize_rows(in, rows, w.cols, w.dtype), w, ld_out, reference);
 }
 
 }  // namespace gattn

@@ -8,8 +8,27 @@
 
 namespace gattn {
 
+// Input rows quantized for block-format weights. One set serves every matrix whose products take
+// the same activation blocks (Q8_0 for q8_0 and q4_0 weights, Q8_K for the K-quants) and `cols`.
+struct QuantizedRows {
+  const uint8_t* data = nullptr;
+  int rows = 0;
+  int64_t cols = 0, row_bytes = 0;
+  bool k_quant = false;
+
+  bool serves(const WeightView& w) const {
+    return data && is_k_quant(w.dtype) == k_quant && w.cols == cols;
+  }
+};
+
+// in[rows, cols] quantized for weights of `dtype`, into this thread's buffer: valid until this
+// thread's next quantize_rows.
+QuantizedRows quantize_rows(const float* in, int rows, int64_t cols, WeightDtype dtype);
+
 // ld_out: out's row stride (0: w.rows). reference: the scalar kernels (the oracle) instead of
 // the process's vector ones.
+void quantized_linear(float* out, const QuantizedRows& x, const WeightView& w, int ld_out = 0,
+                      bool reference = false);
 void quantized_linear(float* out, const float* in, const WeightView& w, int rows, int ld_out = 0,
                       bool reference = false);
 

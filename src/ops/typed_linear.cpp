@@ -87,4 +87,18 @@ void typed_linear_forward(const ExecContext& x, float* out, const float* in, con
   GATTN_ASSERT(false, "weight dtype ", int(w.dtype));
 }
 
+void typed_linear_forward_parts(const ExecContext& x, float* out, const float* in,
+                                const WeightView* parts, int n_parts, int rows, int ld_out) {
+  QuantizedRows quantized;
+  for (int i = 0; i < n_parts; out += parts[i].rows, ++i) {
+    if (!is_block_format(parts[i].dtype)) {
+      typed_linear_forward(x, out, in, parts[i], rows, ld_out);
+      continue;
+    }
+    if (!quantized.serves(parts[i]))
+      quantized = quantize_rows(in, rows, parts[i].cols, parts[i].dtype);
+    quantized_linear(out, quantized, parts[i], ld_out, x.reference_quant_kernels);
+  }
+}
+
 }  // namespace gattn

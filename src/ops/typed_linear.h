@@ -19,6 +19,12 @@ namespace gattn {
 void typed_linear_forward(const ExecContext& x, float* out, const float* in, const WeightView& w,
                           int rows, int ld_out = 0, int64_t panel_bytes = 0);
 
+// The same product for a matrix stored in parts (a fused view over a GGUF file's separate q, k, v
+// tensors): parts[i] gives out's columns after those of parts[0..i-1]. Block-format parts whose
+// products take the same activation blocks share one quantization of `in`.
+void typed_linear_forward_parts(const ExecContext& x, float* out, const float* in,
+                                const WeightView* parts, int n_parts, int rows, int ld_out);
+
 // The rows of a bf16 matrix of `cols` columns one widened panel holds (a multiple of 16, at
 // least 16): panel_bytes of floats.
 int bf16_panel_rows(int cols, int64_t panel_bytes);

@@ -21,6 +21,11 @@ enum class WeightDtype : uint8_t {
 };
 const char* weight_dtype_name(WeightDtype dtype);  // ggml's spelling for the block formats
 bool is_block_format(WeightDtype dtype);
+// A K-quant (super-blocks of 256 values; its products take Q8_K activations): q4_k, q6_k. Static:
+// each file has its own copy, compiled with its own flags (the AVX-512 kernels use it).
+static inline bool is_k_quant(WeightDtype dtype) {
+  return dtype == WeightDtype::q4_k || dtype == WeightDtype::q6_k;
+}
 // Values and bytes of one block (f32, bf16: one value).
 int64_t weight_block_values(WeightDtype dtype);
 int64_t weight_block_bytes(WeightDtype dtype);

@@ -61,12 +61,14 @@ def convert(sdist, folder, out_path, outtype, no_mtp=True):
 FTYPES = {"q8_0": 7, "q4_0": 2, "q4_k_m": 15}
 
 
-def quantize(llama_cpp, in_path, out_path, name, threads=1):
+def quantize(llama_cpp, in_path, out_path, name, threads=1, requantize=False):
     """llama.cpp's own quantizer (llama_model_quantize through the bindings) of a GGUF file to
-    `name` (a key of FTYPES); exits when it fails."""
+    `name` (a key of FTYPES); requantize: the input may itself be quantized (llama.cpp
+    dequantizes it to floats first). Exits when it fails."""
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = FTYPES[name]
     params.nthread = threads
+    params.allow_requantize = requantize
     rc = llama_cpp.llama_model_quantize(in_path.encode(), out_path.encode(), params)
     if rc != 0:
         sys.exit(f"llama_model_quantize {in_path} -> {name}: {rc}")

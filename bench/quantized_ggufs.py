@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""A Hugging Face qwen3 folder as GGUF files in the formats gattn reads: F32 (PyPI gguf's writer,
-bench/compare_llama_cpp.py's) and Q8_0, Q4_0, Q4_K_M by llama.cpp's own quantizer (its bindings:
+"""A Hugging Face qwen3 folder as GGUF files in the formats gattn reads: F32 and BF16 (PyPI gguf's
+writer, bench/compare_llama_cpp.py's) and Q8_0, Q4_0, Q4_K_M by llama.cpp's own quantizer (its bindings:
 bench/llama_cpp_sdist.py). The files the quantized speed and perplexity comparisons run, in both
 engines.
 
 usage: tools/reference/.venv/bin/python bench/quantized_ggufs.py --folder HF --out DIR
-           --llama-cpp SDIST [--types q8_0,q4_0,q4_k_m] [--keep-f32]
+           --llama-cpp SDIST [--types bf16,q8_0,q4_0,q4_k_m] [--keep-f32]
 """
 import argparse
 import os
@@ -19,7 +19,7 @@ def main():
     p.add_argument("--folder", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--llama-cpp", required=True, help="a built llama-cpp-python 0.3.36 sdist")
-    p.add_argument("--types", default=",".join(llama_cpp_sdist.FTYPES))
+    p.add_argument("--types", default=",".join(["bf16", *llama_cpp_sdist.FTYPES]))
     p.add_argument("--keep-f32", action="store_true")
     args = p.parse_args()
     llama_cpp = llama_cpp_sdist.bindings(args.llama_cpp)
@@ -27,6 +27,11 @@ def main():
     f32 = os.path.join(args.out, "f32.gguf")
     compare_llama_cpp.write_gguf(args.folder, f32, "f32")
     for name in args.types.split(","):
+        if name == "bf16":
+            out = os.path.join(args.out, "bf16.gguf")
+            compare_llama_cpp.write_gguf(args.folder, out, "bf16")
+            print(f"wrote {out} ({os.path.getsize(out) / 1e6:.1f} MB)")
+            continue
         out = llama_cpp_sdist.quantize(llama_cpp, f32, os.path.join(args.out, f"{name}.gguf"), name,
                                        threads=os.cpu_count())
         print(f"wrote {out} ({os.path.getsize(out) / 1e6:.1f} MB)")

@@ -93,6 +93,29 @@ class CliErrors : public ::testing::Test {
     EXPECT_NE(o_.output.find(text), std::string::npos) << "got: " << o_.output; \
   } while (0)
 
+// gattn quantize: a model whose rows are not whole blocks is refused naming the tensor; an
+// existing file is kept unless --force, and never replaced by a file read from itself; what it
+// writes evaluates.
+TEST_F(CliErrors, QuantizeRefusesByNameAndKeepsFiles) {
+  const std::string args = "quantize --checkpoint " + model_ + " --tokenizer " + kTokenizer;
+  EXPECT_FAILS_WITH(gattn(args + " --type q4_k_m --out " + path("q.gguf")),
+                    "model.embed_tokens.weight: rows of 16 values are not whole q4_K blocks of "
+                    "256; llama.cpp would store it as q5_0");
+  EXPECT_FALSE(fs::exists(path("q.gguf")));
+  const Outcome wrote = gattn(args + " --type bf16 --out " + path("m.gguf"));
+  ASSERT_EQ(wrote.exit_code, 0) << wrote.output;
+  const auto size = fs::file_size(path("m.gguf"));
+  EXPECT_FAILS_WITH(gattn(args + " --type f32 --out " + path("m.gguf")), "pass --force");
+  EXPECT_FAILS_WITH(gattn("quantize --checkpoint " + path("m.gguf") + " --type f32 --force --out " +
+                          path("m.gguf")),
+                    "is the checkpoint being read");
+  EXPECT_EQ(fs::file_size(path("m.gguf")), size);
+  const Outcome eval =
+      gattn("eval --checkpoint " + path("m.gguf") + " --seq 16 --data " + path("val.bin"));
+  EXPECT_EQ(eval.exit_code, 0) << eval.output;
+  EXPECT_NE(eval.output.find("perplexity"), std::string::npos) << eval.output;
+}
+
 TEST_F(CliErrors, NonexistentDataIsNamedNotAskedToBeTokenized) {
   EXPECT_FAILS_WITH(gattn(eval_args(path("absent.bin"))),
                     "gattn: error: " + path("absent.bin") + ": no such file or folder");

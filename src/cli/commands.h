@@ -18,6 +18,7 @@ void add_synthetic_command(CLI::App& app);
 void add_passkey_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_export_command(CLI::App& app);
+void add_quantize_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_chat_template_command(CLI::App& app);
 

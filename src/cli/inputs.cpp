@@ -13,6 +13,7 @@
 #include "io/checkpoint.h"
 #include "io/gguf_model.h"
 #include "io/hf_weights.h"
+#include "model/quantize_model.h"
 #include "train/prepare_data.h"
 #include "train/train_checkpoint.h"
 #include "util/error.h"
@@ -54,12 +55,15 @@ CLI::Option* add_weights_dtype_option(CLI::App* cmd, std::string& dtype) {
   return cmd
       ->add_option(
           "--weights-dtype", dtype,
-          "auto, f32, or bf16: weights stored as bfloat16 (rounded to nearest even; no f32 copy): "
-          "decode reads half the bytes; prefill runs on the CPU's bf16 GEMM where it "
-          "has one (activations rounded to bf16), else on fp32 panels widened from them. A GGUF "
-          "file: bf16 and auto read its matrices as it stores them (q8_0, q4_0, q4_K, q6_K blocks "
-          "in place, on integer dot products), f32 dequantizes them. auto: f32 for other models")
-      ->check(CLI::IsMember({"auto", "f32", "bf16"}))
+          "auto, f32, bf16, q8_0, q4_0 or q4_k_m. bf16: weights stored as bfloat16 (rounded to "
+          "nearest even; no f32 copy): decode reads half the bytes; prefill runs on the CPU's "
+          "bf16 GEMM where it has one (activations rounded to bf16), else on fp32 panels widened "
+          "from them. A GGUF file: bf16 and auto read its matrices as it stores them (q8_0, "
+          "q4_0, q4_K, q6_K blocks in place, on integer dot products), f32 dequantizes them. "
+          "q8_0, q4_0, q4_k_m: the matrices quantized in memory as llama.cpp's quantizer writes "
+          "a file of that type (Q4_K_M: Q4_K with Q6_K where llama.cpp puts it). auto: f32 for "
+          "other models")
+      ->check(CLI::IsMember({"auto", "f32", "bf16", "q8_0", "q4_0", "q4_k_m"}))
       ->capture_default_str();
 }
 
@@ -81,6 +85,11 @@ ExecContext inference_exec() { return {.bf16_weights_on_bf16_gemm = true}; }
 
 std::unique_ptr<Weights> load_inference_model(const std::string& path, const std::string& dtype,
                                               std::string& folder) {
+  QuantMix mix;
+  if (quant_mix_of(dtype, &mix)) {
+    const auto model = load_checkpoint_model(path, folder, WeightDtype::f32);
+    return quantize_model(*model, mix);
+  }
   const bool as_stored = dtype == "bf16" || (dtype == "auto" && is_gguf_file(path));
   return load_checkpoint_model(path, folder, as_stored ? WeightDtype::bf16 : WeightDtype::f32);
 }

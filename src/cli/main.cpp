@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
   gattn::add_generate_command(app);
   gattn::add_compare_command(app);
   gattn::add_export_command(app);
+  gattn::add_quantize_command(app);
   gattn::add_serve_command(app);
   gattn::add_chat_template_command(app);
   try {

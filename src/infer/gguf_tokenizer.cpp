@@ -99,4 +99,52 @@ Tokenizer gguf_tokenizer(const std::string& path) {
   return Tokenizer::from_spec(gguf_tokenizer_spec(GgufReader(path)));
 }
 
+void add_gguf_tokenizer(const TokenizerSpec& spec, int64_t vocab_size, GgufWriter& out,
+                        LogSink& log) {
+  const PreTokenizerOf* of = nullptr;
+  if (spec.splits.size() == 1 && !spec.splits[0].literal)
+    for (const PreTokenizerOf& p : kPreTokenizers)
+      if (!of && spec.splits[0].regex == p.regex) of = &p;
+  if (!of || spec.ignore_merges)
+    fail(spec.origin,
+         ": its pre-tokenizer is none llama.cpp names (gattn writes qwen2, qwen35 "
+         "and gpt-2: one Split on their regex, then byte-level)");
+  if (of->nfc != spec.nfc)
+    log.note(spec.origin, ": the tokenizer ", spec.nfc ? "normalizes" : "does not normalize",
+             " to NFC; readers of tokenizer.ggml.pre '", of->pre, "' ",
+             of->nfc ? "(gattn, Hugging Face) will" : "will not",
+             ": text that is not NFC may tokenize differently");
+  std::vector<std::string> tokens(static_cast<size_t>(vocab_size));
+  std::vector<int32_t> types(size_t(vocab_size), unused);
+  const auto place = [&](uint32_t id, const std::string& token, TokenType type) {
+    if (id >= vocab_size)
+      fail(spec.origin, ": token id ", id, " ('", token, "') is beyond the model's ", vocab_size,
+           " embedding rows");
+    tokens[id] = token;
+    types[id] = type;
+  };
+  for (const auto& [token, id] : spec.vocab) place(id, token, normal);
+  for (const AddedTokenSpec& a : spec.added_tokens)
+    place(a.id, a.content, a.special ? control : user_defined);
+  for (int64_t id = 0; id < vocab_size; ++id)
+    if (types[size_t(id)] == unused) tokens[size_t(id)] = "[PAD" + std::to_string(id) + "]";
+  std::vector<std::string> merges;
+  merges.reserve(spec.merges.size());
+  for (const auto& [left, right] : spec.merges) merges.push_back(left + " " + right);
+  out.add_string("tokenizer.ggml.model", "gpt2");
+  out.add_string("tokenizer.ggml.pre", of->pre);
+  out.add_strings("tokenizer.ggml.tokens", tokens);
+  out.add_i32s("tokenizer.ggml.token_type", types);
+  out.add_strings("tokenizer.ggml.merges", merges);
+  for (const char* end : {"<|endoftext|>", "<|im_end|>"})
+    for (const AddedTokenSpec& a : spec.added_tokens)
+      if (a.content == end) {
+        out.add_u32("tokenizer.ggml.eos_token_id", a.id);
+        out.add_u32("tokenizer.ggml.padding_token_id", a.id);
+        out.add_bool("tokenizer.ggml.add_bos_token", false);
+        return;
+      }
+  out.add_bool("tokenizer.ggml.add_bos_token", false);
+}
+
 }  // namespace gattn

@@ -11,11 +11,23 @@
 #include <string>
 
 #include "io/gguf.h"
+#include "io/gguf_writer.h"
 #include "tokenizer/tokenizer.h"
+#include "util/log.h"
 
 namespace gattn {
 
 TokenizerSpec gguf_tokenizer_spec(const GgufReader& gguf);
 Tokenizer gguf_tokenizer(const std::string& path);
+
+// The reverse, for a model of `vocab_size` embedding rows: tokenizer.ggml.* of `spec` (its
+// pre-tokenizer one of those above, named by its regex; ids the model has and the tokenizer does
+// not fill as unused "[PAD<id>]" tokens; added tokens as control (special) or user-defined;
+// eos and padding: <|endoftext|> or <|im_end|> where the tokenizer has one). A normalizer that
+// differs from what the name stands for is noted in `log`: readers of the file will (or will not)
+// apply NFC where the tokenizer did not (or did). Error: another pre-tokenizer, or more tokens
+// than the model has rows.
+void add_gguf_tokenizer(const TokenizerSpec& spec, int64_t vocab_size, GgufWriter& out,
+                        LogSink& log);
 
 }  // namespace gattn

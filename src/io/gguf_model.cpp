@@ -110,6 +110,18 @@ std::string hf_name_of_gguf_tensor(const std::string& name) {
   return "";
 }
 
+std::string gguf_name_of_hf_tensor(const std::string& name) {
+  if (name == "model.embed_tokens.weight") return "token_embd.weight";
+  if (name == "model.norm.weight") return "output_norm.weight";
+  if (name == "lm_head.weight") return "output.weight";
+  static const std::regex layer(R"(model\.layers\.(\d+)\.(.+))");
+  std::smatch m;
+  if (!std::regex_match(name, m, layer)) return "";
+  for (const auto& [ours, theirs] : kLayerNames)
+    if (m[2] == theirs) return "blk." + m[1].str() + "." + ours;
+  return "";
+}
+
 Config gguf_config(const GgufReader& g) {
   const std::string arch = g.get_string("general.architecture");
   if (arch != "qwen3")

@@ -24,6 +24,8 @@ Config gguf_config(const GgufReader& gguf);
 
 // The Hugging Face (gattn layout) name of a qwen3 GGUF tensor name, "" for a name it has none.
 std::string hf_name_of_gguf_tensor(const std::string& gguf_name);
+// The reverse: "blk.3.attn_v.weight" of "model.layers.3.self_attn.v_proj.weight" ("" if none).
+std::string gguf_name_of_hf_tensor(const std::string& hf_name);
 
 std::unique_ptr<Weights> load_gguf_model(const std::string& path, LogSink& log = discard_log(),
                                          WeightDtype storage = WeightDtype::f32);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "io/gguf_model.h"
+#include "model/pass.h"
 #include "model/quantize_model.h"
 #include "ops/ggml_blocks.h"
 #include "ops/quantize_blocks.h"
@@ -111,6 +112,44 @@ TEST(QuantizeModel, RefusesNonFiniteWeightsByName) {
     EXPECT_NE(std::string(e.what()).find("model.layers.1.mlp.up_proj.weight"), std::string::npos)
         << e.what();
   }
+}
+
+// W8A8: each weight row takes at most 255 values, multiples of its max|w| / 127, the largest
+// kept; a projection with int8 inputs equals the fp32 product of the input rounded to steps of
+// its max|x| / 127 over the whole input.
+TEST(W8A8, RowsAndInputsRoundToInt8StepsOfTheirAbsmax) {
+  const nlohmann::json expected = expected_types();
+  const auto model = load_gguf_model(kDir + expected["source"].get<std::string>(), discard_log(),
+                                     WeightDtype::f32);
+  const TensorSpec* spec = model->layout().find("model.layers.0.self_attn.q_proj.weight");
+  ASSERT_NE(spec, nullptr);
+  const int64_t cols = spec->shape.back(), rows = spec->numel / cols;
+  const std::vector<float> before(model->at(spec->offset), model->at(spec->offset) + spec->numel);
+  round_weights_to_int8_rows(*model);
+  const float* after = model->at(spec->offset);
+  for (int64_t r = 0; r < rows; ++r) {
+    float amax = 0;
+    for (int64_t i = 0; i < cols; ++i) amax = std::max(amax, std::fabs(before[r * cols + i]));
+    for (int64_t i = 0; i < cols; ++i) {
+      const float step = amax / 127, q = after[r * cols + i] / step;
+      ASSERT_EQ(q, std::nearbyint(q)) << r << " " << i;
+      ASSERT_LE(std::fabs(after[r * cols + i] - before[r * cols + i]), step / 2 * 1.0001f);
+    }
+  }
+  const int n = 5;
+  std::vector<float> in(size_t(n * cols));
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (float& v : in) v = normal(rng);
+  in[17] = 60.0f;  // a massive activation: the step of every other value grows with it
+  std::vector<float> rounded(in.size());
+  const float step = 60.0f / 127;
+  for (size_t i = 0; i < in.size(); ++i) rounded[i] = std::nearbyint(in[i] * (127 / 60.0f)) * step;
+  std::vector<float> got(size_t(n * rows)), want(got.size());
+  project({.int8_projection_inputs = true}, *model, spec->offset, got.data(), in.data(), n,
+          int(cols), int(rows));
+  project({}, *model, spec->offset, want.data(), rounded.data(), n, int(cols), int(rows));
+  EXPECT_EQ(got, want);
 }
 
 }  // namespace

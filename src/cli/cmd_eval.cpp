@@ -1,5 +1,6 @@
 // gattn eval: loss, perplexity and bits per byte of a checkpoint on a shard or on text.
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "cli/commands.h"
@@ -17,6 +18,7 @@ void add_eval_command(CLI::App& app) {
                                                  weights_dtype = "auto";
   static std::vector<std::string> data, intervene;
   static int seq = 256, batch = 8, threads = 0;
+  static bool json = false;
   static int64_t windows = 0;
   cmd->add_option(
          "--checkpoint", checkpoint,
@@ -32,12 +34,14 @@ void add_eval_command(CLI::App& app) {
       ->check(CLI::IsMember({"bos", "plain"}));
   cmd->add_option("--batch", batch, "windows per forward pass")->check(positive_integer());
   add_threads_option(cmd, threads, "threads (default: all cores)");
-  add_weights_dtype_option(cmd, weights_dtype);
+  add_weights_dtype_option(cmd, weights_dtype, true);
   cmd->add_option(
       "--intervene", intervene,
       "[layer:L:]gate[@POS]=constant:X|open|closed or [layer:L:]value[@POS]=zero, POS a "
       "position or first (repeatable); the loss is reported "
       "next to the unmodified one");
+  cmd->add_flag("--json", json,
+                "print one JSON object (loss and perplexity at full precision) instead of text");
   cmd->add_option(
       "--rope-scaling", rope_scaling,
       "an HF rope_scaling object replacing the checkpoint's, e.g. "
@@ -48,6 +52,11 @@ void add_eval_command(CLI::App& app) {
     const auto weights =
         with_context(load_inference_model(checkpoint, weights_dtype, folder), seq, rope_scaling);
     TrainState state(*weights);
+    if (weights_dtype == "w8a8") {
+      ExecContext exec = state.exec();
+      exec.int8_projection_inputs = true;
+      state.set_exec(exec);
+    }
     const HeldOutTokens tokens(data, tokenizer_path, weights->config().vocab_size);
     const WindowKind kind = window == "bos" ? WindowKind::bos : WindowKind::plain;
     Interventions interventions;
@@ -63,6 +72,16 @@ void add_eval_command(CLI::App& app) {
     const EvalResult r =
         evaluate(state, tokens.shard(), seq, kind, windows, batch, tokens.token_bytes());
     require_finite_loss(r, folder);
+    if (json) {
+      nlohmann::json j = {
+          {"checkpoint", folder},       {"windows", r.windows},          {"seq", seq},
+          {"window", window},           {"target_tokens", r.tokens},     {"loss", r.loss},
+          {"perplexity", r.perplexity}, {"weights_dtype", weights_dtype}};
+      if (r.bytes > 0) j["bits_per_byte"] = r.bits_per_byte;
+      if (interventions.any()) j["unmodified_loss"] = unmodified;
+      std::printf("%s\n", j.dump().c_str());
+      return;
+    }
     std::printf("checkpoint %s\n%lld windows of %d tokens (%s), %lld target tokens\n",
                 folder.c_str(), (long long)r.windows, seq, window.c_str(), (long long)r.tokens);
     std::printf("loss %.4f nats/token, perplexity %.3f", r.loss, r.perplexity);

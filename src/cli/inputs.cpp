@@ -51,19 +51,27 @@ std::unique_ptr<Weights> load_checkpoint_model(const std::string& path, std::str
   return load_any_model(folder, stderr_log(), storage);
 }
 
-CLI::Option* add_weights_dtype_option(CLI::App* cmd, std::string& dtype) {
+CLI::Option* add_weights_dtype_option(CLI::App* cmd, std::string& dtype, bool with_w8a8) {
+  std::vector<std::string> choices = {"auto", "f32", "bf16", "q8_0", "q4_0", "q4_k_m"};
+  if (with_w8a8) choices.push_back("w8a8");
   return cmd
       ->add_option(
           "--weights-dtype", dtype,
-          "auto, f32, bf16, q8_0, q4_0 or q4_k_m. bf16: weights stored as bfloat16 (rounded to "
-          "nearest even; no f32 copy): decode reads half the bytes; prefill runs on the CPU's "
-          "bf16 GEMM where it has one (activations rounded to bf16), else on fp32 panels widened "
-          "from them. A GGUF file: bf16 and auto read its matrices as it stores them (q8_0, "
-          "q4_0, q4_K, q6_K blocks in place, on integer dot products), f32 dequantizes them. "
-          "q8_0, q4_0, q4_k_m: the matrices quantized in memory as llama.cpp's quantizer writes "
-          "a file of that type (Q4_K_M: Q4_K with Q6_K where llama.cpp puts it). auto: f32 for "
-          "other models")
-      ->check(CLI::IsMember({"auto", "f32", "bf16", "q8_0", "q4_0", "q4_k_m"}))
+          "auto, f32, bf16, q8_0, q4_0 or q4_k_m" + std::string(with_w8a8 ? ", w8a8" : "") +
+              ". bf16: weights stored as bfloat16 (rounded to nearest even; no f32 copy): decode "
+              "reads half the bytes; prefill runs on the CPU's bf16 GEMM where it has one "
+              "(activations rounded to bf16), else on fp32 panels widened from them. A GGUF "
+              "file: bf16 and auto read its matrices as it stores them (q8_0, q4_0, q4_K, q6_K "
+              "blocks in place, on integer dot products), f32 dequantizes them. q8_0, q4_0, "
+              "q4_k_m: the matrices quantized in memory as llama.cpp's quantizer writes a file "
+              "of that type (Q4_K_M: Q4_K with Q6_K where llama.cpp puts it). " +
+              std::string(with_w8a8
+                              ? "w8a8: an accuracy model of int8 weights (per row) and int8 "
+                                "projection inputs (one scale per matrix and pass: use --batch "
+                                "1 for one per window), products in fp32. "
+                              : "") +
+              "auto: f32 for other models")
+      ->check(CLI::IsMember(choices))
       ->capture_default_str();
 }
 
@@ -85,6 +93,11 @@ ExecContext inference_exec() { return {.bf16_weights_on_bf16_gemm = true}; }
 
 std::unique_ptr<Weights> load_inference_model(const std::string& path, const std::string& dtype,
                                               std::string& folder) {
+  if (dtype == "w8a8") {
+    auto model = load_checkpoint_model(path, folder, WeightDtype::f32);
+    round_weights_to_int8_rows(*model);
+    return model;
+  }
   QuantMix mix;
   if (quant_mix_of(dtype, &mix)) {
     const auto model = load_checkpoint_model(path, folder, WeightDtype::f32);

@@ -28,7 +28,9 @@ ExecContext inference_exec();
 
 // The inference commands' --weights-dtype (f32, or bf16: Weights' bf16 storage), and
 // load_checkpoint_model reading the model straight into it.
-CLI::Option* add_weights_dtype_option(CLI::App* cmd, std::string& dtype);
+// with_w8a8: also "w8a8" (eval: an accuracy model, model/quantize_model.h
+// round_weights_to_int8_rows with ExecContext::int8_projection_inputs, which the command sets).
+CLI::Option* add_weights_dtype_option(CLI::App* cmd, std::string& dtype, bool with_w8a8 = false);
 // The inference commands' --kv-dtype (f32, or bf16: model/block.h CacheDtype) and its value.
 CLI::Option* add_kv_dtype_option(CLI::App* cmd, std::string& dtype);
 CacheDtype cache_dtype(const std::string& dtype);

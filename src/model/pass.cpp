@@ -2,17 +2,38 @@
 // forward and back.
 #include "model/pass.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "ops/embedding.h"
 #include "ops/matmul.h"
 #include "ops/rmsnorm.h"
 #include "ops/typed_linear.h"
+#include "util/aligned.h"
 #include "util/error.h"
 
 namespace gattn {
 
+namespace {
+// in[count] rounded to int8 steps of max|in| / 127 (nearest, ties to even) and multiplied back:
+// ExecContext::int8_projection_inputs. Into a buffer of this thread, valid until its next call.
+const float* int8_rounded_copy(const float* in, int64_t count) {
+  thread_local AlignedFloats rounded;
+  if (rounded.size() < size_t(count)) rounded.resize(size_t(count));
+  float amax = 0;
+#pragma omp parallel for reduction(max : amax) if (count >= (int64_t(1) << 16))
+  for (int64_t i = 0; i < count; ++i) amax = std::max(amax, std::fabs(in[i]));
+  const float scale = amax / 127, inverse = amax > 0 ? 127 / amax : 0;
+#pragma omp parallel for if (count >= (int64_t(1) << 16))
+  for (int64_t i = 0; i < count; ++i) rounded[size_t(i)] = std::nearbyint(in[i] * inverse) * scale;
+  return rounded.data();
+}
+}  // namespace
+
 void project(const ExecContext& exec, const Weights& w, int64_t offset, float* out, const float* in,
              int rows, int in_dim, int out_dim, int ld_out) {
   if (ld_out == 0) ld_out = out_dim;
+  if (exec.int8_projection_inputs) in = int8_rounded_copy(in, int64_t(rows) * in_dim);
   constexpr int kMaxParts = 8;
   WeightView parts[kMaxParts];  // one per storage the rows lie in
   int n_parts = 0;

@@ -1,5 +1,6 @@
 #include "model/quantize_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -131,6 +132,25 @@ std::unique_ptr<Weights> quantize_model(const Weights& model, QuantMix mix) {
     if (mixed_dtype(mix, layout, spec) == WeightDtype::f32)
       out->store(spec.offset, model.at(spec.offset), spec.numel);
   return out;
+}
+
+void round_weights_to_int8_rows(Weights& model) {
+  GATTN_ASSERT(model.storage() == WeightDtype::f32, "round_weights_to_int8_rows of ",
+               weight_dtype_name(model.storage()), " storage");
+  for (const TensorSpec& spec : model.layout().tensors()) {
+    if (spec.elementwise || spec.shape.size() < 2) continue;
+    const int64_t cols = spec.shape.back(), rows = spec.numel / cols;
+    std::vector<float> values(model.at(spec.offset), model.at(spec.offset) + spec.numel);
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      float* row = values.data() + r * cols;
+      float amax = 0;
+      for (int64_t i = 0; i < cols; ++i) amax = std::max(amax, std::fabs(row[i]));
+      const float scale = amax / 127, inverse = amax > 0 ? 127 / amax : 0;
+      for (int64_t i = 0; i < cols; ++i) row[i] = std::nearbyint(row[i] * inverse) * scale;
+    }
+    model.store(spec.offset, values.data(), spec.numel);
+  }
 }
 
 }  // namespace gattn

@@ -35,4 +35,9 @@ WeightDtype mixed_dtype(QuantMix mix, const ParamLayout& layout, const TensorSpe
 // are an Error naming the tensor.
 std::unique_ptr<Weights> quantize_model(const Weights& model, QuantMix mix);
 
+// W8A8's weights (f32 storage, in place): each row of every matrix (the embedding too) rounded to
+// int8 steps of its max|w| / 127 (nearest, ties to even) and multiplied back. Its activations:
+// ExecContext::int8_projection_inputs.
+void round_weights_to_int8_rows(Weights& model);
+
 }  // namespace gattn

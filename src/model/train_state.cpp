@@ -105,7 +105,8 @@ LossSum TrainState::forward(const Batch& batch, float* logits, double* token_nat
     project(exec_, w_, w_.layout().lm_head, logits, buffers_.final_out, batch_rows(), c.hidden_size,
             c.vocab_size);
   if (!batch.targets) return {};
-  if (w_.storage() != WeightDtype::f32) return typed_head_loss(batch.targets, token_nats);
+  if (w_.storage() != WeightDtype::f32 || exec_.int8_projection_inputs)
+    return typed_head_loss(batch.targets, token_nats);
   const float* head = w_.at(w_.layout().lm_head);
   return lm_head_cross_entropy<float>(exec_, nullptr, nullptr, logits_chunk_, buffers_.final_out,
                                       head, batch.targets, batch_rows(), c.hidden_size,
@@ -115,6 +116,7 @@ LossSum TrainState::forward(const Batch& batch, float* logits, double* token_nat
 LossSum TrainState::forward_backward(const Batch& batch, float grad_scale) {
   GATTN_ASSERT(batch.targets, "forward_backward needs targets");
   require_f32_weights("training");
+  GATTN_ASSERT(!exec_.int8_projection_inputs, "int8 projection inputs are for forward passes");
   GATTN_ASSERT(!hooks_ || !hooks_->changes_tensors(),
                "hooks that change tensors are for forward passes only");
   Gradients& g = grads();

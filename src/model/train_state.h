@@ -61,8 +61,9 @@ class TrainState {
  private:
   void plan(int batch, int seq_len, bool backward);
   void require_f32_weights(const char* what) const;  // an Error naming `what` otherwise
-  // forward()'s loss for weights not stored as f32 (bf16, a GGUF file's blocks): each chunk's
-  // logits through project(), then log-softmax in double.
+  // forward()'s loss for weights not stored as f32 (bf16, a GGUF file's blocks), or with the
+  // projections' inputs rounded (ExecContext::int8_projection_inputs): each chunk's logits
+  // through project(), then log-softmax.
   LossSum typed_head_loss(const int32_t* targets, double* token_nats);
   PassContext context() const {
     return {.weights = w_,

@@ -32,6 +32,12 @@ struct ExecContext {
   // Products of block-quantized weights (ops/quantized_linear.h) on the scalar reference kernels,
   // the oracle of the vector ones (tests).
   bool reference_quant_kernels = false;
+  // W8A8 as an accuracy model (with weights rounded by model/quantize_model.h
+  // round_weights_to_int8_rows): every projection's input (model/pass.h project()) rounded to int8
+  // with one absmax scale over the whole input of the pass (rows x in_dim: a massive activation
+  // coarsens every other value's step) and multiplied back before an fp32 product. Not an int8
+  // kernel: the products are those of the rounded values, summed in fp32. Forward passes only.
+  bool int8_projection_inputs = false;
   // The thread count the host runs the pass with (0: as set). OpenMP's and OpenBLAS's pools are
   // the process's: the host applies it (ThreadScope) around the passes.
   int threads = 0;

@@ -215,21 +215,27 @@ void q4_0_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
   pair_rows<NX>(cols, Q4_0Weights{blocks_of<BlockQ4_0>(w)}, xs, out);
 }
 
-// 32 int16: a in lanes 0-15, b in 16-31 (vpmaddwd's scale operand for 2 x 32 products, or the
-// indices that pick them).
-inline __m512i two_scales16(int a, int b) {
-  return _mm512_inserti64x4(_mm512_set1_epi16(int16_t(a)), _mm256_set1_epi16(int16_t(b)), 1);
+// The int16 lanes of vpackssdw(p, p') hold, per 128-bit lane k, four of p's int32 lanes then four
+// of p''s: for p the sums of sub-blocks s and s + 1 (lanes 0-7, 8-15) and p' those of s + 2 and
+// s + 3, lanes k = 0, 1 hold s and s + 2, lanes k = 2, 3 hold s + 1 and s + 3. pair_pick(s) indexes
+// the scales of those sub-blocks, lane by lane, for vpmaddwd.
+inline __m512i pair_pick(int s) {
+  alignas(64) int16_t idx[32];
+  for (int i = 0; i < 32; ++i) idx[i] = int16_t(s + (i % 8 >= 4 ? 2 : 0) + (i / 8 >= 2 ? 1 : 0));
+  return _mm512_load_si512(idx);
 }
 
+// Q4_K: per 64 weights (two sub-blocks) one vpdpbusd of the unsigned nibbles with the signed
+// activations, four products to an int32 lane (|sum| <= 4 * 15 * 127: an int16); two such
+// vectors packed to int16 and multiplied by their sub-blocks' scales in one vpmaddwd. Exact: the
+// same integer sums as the reference.
 template <int NX>
 void q4_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
   __m512d acc[NX];  // the scaled sums minus the mins' terms: exact products, one accumulator
   for (int r = 0; r < NX; ++r) acc[r] = _mm512_setzero_pd();
   const BlockQ4_K* wb = blocks_of<BlockQ4_K>(w);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
-  // pick[j]: scale 2j for the first 32 products of a 64, 2j + 1 for the others
-  const __m512i pick[4] = {two_scales16(0, 1), two_scales16(2, 3), two_scales16(4, 5),
-                           two_scales16(6, 7)};
+  const __m512i pick[2] = {pair_pick(0), pair_pick(4)};
   for (int64_t b = 0; b < cols / 256; ++b) {
     prefetch_ahead(wb + b);
     prefetch_ahead(reinterpret_cast<const uint8_t*>(wb + b) + 64);
@@ -242,25 +248,30 @@ void q4_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
     const __m128i m16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(min)));
     const __m256i mins16 =
         _mm256_set_m128i(_mm_unpackhi_epi16(m16, m16), _mm_unpacklo_epi16(m16, m16));
-    __m512i sums[NX];
-    for (int r = 0; r < NX; ++r) sums[r] = _mm512_setzero_si512();
-    for (int j = 0; j < 4; ++j) {  // sub-blocks 2j (low nibbles) and 2j + 1 (high ones)
+    __m512i wv[4];  // sub-blocks 2j (low nibbles) and 2j + 1 (high ones)
+    for (int j = 0; j < 4; ++j) {
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[b].qs + 32 * j));
-      const __m512i wv = _mm512_inserti64x4(_mm512_zextsi256_si512(_mm256_and_si256(q, low4)),
-                                            _mm256_and_si256(_mm256_srli_epi16(q, 4), low4), 1);
-      const __m512i sc = _mm512_permutexvar_epi16(pick[j], scales16);
-      for (int r = 0; r < NX; ++r) {
-        const __m512i xv = _mm512_loadu_si512(xs.row[r].q + 256 * b + 64 * j);
-        sums[r] = _mm512_add_epi32(sums[r], _mm512_madd_epi16(_mm512_maddubs_epi16(wv, xv), sc));
-      }
+      wv[j] = _mm512_inserti64x4(_mm512_zextsi256_si512(_mm256_and_si256(q, low4)),
+                                 _mm256_and_si256(_mm256_srli_epi16(q, 4), low4), 1);
     }
+    const __m512i sc[2] = {_mm512_permutexvar_epi16(pick[0], scales16),
+                           _mm512_permutexvar_epi16(pick[1], scales16)};
     const float d = half(wb[b].d), dmin = half(wb[b].dmin);
     for (int r = 0; r < NX; ++r) {
+      const int8_t* x = xs.row[r].q + 256 * b;
+      __m512i sums = _mm512_setzero_si512();
+      for (int h = 0; h < 2; ++h) {  // sub-blocks 4h .. 4h + 3
+        const __m512i p0 =
+            _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[2 * h], _mm512_loadu_si512(x + 128 * h));
+        const __m512i p1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[2 * h + 1],
+                                               _mm512_loadu_si512(x + 128 * h + 64));
+        sums = _mm512_add_epi32(sums, _mm512_madd_epi16(_mm512_packs_epi32(p0, p1), sc[h]));
+      }
       // sum_j min_j * (sums 2j and 2j + 1 of x): eight exact int32 lanes
       const __m256i bsums =
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xs.row[r].sums + 16 * b));
       const float xd = float(xs.row[r].d[b]);
-      acc[r] = add_scaled(acc[r], sums[r], double(d * xd));
+      acc[r] = add_scaled(acc[r], sums, double(d * xd));
       acc[r] = _mm512_fnmadd_pd(_mm512_cvtepi32_pd(_mm256_madd_epi16(mins16, bsums)),
                                 _mm512_set1_pd(double(dmin * xd)), acc[r]);
     }

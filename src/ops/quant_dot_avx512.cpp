@@ -49,19 +49,38 @@ inline void prefetch_ahead(const void* p) {
 constexpr int64_t kGroupedBlocks = 512;
 
 // The activation rows of one call. For Q8_0 and Q4_0 with a multiple of 4 rows, also their block
-// scales transposed (scale_t[b * NX + r]: four rows' scales of a block in one load), on the stack
-// (no library containers in this file: their code would be shared with the baseline's).
+// scales transposed (scale_t[b * NX + r]: four rows' scales of a block in one load); for Q4_K with
+// 4 rows or more, each block's scales (kscale_t[b * 8 + r], floats) and each sub-block's sum of
+// values (kmin_t[(b * 8 + j) * 8 + r], doubles: the two 16-value sums added), rows past NX zero:
+// the mins' terms of eight rows in one vector. On the stack (no library containers in this file:
+// their code would be shared with the baseline's).
 template <int NX>
 struct Rows {
+  static constexpr bool kTransposedK = NX >= 4;
   ActivationRow row[NX];
   const double* scale_t = nullptr;
+  const double* kmin_t = nullptr;
+  const float* kscale_t = nullptr;
   double transposed[NX % 4 == 0 ? kGroupedBlocks * NX : 1];
+  double kmins[kTransposedK ? kGroupedBlocks / 8 * 64 : 1];
+  float kscales[kTransposedK ? kGroupedBlocks / 8 * 8 : 1];
   Rows(WeightDtype dtype, const uint8_t* x, int64_t stride, int64_t cols) {
     for (int r = 0; r < NX; ++r) row[r] = activation_row(dtype, x + r * stride, cols);
     const int64_t blocks = cols / 32;
-    if (NX % 4 != 0 || (dtype != WeightDtype::q8_0 && dtype != WeightDtype::q4_0) ||
-        blocks > kGroupedBlocks)
+    if (blocks > kGroupedBlocks) return;
+    if (kTransposedK && dtype == WeightDtype::q4_k) {
+      for (int64_t b = 0; b < cols / 256; ++b)
+        for (int r = 0; r < 8; ++r) {
+          kscales[b * 8 + r] = r < NX ? float(row[r].d[b]) : 0.0f;
+          for (int j = 0; j < 8; ++j)
+            kmins[(b * 8 + j) * 8 + r] =
+                r < NX ? double(row[r].sums[16 * b + 2 * j] + row[r].sums[16 * b + 2 * j + 1]) : 0;
+        }
+      kmin_t = kmins;
+      kscale_t = kscales;
       return;
+    }
+    if (NX % 4 != 0 || (dtype != WeightDtype::q8_0 && dtype != WeightDtype::q4_0)) return;
     for (int64_t b = 0; b < blocks; ++b)
       for (int r = 0; r < NX; ++r) transposed[b * NX + r] = row[r].d[b];
     scale_t = transposed;
@@ -236,6 +255,7 @@ void q4_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
   const BlockQ4_K* wb = blocks_of<BlockQ4_K>(w);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   const __m512i pick[2] = {pair_pick(0), pair_pick(4)};
+  __m512d min_acc = _mm512_setzero_pd();  // lane r: row r's mins' terms (the transposed path)
   for (int64_t b = 0; b < cols / 256; ++b) {
     prefetch_ahead(wb + b);
     prefetch_ahead(reinterpret_cast<const uint8_t*>(wb + b) + 64);
@@ -257,6 +277,15 @@ void q4_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
     const __m512i sc[2] = {_mm512_permutexvar_epi16(pick[0], scales16),
                            _mm512_permutexvar_epi16(pick[1], scales16)};
     const float d = half(wb[b].d), dmin = half(wb[b].dmin);
+    if (xs.kmin_t) {  // eight rows' mins' terms at once: sum_j min_j * (sub-block j's sum)
+      __m512d m = _mm512_setzero_pd();
+      for (int j = 0; j < 8; ++j)
+        m = _mm512_fmadd_pd(_mm512_set1_pd(double(min[j])),
+                            _mm512_loadu_pd(xs.kmin_t + (b * 8 + j) * 8), m);
+      const __m512d f = _mm512_cvtps_pd(
+          _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_loadu_ps(xs.kscale_t + b * 8)));
+      min_acc = _mm512_fmadd_pd(m, f, min_acc);
+    }
     for (int r = 0; r < NX; ++r) {
       const int8_t* x = xs.row[r].q + 256 * b;
       __m512i sums = _mm512_setzero_si512();
@@ -267,16 +296,19 @@ void q4_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
                                                _mm512_loadu_si512(x + 128 * h + 64));
         sums = _mm512_add_epi32(sums, _mm512_madd_epi16(_mm512_packs_epi32(p0, p1), sc[h]));
       }
+      const float xd = float(xs.row[r].d[b]);
+      acc[r] = add_scaled(acc[r], sums, double(d * xd));
+      if (xs.kmin_t) continue;
       // sum_j min_j * (sums 2j and 2j + 1 of x): eight exact int32 lanes
       const __m256i bsums =
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xs.row[r].sums + 16 * b));
-      const float xd = float(xs.row[r].d[b]);
-      acc[r] = add_scaled(acc[r], sums, double(d * xd));
       acc[r] = _mm512_fnmadd_pd(_mm512_cvtepi32_pd(_mm256_madd_epi16(mins16, bsums)),
                                 _mm512_set1_pd(double(dmin * xd)), acc[r]);
     }
   }
-  for (int r = 0; r < NX; ++r) out[r] = float(_mm512_reduce_add_pd(acc[r]));
+  alignas(64) double mins_of[8];
+  _mm512_store_pd(mins_of, min_acc);
+  for (int r = 0; r < NX; ++r) out[r] = float(_mm512_reduce_add_pd(acc[r]) - mins_of[r]);
 }
 
 // 32 int16 scales for 64 products of Q6_K: 8 lanes each of a, b (the first 32 products), c, d.

@@ -2,11 +2,9 @@
 // forward and back.
 #include "model/pass.h"
 
-#include <algorithm>
-#include <cmath>
-
 #include "ops/embedding.h"
 #include "ops/matmul.h"
+#include "ops/quantize_blocks.h"
 #include "ops/rmsnorm.h"
 #include "ops/typed_linear.h"
 #include "util/aligned.h"
@@ -15,17 +13,12 @@
 namespace gattn {
 
 namespace {
-// in[count] rounded to int8 steps of max|in| / 127 (nearest, ties to even) and multiplied back:
-// ExecContext::int8_projection_inputs. Into a buffer of this thread, valid until its next call.
+// ExecContext::int8_projection_inputs: the input rounded into a buffer of this thread, valid until
+// its next call.
 const float* int8_rounded_copy(const float* in, int64_t count) {
   thread_local AlignedFloats rounded;
   if (rounded.size() < size_t(count)) rounded.resize(size_t(count));
-  float amax = 0;
-#pragma omp parallel for reduction(max : amax) if (count >= (int64_t(1) << 16))
-  for (int64_t i = 0; i < count; ++i) amax = std::max(amax, std::fabs(in[i]));
-  const float scale = amax / 127, inverse = amax > 0 ? 127 / amax : 0;
-#pragma omp parallel for if (count >= (int64_t(1) << 16))
-  for (int64_t i = 0; i < count; ++i) rounded[size_t(i)] = std::nearbyint(in[i] * inverse) * scale;
+  round_to_int8_steps(in, count, rounded.data());
   return rounded.data();
 }
 }  // namespace

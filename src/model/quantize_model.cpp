@@ -142,13 +142,8 @@ void round_weights_to_int8_rows(Weights& model) {
     const int64_t cols = spec.shape.back(), rows = spec.numel / cols;
     std::vector<float> values(model.at(spec.offset), model.at(spec.offset) + spec.numel);
 #pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      float* row = values.data() + r * cols;
-      float amax = 0;
-      for (int64_t i = 0; i < cols; ++i) amax = std::max(amax, std::fabs(row[i]));
-      const float scale = amax / 127, inverse = amax > 0 ? 127 / amax : 0;
-      for (int64_t i = 0; i < cols; ++i) row[i] = std::nearbyint(row[i] * inverse) * scale;
-    }
+    for (int64_t r = 0; r < rows; ++r)
+      round_to_int8_steps(values.data() + r * cols, cols, values.data() + r * cols);
     model.store(spec.offset, values.data(), spec.numel);
   }
 }

@@ -265,6 +265,15 @@ void quantize_q6_k(const float* x, int64_t blocks, uint8_t* out) {
 
 }  // namespace
 
+void round_to_int8_steps(const float* x, int64_t n, float* out) {
+  float amax = 0;
+#pragma omp parallel for reduction(max : amax) if (n >= (int64_t(1) << 16))
+  for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float scale = amax / 127, inverse = amax > 0 ? 127 / amax : 0;
+#pragma omp parallel for if (n >= (int64_t(1) << 16))
+  for (int64_t i = 0; i < n; ++i) out[i] = std::nearbyint(x[i] * inverse) * scale;
+}
+
 void quantize_block_row(WeightDtype dtype, const float* x, int64_t cols, uint8_t* out) {
   GATTN_ASSERT(is_block_format(dtype) && cols % weight_block_values(dtype) == 0, cols,
                " values as ", weight_dtype_name(dtype), " blocks");

@@ -21,4 +21,8 @@ namespace gattn {
 // multiple of the format's block.
 void quantize_block_row(WeightDtype dtype, const float* x, int64_t cols, uint8_t* out);
 
+// W8A8's rounding (model/quantize_model.h, ExecContext::int8_projection_inputs): x[n] to int8
+// steps of max|x| / 127 (nearest, ties to even) and multiplied back, into out (may be x).
+void round_to_int8_steps(const float* x, int64_t n, float* out);
+
 }  // namespace gattn

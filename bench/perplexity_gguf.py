@@ -2,7 +2,7 @@
 """Perplexity of GGUF files over a whole token shard from gattn and from llama.cpp, on the same
 tokens: consecutive plain windows of --seq tokens (window w: inputs w*T .. w*T+T-1, each
 predicting the next token; no BOS), every target of every whole window counted. gattn's figure is
-`gattn eval --window plain`'s; llama.cpp's is the mean negative log-likelihood of its own logits
+`gattn eval --window plain --json`'s (full precision); llama.cpp's is the mean negative log-likelihood of its own logits
 (llama-cpp-python 0.3.36's bindings, every position's logits, log-sum-exp in float64 here). The
 issue 34 target: gattn's perplexity within 0.5% of llama.cpp's for every file.
 
@@ -13,7 +13,6 @@ import argparse
 import json
 import math
 import os
-import re
 import struct
 import subprocess
 import sys
@@ -42,13 +41,12 @@ def read_shard(path):
 
 def gattn_eval(gattn, gguf, data, seq, windows, threads):
     out = subprocess.run([gattn, "eval", "--checkpoint", gguf, "--data", data, "--seq", str(seq),
-                          "--window", "plain", "--windows", str(windows), "--threads", str(threads)],
-                         capture_output=True, text=True)
+                          "--window", "plain", "--windows", str(windows), "--threads", str(threads),
+                          "--json"], capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"gattn eval {gguf} failed:\n{out.stderr[-2000:]}")
-    loss = re.search(r"loss ([0-9.]+) nats/token", out.stdout)
-    targets = re.search(r"(\d+) target tokens", out.stdout)
-    return float(loss.group(1)), int(targets.group(1))
+    result = json.loads(out.stdout)
+    return result["loss"], result["target_tokens"]
 
 
 def llama_eval(llama_cpp, gguf, ids, seq, windows, threads):

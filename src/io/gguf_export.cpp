@@ -70,6 +70,13 @@ void export_gguf(const Weights& model, const TokenizerSpec& tokenizer, const std
     fail("quantize: type '", type, "'; gattn writes f32, bf16, q8_0, q4_0 and q4_k_m");
   const Config& c = model.config();
   std::string why = hf_export_refusal(c, HfExportFormat::qwen3);
+  // The reasons name `gattn export`'s other formats; a GGUF of those (qwen35) is not written yet.
+  if (const size_t formats = why.find(" (--format"); formats != std::string::npos)
+    why = why.substr(0, formats) + why.substr(why.find(')', formats) + 1);
+  if (c.gate.enabled())
+    why +=
+        " (a gated model's GGUF would be llama.cpp's qwen35 architecture, which gattn does "
+        "not write yet)";
   if (why.empty() && c.rope_scaling.type != RopeScaling::Type::none)
     why = "it has RoPE scaling, which gattn's qwen3 GGUF files do not carry";
   if (!why.empty()) fail("quantize to a qwen3 GGUF file: refused because ", why);

@@ -5,6 +5,7 @@
 
 #include "ops/embedding.h"
 #include "ops/matmul.h"
+#include "ops/quantize_blocks.h"
 #include "ops/rmsnorm.h"
 #include "util/error.h"
 
@@ -78,11 +79,22 @@ LossSum TrainState::typed_head_loss(const int32_t* targets, double* token_nats) 
   const Config& c = w_.config();
   const int V = c.vocab_size, rows = batch_rows();
   check_targets(targets, rows, V);
+  // W8A8: the head's input rounded once for the whole pass (one scale, as every projection's),
+  // not per chunk.
+  const float* hidden = buffers_.final_out;
+  ExecContext exec = exec_;
+  AlignedFloats rounded;
+  if (exec.int8_projection_inputs) {
+    rounded.resize(size_t(rows) * c.hidden_size);
+    round_to_int8_steps(hidden, int64_t(rows) * c.hidden_size, rounded.data());
+    hidden = rounded.data();
+    exec.int8_projection_inputs = false;
+  }
   LossSum sum;
   for (int r0 = 0; r0 < rows; r0 += chunk_rows_) {
     const int nc = std::min(chunk_rows_, rows - r0);
-    project(exec_, w_, w_.layout().lm_head, logits_chunk_,
-            buffers_.final_out + int64_t(r0) * c.hidden_size, nc, c.hidden_size, V);
+    project(exec, w_, w_.layout().lm_head, logits_chunk_, hidden + int64_t(r0) * c.hidden_size, nc,
+            c.hidden_size, V);
     for (int i = 0; i < nc; ++i) {
       const int32_t target = targets[r0 + i];
       double nats = 0, exp_sum;

@@ -34,7 +34,6 @@ void project(const ExecContext& exec, const Weights& w, int64_t offset, float* o
     GATTN_ASSERT(n_parts < kMaxParts, "a projection over more than ", kMaxParts, " storages");
     parts[n_parts] = w.matrix_part(offset + done * in_dim, out_dim - done, in_dim);
   }
-  if (n_parts == 1) return typed_linear_forward(exec, out, in, parts[0], rows, ld_out);
   typed_linear_forward_parts(exec, out, in, parts, n_parts, rows, ld_out);
 }
 

@@ -104,11 +104,15 @@ std::unique_ptr<Weights> quantize_model(const Weights& model, QuantMix mix) {
     WeightDtype dtype;
     int64_t rows, cols, at;
   };
+  auto out = std::make_unique<Weights>(model.config(), WeightDtype::bf16);
   std::vector<Matrix> matrices;
   int64_t bytes = 0;
   for (const TensorSpec& spec : layout.tensors()) {
     const WeightDtype dtype = mixed_dtype(mix, layout, spec);
-    if (dtype == WeightDtype::f32) continue;
+    if (dtype == WeightDtype::f32) {  // elementwise: stored as floats
+      out->store(spec.offset, model.at(spec.offset), spec.numel);
+      continue;
+    }
     const float* values = model.at(spec.offset);
     for (int64_t i = 0; i < spec.numel; ++i)
       if (!std::isfinite(values[i]))
@@ -118,7 +122,6 @@ std::unique_ptr<Weights> quantize_model(const Weights& model, QuantMix mix) {
     bytes += (rows * weight_row_bytes(dtype, cols) + 63) / 64 * 64;
   }
   auto blocks = std::make_shared<std::vector<uint8_t, AlignedAllocator<uint8_t>>>(size_t(bytes));
-  auto out = std::make_unique<Weights>(model.config(), WeightDtype::bf16);
   for (const Matrix& m : matrices) {
     uint8_t* data = blocks->data() + m.at;
     const float* values = model.at(m.spec->offset);
@@ -128,9 +131,6 @@ std::unique_ptr<Weights> quantize_model(const Weights& model, QuantMix mix) {
       quantize_block_row(m.dtype, values + r * m.cols, m.cols, data + r * row_bytes);
     out->map_matrix(m.spec->offset, m.rows, m.cols, m.dtype, data, blocks);
   }
-  for (const TensorSpec& spec : layout.tensors())
-    if (mixed_dtype(mix, layout, spec) == WeightDtype::f32)
-      out->store(spec.offset, model.at(spec.offset), spec.numel);
   return out;
 }
 

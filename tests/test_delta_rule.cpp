@@ -1,7 +1,8 @@
 // The gated delta rule (ops/delta_rule.h): the chunked form against the token-by-token recurrence
 // (every chunk length, partial last chunks, r = 1 and 2, head dims leaving SIMD tails, a carried
 // state), a prompt split in two against one call, and the chunked backward pass against finite
-// differences in double, the initial and final states included.
+// differences in double, the initial and final states included; value heads in llama.cpp's tiled
+// order against the grouped order, every input and gradient permuted.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -199,6 +200,67 @@ TEST(DeltaRule, ChunkedBackwardMatchesFiniteDifferences) {
     EXPECT_LT(gradient_error(in.beta, dbeta, loss), test::kGradTolerance) << "beta " << where;
     EXPECT_LT(gradient_error(initial, dstate, loss), test::kGradTolerance) << "state " << where;
   }
+}
+
+// Grouped value head h (key head h / r) is tiled head (h % r) * key_heads + h / r. Copies each row's
+// `heads` blocks of `width` values (the rest of the row as it is) into the other order.
+std::vector<double> tile_heads(const std::vector<double>& x, int64_t stride, const DeltaRuleShape& s,
+                               int width) {
+  std::vector<double> out = x;
+  const int r = s.ratio();
+  for (size_t row = 0; row * stride < x.size(); ++row)
+    for (int h = 0; h < s.value_heads; ++h)
+      std::copy_n(x.data() + row * stride + int64_t(h) * width, width,
+                  out.data() + row * stride + int64_t((h % r) * s.key_heads + h / r) * width);
+  return out;
+}
+
+TEST(DeltaRule, TiledValueHeadsEqualGroupedOnesInTheirOrder) {
+  const DeltaRuleShape grouped = shape(2, 70, 2, 6, 3, 4);
+  DeltaRuleShape tiled = grouped;
+  tiled.tiled_value_heads = true;
+  Inputs<double> in(grouped, 11);
+  Inputs<double> t = in;
+  const int64_t head_size = int64_t(grouped.key_dim) * grouped.value_dim;
+  t.v = tile_heads(in.v, grouped.v_stride, grouped, grouped.value_dim);
+  t.g = tile_heads(in.g, grouped.gate_stride, grouped, 1);
+  t.beta = tile_heads(in.beta, grouped.gate_stride, grouped, 1);
+  t.state = tile_heads(in.state, grouped.state_size(), grouped, int(head_size));
+  const size_t out_size = size_t(grouped.sequences * grouped.tokens * grouped.out_stride);
+  std::vector<double> out_g(out_size, 0), out_t(out_size, 0), state_g = in.state, state_t = t.state;
+  delta_rule_chunked<double>({}, grouped, in.view(), state_g.data(), out_g.data(), nullptr);
+  delta_rule_chunked<double>({}, tiled, t.view(), state_t.data(), out_t.data(), nullptr);
+  EXPECT_EQ(tile_heads(out_g, grouped.out_stride, grouped, grouped.value_dim), out_t);
+  EXPECT_EQ(tile_heads(state_g, grouped.state_size(), grouped, int(head_size)), state_t);
+  std::vector<double> rec_t(out_size, 0), rec_state = t.state;
+  delta_rule_recurrent<double>({}, tiled, t.view(), rec_state.data(), rec_t.data());
+  EXPECT_LT(relative_l2(rec_t, out_t), 1e-12);
+
+  std::mt19937_64 rng(3);
+  const std::vector<double> d_out = random_vector(out_size, rng);
+  const std::vector<double> d_state = random_vector(in.state.size(), rng);
+  struct Grads {
+    std::vector<double> q, k, v, g, beta, state;
+  };
+  auto backward = [&](const DeltaRuleShape& s, const Inputs<double>& x, const std::vector<double>& dy,
+                      const std::vector<double>& ds) {
+    Grads d{std::vector<double>(x.q.size(), 0), std::vector<double>(x.k.size(), 0),
+            std::vector<double>(x.v.size(), 0), std::vector<double>(x.g.size(), 0),
+            std::vector<double>(x.beta.size(), 0), ds};
+    delta_rule_chunked_backward<double>({}, s, x.view(), x.state.data(), dy.data(),
+                                        {d.q.data(), d.k.data(), d.v.data(), d.g.data(),
+                                         d.beta.data(), d.state.data()});
+    return d;
+  };
+  const Grads dg = backward(grouped, in, d_out, d_state);
+  const Grads dt = backward(tiled, t, tile_heads(d_out, grouped.out_stride, grouped, grouped.value_dim),
+                            tile_heads(d_state, grouped.state_size(), grouped, int(head_size)));
+  EXPECT_LT(relative_l2(dt.q, dg.q), 1e-13);  // the same terms summed in another order
+  EXPECT_LT(relative_l2(dt.k, dg.k), 1e-13);
+  EXPECT_EQ(dt.v, tile_heads(dg.v, grouped.v_stride, grouped, grouped.value_dim));
+  EXPECT_EQ(dt.g, tile_heads(dg.g, grouped.gate_stride, grouped, 1));
+  EXPECT_EQ(dt.beta, tile_heads(dg.beta, grouped.gate_stride, grouped, 1));
+  EXPECT_EQ(dt.state, tile_heads(dg.state, grouped.state_size(), grouped, int(head_size)));
 }
 
 }  // namespace

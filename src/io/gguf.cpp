@@ -371,6 +371,13 @@ std::vector<double> GgufReader::get_floats(const std::string& key) const {
   return v.reals;
 }
 
+std::vector<bool> GgufReader::get_bools(const std::string& key) const {
+  const GgufValue& v = value_of(key, "an array of bools");
+  if (!v.is_array || v.element_type != GgufValueType::boolean)
+    wrong_type(path_, key, v, "an array of bools");
+  return std::vector<bool>(v.integers.begin(), v.integers.end());
+}
+
 const GgufTensor* GgufReader::find(const std::string& name) const {
   const auto it = tensor_index_.find(name);
   return it == tensor_index_.end() ? nullptr : &tensors_[it->second];

@@ -112,6 +112,7 @@ class GgufReader {
   const std::vector<std::string>& get_strings(const std::string& key) const;  // array of string
   std::vector<int64_t> get_ints(const std::string& key) const;                // array of integers
   std::vector<double> get_floats(const std::string& key) const;               // array of floats
+  std::vector<bool> get_bools(const std::string& key) const;                  // array of bool
 
   const std::vector<GgufTensor>& tensors() const { return tensors_; }
   const GgufTensor* find(const std::string& name) const;

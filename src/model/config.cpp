@@ -163,6 +163,7 @@ static void read_delta_net_fields(JsonFields& f, Config& c) {
       {"linear_value_head_dim", &c.linear_value_head_dim, 4096},
       {"linear_conv_kernel_dim", &c.linear_conv_kernel_dim, 16}};
   for (auto [name, value, most] : fields) f.read_in(name, *value, 1, most);
+  f.read("linear_value_heads_tiled", c.linear_value_heads_tiled);
   if (c.has_linear_layers() && c.linear_num_value_heads % c.linear_num_key_heads != 0)
     fail(f.where(),
          ": field 'linear_num_value_heads': expected a multiple of linear_num_key_heads (",
@@ -286,6 +287,7 @@ json config_to_json(const Config& c) {
     j["linear_key_head_dim"] = c.linear_key_head_dim;
     j["linear_value_head_dim"] = c.linear_value_head_dim;
     j["linear_conv_kernel_dim"] = c.linear_conv_kernel_dim;
+    if (c.linear_value_heads_tiled) j["linear_value_heads_tiled"] = true;
   }
   if (c.has_moe_layers()) {
     j["num_experts"] = c.num_experts;

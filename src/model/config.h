@@ -79,6 +79,9 @@ struct Config {
   int linear_key_head_dim = 128;
   int linear_value_head_dim = 128;
   int linear_conv_kernel_dim = 4;
+  // Value heads in llama.cpp's tiled order (value head h reads key head h % key heads, as a qwen35
+  // GGUF file stores them) rather than Hugging Face's grouped one (h / (value / key heads)).
+  bool linear_value_heads_tiled = false;
   // Mixture-of-experts layers (Hugging Face's Qwen3-Next names): read where a layer is "moe".
   // shared_expert_intermediate_size 0: no shared expert and no shared-expert gate (the paper's
   // 15A2B); norm_topk_prob: the k selected probabilities renormalised to sum to 1.

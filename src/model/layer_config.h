@@ -21,6 +21,7 @@ struct BlockOutputConfig {
 // A Gated DeltaNet block's geometry (AttentionKind::linear).
 struct DeltaNetConfig {
   int key_heads = 0, value_heads = 0, key_dim = 0, value_dim = 0, conv_kernel = 0;
+  bool tiled = false;  // value head h reads key head h % key_heads (else h / (value / key heads))
 
   int key_width() const { return key_heads * key_dim; }
   int value_width() const { return value_heads * value_dim; }

@@ -62,14 +62,14 @@ void delta_rule_recurrent(const ExecContext& /*x*/, const DeltaRuleShape& s,
                           const DeltaRuleInputs<T>& in, T* state, T* out) {
   check_delta_rule_shape(s);
   const int64_t items = int64_t(s.sequences) * s.value_heads;
-  const int dk = s.key_dim, dv = s.value_dim, r = s.ratio();
+  const int dk = s.key_dim, dv = s.value_dim;
 #pragma omp parallel
   {
     const DenormalsFlushed flushed(std::is_same_v<T, float>);  // util/denormals.h
     std::vector<double> acc(2 * size_t(dv));
 #pragma omp for schedule(static)
     for (int64_t item = 0; item < items; ++item) {
-      const int b = int(item / s.value_heads), h = int(item % s.value_heads), kh = h / r;
+      const int b = int(item / s.value_heads), h = int(item % s.value_heads), kh = s.key_head(h);
       T* head_state = state + item * int64_t(dk) * dv;
       for (int t = 0; t < s.tokens; ++t) {
         const int64_t row = int64_t(b) * s.tokens + t;

@@ -27,8 +27,16 @@ struct DeltaRuleShape {
   int sequences = 1, tokens = 0;
   int key_heads = 0, value_heads = 0, key_dim = 0, value_dim = 0;
   int64_t qk_stride = 0, v_stride = 0, gate_stride = 0, out_stride = 0;
+  // Value heads grouped by key head (Hugging Face: head h reads key head h / ratio) or tiled
+  // (llama.cpp's qwen35 files: h % key_heads).
+  bool tiled_value_heads = false;
 
   int ratio() const { return value_heads / key_heads; }
+  int key_head(int h) const { return tiled_value_heads ? h % key_heads : h / ratio(); }
+  // The j-th value head (of ratio()) reading key head kh.
+  int value_head(int kh, int j) const {
+    return tiled_value_heads ? j * key_heads + kh : kh * ratio() + j;
+  }
   int chunks() const { return (tokens + kDeltaRuleChunk - 1) / kDeltaRuleChunk; }
   // Values of one sequence's state, and of the chunk-start states the chunked forward keeps.
   int64_t state_size() const { return int64_t(value_heads) * key_dim * value_dim; }

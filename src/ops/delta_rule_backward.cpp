@@ -154,7 +154,8 @@ void delta_rule_chunked_backward(const ExecContext& x, const DeltaRuleShape& s,
         std::fill_n(d.q + (first + t) * s.qk_stride + int64_t(kh) * dk, dk, T(0));
         std::fill_n(d.k + (first + t) * s.qk_stride + int64_t(kh) * dk, dk, T(0));
       }
-      for (int h = kh * r; h < (kh + 1) * r; ++h) {
+      for (int j = 0; j < r; ++j) {
+        const int h = s.value_head(kh, j);
         const int64_t head = int64_t(b) * s.value_heads + h;
         if (initial_state)
           std::copy_n(initial_state + head * head_size, head_size, running.data());

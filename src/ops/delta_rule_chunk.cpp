@@ -28,7 +28,7 @@ Chunk<T>::Chunk(const DeltaRuleShape& s, const ExecContext& x)
 
 template <typename T>
 void Chunk<T>::gather(const DeltaRuleInputs<T>& in, int64_t row0, int h) {
-  const int kh = h / shape.ratio();
+  const int kh = shape.key_head(h);
   for (int i = 0; i < n; ++i) {
     const int64_t r = row0 + i;
     std::copy_n(in.q + r * shape.qk_stride + int64_t(kh) * dk, dk, q.data() + i * dk);

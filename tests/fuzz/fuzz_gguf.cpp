@@ -1,5 +1,5 @@
 // Fuzz target: a GGUF file (header, metadata, tensor infos, offsets) read; every metadata value
-// asked for through the typed getters; the qwen3 config and the tokenizer its metadata describe;
+// asked for through the typed getters; the qwen3 or qwen35 config and the tokenizer its metadata describe;
 // the model loaded as stored (block formats read in place) and dequantized into f32.
 #include "fuzz_input.h"
 #include "infer/gguf_tokenizer.h"
@@ -15,6 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       gattn::fuzz::expect_only_errors([&] { reader.get_string(key); });
       gattn::fuzz::expect_only_errors([&] { reader.get_ints(key); });
       gattn::fuzz::expect_only_errors([&] { reader.get_floats(key); });
+      gattn::fuzz::expect_only_errors([&] { reader.get_bools(key); });
     }
     volatile uint8_t sink = 0;
     for (const gattn::GgufTensor& t : reader.tensors())

@@ -122,7 +122,8 @@ DeltaRuleShape delta_rule_shape(const DeltaNetConfig& d, int sequences, int toke
           .qk_stride = d.conv_channels(),
           .v_stride = d.conv_channels(),
           .gate_stride = d.value_heads,
-          .out_stride = d.value_width()};
+          .out_stride = d.value_width(),
+          .tiled_value_heads = d.tiled};
 }
 
 DeltaRuleInputs<float> delta_rule_inputs(const DeltaNetConfig& d, const float* qkv, const float* g,

@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <tuple>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -13,6 +16,7 @@
 #include "io/gguf.h"
 #include "io/gguf_export.h"
 #include "io/gguf_model.h"
+#include "io/hf_weights.h"
 #include "model/config.h"
 #include "ops/matmul.h"
 #include "tokenizer/tokenizer.h"
@@ -48,7 +52,7 @@ TEST_F(GgufExport, QuantizedFilesHoldLlamaCppsBytesAndReadBackAsTheModel) {
   const TokenizerSpec tokenizer = gguf_tokenizer_spec(GgufReader(source_));
   for (const auto& [type, tensors] : expected_["types"].items()) {
     const std::string out = path(type + ".gguf");
-    export_gguf(*model, tokenizer, type, out, discard_log());
+    export_gguf(*model, &tokenizer, type, out, discard_log());
     const GgufReader file(out);
     EXPECT_EQ(file.get_string("general.architecture"), "qwen3");
     ASSERT_EQ(file.tensors().size(), tensors.size()) << type;
@@ -70,7 +74,7 @@ TEST_F(GgufExport, Bf16AndF32FilesReadBackToTheSameValues) {
   const auto model = load_gguf_model(source_, discard_log(), WeightDtype::f32);
   const TokenizerSpec tokenizer = gguf_tokenizer_spec(GgufReader(source_));
   for (const std::string type : {"f32", "bf16"}) {
-    export_gguf(*model, tokenizer, type, path(type + ".gguf"), discard_log());
+    export_gguf(*model, &tokenizer, type, path(type + ".gguf"), discard_log());
     const auto back = load_gguf_model(path(type + ".gguf"), discard_log(), WeightDtype::f32);
     int64_t differ = 0;  // from the values as the type stores them: f32 exact, bf16 rounded
     for (const TensorSpec& spec : model->layout().tensors())
@@ -88,7 +92,7 @@ TEST_F(GgufExport, TheTokenizerComesBackIdForId) {
       read_tokenizer_json(std::string(GATTN_FIXTURE_DIR) + "/tokenizer/gattn_trained.json");
   const auto model = load_gguf_model(source_, discard_log(), WeightDtype::f32);
   // The tokenizer has 8,192 tokens; a model with fewer rows cannot carry it.
-  EXPECT_THROW(export_gguf(*model, spec, "q8_0", path("small.gguf"), discard_log()), Error);
+  EXPECT_THROW(export_gguf(*model, &spec, "q8_0", path("small.gguf"), discard_log()), Error);
   GgufWriter writer;
   add_gguf_tokenizer(spec, 8200, writer, discard_log());
   writer.add_string("general.architecture", "qwen3");
@@ -104,25 +108,62 @@ TEST_F(GgufExport, TheTokenizerComesBackIdForId) {
   EXPECT_EQ(carried.encode(text), original.encode(text));
 }
 
-TEST_F(GgufExport, ModelsQwen3CannotExpressAreRefusedWithTheReason) {
-  const Config gated = config_from_json({{"vocab_size", 256},
-                                         {"hidden_size", 256},
-                                         {"num_hidden_layers", 1},
-                                         {"num_attention_heads", 4},
-                                         {"head_dim", 64},
-                                         {"intermediate_size", 256},
-                                         {"gate", {{"position", "sdpa"}}}},
-                                        "test");
-  Weights weights(gated);
+TEST_F(GgufExport, ModelsNeitherArchitectureExpressesAreRefusedWithTheReason) {
+  const Config headwise = config_from_json({{"vocab_size", 256},
+                                            {"hidden_size", 256},
+                                            {"num_hidden_layers", 1},
+                                            {"num_attention_heads", 4},
+                                            {"head_dim", 64},
+                                            {"intermediate_size", 256},
+                                            {"gate", {{"position", "sdpa"}, {"granularity", "headwise"}}}},
+                                           "test");
+  Weights weights(headwise);
   weights.init(1);
   const TokenizerSpec tokenizer = gguf_tokenizer_spec(GgufReader(source_));
   try {
-    export_gguf(weights, tokenizer, "q8_0", path("gated.gguf"), discard_log());
-    FAIL() << "a gated model was written as qwen3";
+    export_gguf(weights, &tokenizer, "q8_0", path("gated.gguf"), discard_log());
+    FAIL() << "a headwise gate was written as qwen35";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("has a gate"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("qwen35 GGUF file: refused because its gate is headwise"),
+              std::string::npos)
+        << e.what();
   }
   EXPECT_FALSE(fs::exists(path("gated.gguf")));
+}
+
+// A Qwen3.5 model (tests/fixtures/hf/qwen3_5_*, Hugging Face's grouped V heads) written as a qwen35
+// file holds the tensors llama.cpp's own converter wrote for the same folder
+// (tests/fixtures/gguf/qwen35_*.gguf): the same names, types, shapes and bytes (ssm_a, which both
+// compute as -exp(A_log) in float32, within an ulp); it reads back as the same model.
+TEST_F(GgufExport, Qwen35FilesHoldTheTensorsLlamaCppsConverterWrites) {
+  for (const auto& [folder, fixture, type] :
+       {std::tuple{"qwen3_5_hybrid_f32", "qwen35_hybrid_f32", "f32"},
+        std::tuple{"qwen3_5_hybrid_tied_bf16_sharded", "qwen35_hybrid_tied_bf16", "bf16"},
+        std::tuple{"qwen3_5_f32", "qwen35_dense_f32", "f32"}}) {
+    const auto model = load_any_model(std::string(GATTN_FIXTURE_DIR) + "/hf/" + folder);
+    const std::string out = path(std::string(fixture) + ".gguf");
+    export_gguf(*model, nullptr, type, out, discard_log());
+    const GgufReader ours(out), theirs(kDir + fixture + ".gguf");
+    EXPECT_EQ(ours.get_string("general.architecture"), "qwen35");
+    ASSERT_EQ(ours.tensors().size(), theirs.tensors().size()) << fixture;
+    for (const GgufTensor& t : theirs.tensors()) {
+      const GgufTensor* o = ours.find(t.name);
+      ASSERT_TRUE(o) << fixture << " " << t.name;
+      EXPECT_EQ(o->type, t.type) << t.name;
+      EXPECT_EQ(o->shape, t.shape) << t.name;
+      ASSERT_EQ(o->bytes, t.bytes) << t.name;
+      if (t.name.ends_with("ssm_a")) {
+        for (int64_t i = 0; i < t.numel; ++i) {
+          const float a = reinterpret_cast<const float*>(o->data)[i];
+          const float b = reinterpret_cast<const float*>(t.data)[i];
+          EXPECT_LE(std::fabs(a - b), std::fabs(b) * 1.2e-7f) << t.name << " " << i;
+        }
+        continue;
+      }
+      EXPECT_EQ(std::memcmp(o->data, t.data, size_t(t.bytes)), 0) << fixture << " " << t.name;
+    }
+    EXPECT_EQ(config_to_json(gguf_config(ours)), config_to_json(gguf_config(theirs))) << fixture;
+  }
 }
 
 }  // namespace

@@ -61,7 +61,8 @@ void add_quantize_command(CLI::App& app) {
       fail(out, ": is the checkpoint being read; write another file");
     std::string folder;
     const auto model = load_checkpoint_model(checkpoint, folder, WeightDtype::f32);
-    export_gguf(*model, tokenizer_spec_for(tokenizer, folder), type, out, stderr_log());
+    const TokenizerSpec spec = tokenizer_spec_for(tokenizer, folder);
+    export_gguf(*model, &spec, type, out, stderr_log());
     std::printf("wrote %s (qwen3, %s, %.1f MB)\n", out.c_str(), type.c_str(),
                 double(fs::file_size(out)) / 1e6);
   });

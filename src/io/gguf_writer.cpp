@@ -67,6 +67,13 @@ void GgufWriter::add_i32s(const std::string& k, const std::vector<int32_t>& valu
   for (int32_t v : values) put(metadata_, v);
 }
 
+void GgufWriter::add_bools(const std::string& k, const std::vector<bool>& values) {
+  key(k, GgufValueType::array);
+  put<uint32_t>(metadata_, uint32_t(GgufValueType::boolean));
+  put<uint64_t>(metadata_, values.size());
+  for (bool v : values) put<uint8_t>(metadata_, v ? 1 : 0);
+}
+
 void GgufWriter::add_tensor(const std::string& name, GgmlType type, std::vector<int64_t> shape,
                             const void* data, uint64_t bytes) {
   GATTN_ASSERT(!shape.empty() && shape.size() <= 4 && name.size() < 64, "GGUF tensor ", name);

@@ -19,6 +19,7 @@ class GgufWriter {
   void add_bool(const std::string& key, bool value);
   void add_strings(const std::string& key, const std::vector<std::string>& values);
   void add_i32s(const std::string& key, const std::vector<int32_t>& values);
+  void add_bools(const std::string& key, const std::vector<bool>& values);
   // A tensor of ggml `type` and shape (ggml order: shape[0] a row's length), its bytes at `data`
   // (weight_row_bytes per row), which must stay valid until write().
   void add_tensor(const std::string& name, GgmlType type, std::vector<int64_t> shape,

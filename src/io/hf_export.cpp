@@ -7,6 +7,7 @@
 #include "io/file.h"
 #include "io/hf_config.h"
 #include "model/layout.h"
+#include "model/value_head_order.h"
 #include "ops/matmul.h"
 #include "util/error.h"
 
@@ -57,47 +58,6 @@ const DeltaNetConfig& delta_net_of(const Weights& weights, const std::string& na
   return weights.layer(l).attention.delta_net;
 }
 
-// A model read from a qwen35 GGUF file keeps its value heads tiled (value head j * key_heads + g
-// is the j-th of key head g); the formats group them (head g * r + j). The tiled row of grouped
-// row `row` of a flat q | k | v | z projection (ba: b | a), of the conv kernel (its q | k | v
-// rows) or of out_proj's columns (value_only: v rows only), A_log and dt_bias (per_head).
-int64_t tiled_row(const DeltaNetConfig& d, int64_t row, bool ba) {
-  if (!d.tiled) return row;
-  const int64_t r = d.value_heads / d.key_heads;
-  const auto tiled_head = [&](int64_t h) { return (h % r) * d.key_heads + h / r; };
-  if (ba) return row / d.value_heads * d.value_heads + tiled_head(row % d.value_heads);
-  const int64_t qk = 2 * int64_t(d.key_width());
-  if (row < qk) return row;
-  const int64_t v = (row - qk) % d.value_width(), part = (row - qk) / d.value_width();
-  return qk + part * d.value_width() + tiled_head(v / d.value_dim) * d.value_dim + v % d.value_dim;
-}
-
-// A linear_attn tensor of a tiled model in the grouped order (rows; out_proj: columns).
-OutTensor grouped_value_heads(const Weights& weights, const TensorSpec& t) {
-  const DeltaNetConfig d = delta_net_of(weights, t.name);
-  const float* src = weights.at(t.offset);
-  const int64_t rows = t.shape[0], cols = t.numel / rows, qk = 2 * int64_t(d.key_width());
-  const bool out_proj = t.name.ends_with("out_proj.weight");
-  const bool per_head = t.name.ends_with("in_proj_b.weight") ||
-                        t.name.ends_with("in_proj_a.weight") || t.name.ends_with("A_log") ||
-                        t.name.ends_with("dt_bias");
-  // in_proj_z and out_proj's columns are v rows alone: offset by q | k to use tiled_row.
-  const int64_t shift = t.name.ends_with("in_proj_z.weight") || out_proj ? qk : 0;
-  return {.name = t.name, .shape = t.shape, .fill = [=](float* dst) {
-            if (out_proj) {
-              for (int64_t i = 0; i < rows; ++i)
-                for (int64_t c = 0; c < cols; ++c)
-                  dst[i * cols + c] = src[i * cols + tiled_row(d, c + shift, false) - shift];
-              return;
-            }
-            const int64_t n = t.shape.size() == 1 ? t.numel : rows, width = t.numel / n;
-            for (int64_t i = 0; i < n; ++i)
-              std::memcpy(dst + i * width,
-                          src + (tiled_row(d, i + shift, per_head) - shift) * width,
-                          size_t(width) * sizeof(float));
-          }};
-}
-
 // Qwen3-Next's grouped in_proj_qkvz (in_proj_ba) from gattn's flat in_proj_qkv | in_proj_z
 // (in_proj_b | in_proj_a), which the layout keeps consecutive: `first` is in_proj_qkv (in_proj_b).
 OutTensor grouped_projection(const Weights& weights, const TensorSpec& first, bool ba) {
@@ -113,7 +73,7 @@ OutTensor grouped_projection(const Weights& weights, const TensorSpec& first, bo
           .shape = {rows, cols},
           .fill = [=](float* dst) {
             for (int64_t r = 0; r < rows; ++r)
-              std::memcpy(dst + r * cols, base + tiled_row(d, qwen3_next_flat_row(d, ba, r), ba) * cols,
+              std::memcpy(dst + r * cols, base + qwen3_next_flat_row(d, ba, r) * cols,
                           size_t(cols) * sizeof(float));
           }};
 }
@@ -153,16 +113,6 @@ std::vector<OutTensor> out_tensors(const Weights& weights, HfExportFormat format
     const float* src = weights.at(t.offset);
     const std::string& name = t.name;
     if (name.find("sdpa_gate.weight") != std::string::npos) continue;  // inside q_proj
-    const bool grouped_by_format = format == HfExportFormat::qwen3_next &&
-                                   (name.ends_with("in_proj_qkv.weight") ||
-                                    name.ends_with("in_proj_z.weight") ||
-                                    name.ends_with("in_proj_b.weight") ||
-                                    name.ends_with("in_proj_a.weight"));
-    if (c.linear_value_heads_tiled && name.find(".linear_attn.") != std::string::npos &&
-        !name.ends_with("linear_attn.norm.weight") && !grouped_by_format) {
-      out.push_back(grouped_value_heads(weights, t));
-      continue;
-    }
     if (format == HfExportFormat::qwen3_next) {
       if (name.ends_with("linear_attn.in_proj_z.weight") ||
           name.ends_with("linear_attn.in_proj_a.weight"))
@@ -410,8 +360,10 @@ void export_hf(const Weights& weights, const std::string& out, const HfExportOpt
   if (options.dtype != Dtype::BF16 && options.dtype != Dtype::F32)
     fail("export: dtype ", dtype_name(options.dtype), " is not supported (BF16 or F32)");
   StagedFolder staged(out, options.existing);
-  write_shards(out_tensors(weights, options.format), staged.path(), options.dtype,
-               options.max_shard_bytes);
+  // A model read from a qwen35 GGUF file keeps llama.cpp's tiled V heads; the formats group them.
+  const std::unique_ptr<Weights> grouped = reorder_value_heads(weights, false);
+  write_shards(out_tensors(grouped ? *grouped : weights, options.format), staged.path(),
+               options.dtype, options.max_shard_bytes);
   write_text_file_atomically(staged.file("config.json"),
                              hf_config_json(config, options.format, options.dtype).dump(2) + "\n");
   write_text_file_atomically(staged.file("generation_config.json"),

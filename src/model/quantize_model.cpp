@@ -19,13 +19,22 @@ bool ends_with(const std::string& s, const std::string& tail) {
 // llama.cpp's use_more_bits: the first and last eighth of the layers, and every third between.
 bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
-// Tensor `spec`'s position among the layout's tensors whose names end in `tail` (llama.cpp counts
-// attn_v and ffn_down tensors in the file's order; gattn's is layer order), and their number.
+// The tensor classes llama.cpp's Q4_K_M gives Q6_K where use_more_bits picks them: attn_v-like
+// (attn_v, and a Gated DeltaNet's fused attn_qkv, counted together) and ffn_down.
+const std::vector<std::vector<std::string>> kMoreBitsClasses = {
+    {"self_attn.v_proj.weight", "linear_attn.in_proj_qkv.weight"}, {"mlp.down_proj.weight"}};
+
+bool in_class(const std::string& name, const std::vector<std::string>& tails) {
+  return std::any_of(tails.begin(), tails.end(), [&](const std::string& t) { return ends_with(name, t); });
+}
+
+// Tensor `spec`'s position among the layout's tensors of a class (llama.cpp counts them in the
+// file's order; gattn's is layer order), and their number.
 std::pair<int, int> position_among(const ParamLayout& layout, const TensorSpec& spec,
-                                   const std::string& tail) {
+                                   const std::vector<std::string>& tails) {
   int i = -1, n = 0;
   for (const TensorSpec& t : layout.tensors()) {
-    if (!ends_with(t.name, tail)) continue;
+    if (!in_class(t.name, tails)) continue;
     if (&t == &spec) i = n;
     ++n;
   }
@@ -53,9 +62,9 @@ WeightDtype chosen_dtype(QuantMix mix, const ParamLayout& layout, const TensorSp
     return base == WeightDtype::q8_0 ? WeightDtype::q8_0 : WeightDtype::q6_k;
   }
   if (mix != QuantMix::q4_k_m) return base;
-  for (const char* tail : {"self_attn.v_proj.weight", "mlp.down_proj.weight"}) {
-    if (!ends_with(spec.name, tail)) continue;
-    const auto [i, n] = position_among(layout, spec, tail);
+  for (const std::vector<std::string>& tails : kMoreBitsClasses) {
+    if (!in_class(spec.name, tails)) continue;
+    const auto [i, n] = position_among(layout, spec, tails);
     return use_more_bits(i, n) ? WeightDtype::q6_k : base;
   }
   return base;

@@ -4,9 +4,9 @@
 // (ops/quantize_blocks.h):
 //   q8_0:   every matrix Q8_0.
 //   q4_0:   Q4_0; the output matrix (the embedding when tied) Q6_K.
-//   q4_k_m: Q4_K; Q6_K for the output matrix (the embedding when tied), and for v_proj and
-//           down_proj in the layers use_more_bits picks (the first and last eighth, and every
-//           third between).
+//   q4_k_m: Q4_K; Q6_K for the output matrix (the embedding when tied), and for v_proj (with a
+//           Gated DeltaNet's in_proj_qkv, which llama.cpp counts among them) and down_proj where
+//           use_more_bits picks them (the first and last eighth, and every third between).
 // A K-quant matrix whose rows are not whole 256-value blocks takes llama.cpp's fallback where
 // gattn reads it (Q6_K -> Q8_0, the output when not 256-divisible -> Q8_0) and is refused where
 // llama.cpp would write a format gattn does not read (Q4_K -> Q5_0). Elementwise tensors (norms,

@@ -6,10 +6,13 @@ vocabulary of 8,192) saved by transformers, converted by llama.cpp's own convert
 own quantizer (llama_model_quantize: q8_0, q4_0, q4_k_m). For each file, the mean negative
 log-likelihood over windows of a token shard from gattn (`gattn eval --json`) and from llama.cpp's
 logits (bench/perplexity_gguf.py), and for the f32 file transformers' too (float32, the first
-window).
+window). Then `gattn quantize` writes the folder as qwen35 files of the same types (with
+TOKENIZER): each tensor's type and bytes against llama.cpp's file (ssm_a, -exp(A_log) in float32
+on both sides, within an ulp), and llama.cpp runs gattn's files (the same table).
 
 usage: tools/reference/.venv/bin/python tools/reference/check_gattn_qwen35_gguf.py \\
-           --llama-cpp SDIST --data data/ref/val.bin [--gattn build/gattn] [--windows 4] [--keep DIR]
+           --llama-cpp SDIST --data data/ref/val.bin --tokenizer data/ref/tokenizer.json
+           [--gattn build/gattn] [--windows 4] [--keep DIR]
 """
 import argparse
 import math
@@ -56,6 +59,28 @@ def converted(sdist, folder, out):
     return out
 
 
+def compare_tensors(ours, theirs):
+    """Type and bytes of every tensor of llama.cpp's file against gattn's, summarised."""
+    from gguf import GGUFReader
+    mine = {x.name: x for x in GGUFReader(ours).tensors}
+    other = {x.name: x for x in GGUFReader(theirs).tensors}
+    equal, near, differ = 0, 0, []
+    for name, t in other.items():
+        m = mine.get(name)
+        if m is not None and m.tensor_type == t.tensor_type and m.data.tobytes() == t.data.tobytes():
+            equal += 1
+        elif (m is not None and name.endswith("ssm_a") and m.tensor_type == t.tensor_type
+              and np.allclose(m.data, t.data, rtol=1.2e-7, atol=0)):
+            near += 1
+        else:
+            differ.append(f"{name} ({m.tensor_type.name if m is not None else 'missing'} vs "
+                          f"{t.tensor_type.name})")
+    extra = sorted(set(mine) - set(other))
+    return (f"{len(other)} tensors, {equal} equal in type and bytes, {near} within an ulp (ssm_a)"
+            + (f"; differ: {', '.join(differ)}" if differ else "")
+            + (f"; only gattn's: {extra}" if extra else ""))
+
+
 def transformers_nll(model, ids):
     x = torch.tensor([ids[:SEQ].tolist()])
     with torch.no_grad():
@@ -68,6 +93,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--llama-cpp", required=True)
     ap.add_argument("--data", required=True, help="a gattn token shard of ids below 8,192")
+    ap.add_argument("--tokenizer", required=True, help="the shard's tokenizer.json (8,192 tokens)")
     ap.add_argument("--gattn", default=perplexity_gguf.GATTN)
     ap.add_argument("--windows", type=int, default=4)
     ap.add_argument("--keep")
@@ -81,6 +107,18 @@ def main():
     llama_cpp = llama_cpp_sdist.bindings(a.llama_cpp)
     files = [f32] + [llama_cpp_sdist.quantize(llama_cpp, f32, os.path.join(folder, f"model-{t}.gguf"), t)
                      for t in ("q8_0", "q4_0", "q4_k_m")]
+    types = ["f32", "q8_0", "q4_0", "q4_k_m"]
+    ours = []
+    for t, theirs in zip(types, files):
+        out = os.path.join(folder, f"gattn-{t}.gguf")
+        done = subprocess.run([a.gattn, "quantize", "--checkpoint", os.path.join(folder, "hf"),
+                               "--tokenizer", a.tokenizer, "--type", t, "--out", out, "--force"],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            sys.exit(f"gattn quantize --type {t} failed:\n{done.stderr[-2000:]}")
+        ours.append(out)
+        print(f"gattn quantize {t}: " + compare_tensors(out, theirs))
+    files += ours
     ids = perplexity_gguf.read_shard(a.data)
     print(f"random Qwen3.5 hybrid (L, L, L, F; r = 2), {sum(p.numel() for p in model.parameters()):,} "
           f"parameters; {a.windows} windows of {SEQ} tokens of {a.data}")

@@ -2,7 +2,7 @@
 // one or a few input rows, on a matrix resident in the L2 cache (the kernel's roof: nothing but
 // its arithmetic) and on one far larger than the caches (what decode sees: memory-bound), next
 // to the read bandwidth of a buffer of the same size. Weights are random blocks (finite scales).
-//   gattn_bench_quant_kernels [ROWS=1] [THREADS=1] [REPEATS=5]
+//   gattn_bench_quant_kernels [ROWS=1] [THREADS=1] [REPEATS=5] [COLS=1024]
 // Prints per format: weights / s and bytes / s for each size, and the kernel (reference, avx2,
 // avx512 where the CPU has VNNI).
 #include <omp.h>
@@ -79,6 +79,12 @@ int main(int argc, char** argv) {
   const int rows = argc > 1 ? std::atoi(argv[1]) : 1;
   const int threads = argc > 2 ? std::atoi(argv[2]) : 1;
   const int repeats = argc > 3 ? std::atoi(argv[3]) : 5;
+  const int64_t cols = argc > 4 ? std::atoll(argv[4]) : 1024;
+  if (rows < 1 || threads < 1 || repeats < 1 || cols < 256 || cols % 256) {
+    std::fprintf(stderr, "usage: gattn_bench_quant_kernels [ROWS=1] [THREADS=1] [REPEATS=5] "
+                         "[COLS=1024, a multiple of 256]\n");
+    return 2;
+  }
   gattn::set_num_threads(threads);
   std::printf("quantized_linear, %d input row(s), %d thread(s), median of %d\n", rows, threads,
               repeats);
@@ -89,7 +95,6 @@ int main(int argc, char** argv) {
        {WeightDtype::q8_0, WeightDtype::q4_0, WeightDtype::q4_k, WeightDtype::q6_k}) {
     // 256 KiB-ish (L2-resident) and ~600 MB (memory)
     for (int64_t out_dim : {int64_t(192), int64_t(3072) * 150}) {
-      const int64_t cols = 1024;
       const auto data = random_blocks(dtype, out_dim, cols);
       const gattn::WeightView w{.dtype = dtype, .data = data.data(), .rows = out_dim, .cols = cols};
       const double bytes = double(data.size());

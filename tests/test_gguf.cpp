@@ -343,6 +343,31 @@ TEST_F(GgufErrors, AZeroHeadCountIsNamedNotDividedBy) {
   }
 }
 
+// A block count beyond the file's tensors is named before a layout of that many layers is built
+// (a fuzzer's file: 6,356,992 layers, 25 tensors).
+TEST_F(GgufErrors, ABlockCountBeyondTheTensorsIsNamed) {
+  GgufBytes f;
+  f.header(3, 1, 4)
+      .kv_str("general.architecture", "qwen3")
+      .kv_u32("qwen3.embedding_length", 64)
+      .kv_u32("qwen3.block_count", 6356992)
+      .kv_u32("qwen3.attention.head_count", 4)
+      .tensor("token_embd.weight", {64, 8}, 0, 0)
+      .pad_to(32)
+      .zeros(64 * 8 * 4);
+  const std::string p = path("layers.gguf");
+  std::ofstream(p, std::ios::binary) << f.bytes();
+  try {
+    gguf_config(GgufReader(p));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "'qwen3.block_count' gives 6356992 layers, but the file holds 1 tensors"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(GgufErrors, TokenizersGattnCannotReproduceAreNamed) {
   const auto message = [&](const GgufBytes& f) {
     const std::string p = path("tok.gguf");

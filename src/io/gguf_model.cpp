@@ -177,6 +177,10 @@ Config gguf_config(const GgufReader& g) {
   const int64_t nextn =
       g.has(key("nextn_predict_layers")) ? g.get_int(key("nextn_predict_layers")) : 0;
   const int64_t layers = g.get_int(key("block_count")) - nextn;
+  // Each layer has tensors of its own: a count beyond the file's is a lie, not a layout to build.
+  if (layers < 1 || layers > int64_t(g.tensors().size()))
+    fail(g.path(), ": metadata '", key("block_count"), "' gives ", layers, " layers, but the file ",
+         "holds ", g.tensors().size(), " tensors");
   c["num_hidden_layers"] = layers;
   c["num_attention_heads"] = g.get_int(key("attention.head_count"));  // checked below
   c["num_key_value_heads"] = g.has(key("attention.head_count_kv"))
@@ -213,8 +217,6 @@ Config gguf_config(const GgufReader& g) {
   c["use_qk_norm"] = true;
   c["gate"] = {{"position", arch == "qwen35" ? "sdpa" : "none"}};  // Qwen3.5's: G1
   if (arch == "qwen35") {
-    if (layers < 1 || layers > (int64_t(1) << 20))
-      fail(g.path(), ": metadata '", key("block_count"), "' gives ", layers, " layers");
     const std::vector<std::string> types = qwen35_layer_types(g, layers);
     c["layer_types"] = types;
     if (std::find(types.begin(), types.end(), "linear_attention") != types.end())

@@ -244,6 +244,20 @@ inline __m512i pair_pick(int s) {
   return _mm512_load_si512(idx);
 }
 
+// A Q4_K block's eight 6-bit scales (bytes 0-7) and mins (bytes 8-15) in one register, unpacked as
+// ggml::q4_k_scales_mins does (llama.cpp's kmask unpacking) but never through memory: 4-byte
+// stores read back as one 8-byte load stall store forwarding, once per block (a 1.6x slower
+// one-row kernel).
+inline __m128i q4_k_scales_mins(const uint8_t* packed) {
+  uint32_t u[3];
+  std::memcpy(u, packed, 12);
+  const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, low2 = 0x03030303;
+  const uint32_t scales_0_3 = u[0] & low6, mins_0_3 = u[1] & low6;
+  const uint32_t scales_4_7 = (u[2] & low4) | (((u[0] >> 6) & low2) << 4);
+  const uint32_t mins_4_7 = ((u[2] >> 4) & low4) | (((u[1] >> 6) & low2) << 4);
+  return _mm_set_epi32(int(mins_4_7), int(mins_0_3), int(scales_4_7), int(scales_0_3));
+}
+
 // Q4_K: per 64 weights (two sub-blocks) one vpdpbusd of the unsigned nibbles with the signed
 // activations, four products to an int32 lane (|sum| <= 4 * 15 * 127: an int16); two such
 // vectors packed to int16 and multiplied by their sub-blocks' scales in one vpmaddwd. Exact: the
@@ -260,12 +274,10 @@ void q4_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
     prefetch_ahead(wb + b);
     prefetch_ahead(reinterpret_cast<const uint8_t*>(wb + b) + 64);
     prefetch_ahead(reinterpret_cast<const uint8_t*>(wb + b) + 128);
-    uint8_t scale[8], min[8];
-    ggml::q4_k_scales_mins(wb[b].scales, scale, min);
-    const __m512i scales16 = _mm512_broadcast_i32x4(
-        _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scale))));
+    const __m128i sm = q4_k_scales_mins(wb[b].scales);
+    const __m512i scales16 = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(sm));
     // each min twice, for the two 16-value sums of its sub-block
-    const __m128i m16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(min)));
+    const __m128i m16 = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(sm, sm));
     const __m256i mins16 =
         _mm256_set_m128i(_mm_unpackhi_epi16(m16, m16), _mm_unpacklo_epi16(m16, m16));
     __m512i wv[4];  // sub-blocks 2j (low nibbles) and 2j + 1 (high ones)
@@ -278,9 +290,11 @@ void q4_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
                            _mm512_permutexvar_epi16(pick[1], scales16)};
     const float d = half(wb[b].d), dmin = half(wb[b].dmin);
     if (xs.kmin_t) {  // eight rows' mins' terms at once: sum_j min_j * (sub-block j's sum)
+      alignas(64) double mins[8];  // one wide store, read back as eight broadcasts
+      _mm512_store_pd(mins, _mm512_cvtepi32_pd(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(sm, sm))));
       __m512d m = _mm512_setzero_pd();
       for (int j = 0; j < 8; ++j)
-        m = _mm512_fmadd_pd(_mm512_set1_pd(double(min[j])),
+        m = _mm512_fmadd_pd(_mm512_set1_pd(mins[j]),
                             _mm512_loadu_pd(xs.kmin_t + (b * 8 + j) * 8), m);
       const __m512d f = _mm512_cvtps_pd(
           _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_loadu_ps(xs.kscale_t + b * 8)));

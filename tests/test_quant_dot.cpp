@@ -157,11 +157,12 @@ std::vector<std::pair<std::string, DotKernel>> vector_kernels() {
   return kernels;
 }
 
-// Every kernel, every group size, an even and an odd number of blocks: the vector kernels add
+// Every kernel, every group size, an even and an odd number of blocks (352 values: one-row
+// Q8_0 / Q4_0 take eight blocks at a time, then a pair, then one): the vector kernels add
 // the reference's per-block floats in another order, nothing else.
 TEST(QuantDot, VectorKernelsAgreeWithTheScalarReference) {
   for (const auto& [kernel_name, kernel] : vector_kernels())
-    for (int64_t cols : {1024, 1280, 96})
+    for (int64_t cols : {1024, 1280, 96, 352})
       for (WeightDtype dtype : kBlockFormats) {
         if (cols % weight_block_values(dtype)) continue;
         const std::vector<uint8_t> w = random_blocks(dtype, 1, cols, 5);

@@ -52,8 +52,10 @@ constexpr int64_t kGroupedBlocks = 512;
 // scales transposed (scale_t[b * NX + r]: four rows' scales of a block in one load); for Q4_K with
 // 4 rows or more, each block's scales (kscale_t[b * 8 + r], floats) and each sub-block's sum of
 // values (kmin_t[(b * 8 + j) * 8 + r], doubles: the two 16-value sums added), rows past NX zero:
-// the mins' terms of eight rows in one vector. On the stack (no library containers in this file:
-// their code would be shared with the baseline's).
+// the mins' terms of eight rows in one vector. For Q8_0 and Q4_0 with one row, each block's sum of
+// values times the weights' offset (128 for Q8_0's bytes read unsigned, 8 for Q4_0's nibbles):
+// xsum[b]. On the stack (no library containers in this file: their code would be shared with the
+// baseline's).
 template <int NX>
 struct Rows {
   static constexpr bool kTransposedK = NX >= 4;
@@ -61,7 +63,9 @@ struct Rows {
   const double* scale_t = nullptr;
   const double* kmin_t = nullptr;
   const float* kscale_t = nullptr;
+  const int32_t* xsum = nullptr;
   double transposed[NX % 4 == 0 ? kGroupedBlocks * NX : 1];
+  int32_t xsums[NX == 1 ? kGroupedBlocks : 1];
   double kmins[kTransposedK ? kGroupedBlocks / 8 * 64 : 1];
   float kscales[kTransposedK ? kGroupedBlocks / 8 * 8 : 1];
   Rows(WeightDtype dtype, const uint8_t* x, int64_t stride, int64_t cols) {
@@ -80,7 +84,18 @@ struct Rows {
       kscale_t = kscales;
       return;
     }
-    if (NX % 4 != 0 || (dtype != WeightDtype::q8_0 && dtype != WeightDtype::q4_0)) return;
+    if (dtype != WeightDtype::q8_0 && dtype != WeightDtype::q4_0) return;
+    if (NX == 1) {
+      const int offset = dtype == WeightDtype::q4_0 ? 8 : 128;
+      for (int64_t b = 0; b < blocks; ++b) {
+        int sum = 0;
+        for (int j = 0; j < 32; ++j) sum += row[0].q[32 * b + j];
+        xsums[b] = offset * sum;
+      }
+      xsum = xsums;
+      return;
+    }
+    if (NX % 4 != 0) return;
     for (int64_t b = 0; b < blocks; ++b)
       for (int r = 0; r < NX; ++r) transposed[b * NX + r] = row[r].d[b];
     scale_t = transposed;
@@ -120,31 +135,48 @@ inline double tail_block(const int8_t* w, const int8_t* x, double scale) {
   return double(s) * scale;
 }
 
-// Two Q4_0 blocks' 64 values, signed (-8..7), in order (each block: its 16 low nibbles, then its
-// 16 high ones).
-inline __m512i q4_0_pair(const BlockQ4_0& a, const BlockQ4_0& b) {
+// Two Q4_0 blocks' 64 nibbles (0..15, the values + 8), in order (each block: its 16 low nibbles,
+// then its 16 high ones).
+inline __m512i q4_0_nibbles(const BlockQ4_0& a, const BlockQ4_0& b) {
   const __m128i pa = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.qs));
   const __m128i pb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
   const __m256i ab = _mm256_inserti128_si256(_mm256_castsi128_si256(pa), pb, 1);
   const __m512i lo_hi = _mm512_inserti64x4(_mm512_zextsi256_si512(ab), _mm256_srli_epi16(ab, 4), 1);
   // lanes: a.lo b.lo a.hi b.hi (128 bits each) -> a.lo a.hi b.lo b.hi
   const __m512i order = _mm512_setr_epi64(0, 1, 4, 5, 2, 3, 6, 7);
-  const __m512i nibbles =
-      _mm512_and_si512(_mm512_permutexvar_epi64(order, lo_hi), _mm512_set1_epi8(0x0F));
-  return _mm512_sub_epi8(nibbles, _mm512_set1_epi8(8));
+  return _mm512_and_si512(_mm512_permutexvar_epi64(order, lo_hi), _mm512_set1_epi8(0x0F));
 }
 
-// The weights of Q8_0 (signed bytes) and Q4_0 (nibbles - 8) blocks, two at a time.
+// Eight blocks' fp16 scales (each block's first two bytes) as doubles, in four_rows_sums' lane
+// order (blocks b, b + 2, b + 4, b + 6, b + 1, b + 3, b + 5, b + 7).
+template <typename Block>
+inline __m512d eight_scales(const Block* wb) {
+  const __m256i at = _mm256_mullo_epi32(_mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7),
+                                        _mm256_set1_epi32(int(sizeof(Block))));
+  const __m256i words = _mm256_i32gather_epi32(reinterpret_cast<const int*>(wb), at, 1);
+  return _mm512_cvtps_pd(_mm256_cvtph_ps(_mm256_cvtepi32_epi16(words)));
+}
+
+// The weights of Q8_0 (signed bytes) and Q4_0 (nibbles - 8) blocks, two at a time; and as
+// vpdpbusd's unsigned operand, `offset` above the values (Q8_0's bytes + 128, Q4_0's nibbles).
 struct Q8_0Weights {
   const BlockQ8_0* wb;
   __m512i pair(int64_t b) const { return two_halves(wb[b].qs, wb[b + 1].qs); }
+  __m512i unsigned_pair(int64_t b) const {
+    return _mm512_xor_si512(pair(b), _mm512_set1_epi8(char(0x80)));
+  }
+  __m512d eight_scales(int64_t b) const { return avx512::eight_scales(wb + b); }
   double scale(int64_t b) const { return half(wb[b].d); }
   void values(int64_t b, int8_t out[32]) const { std::memcpy(out, wb[b].qs, 32); }
   const void* at(int64_t b) const { return wb + b; }
 };
 struct Q4_0Weights {
   const BlockQ4_0* wb;
-  __m512i pair(int64_t b) const { return q4_0_pair(wb[b], wb[b + 1]); }
+  __m512i pair(int64_t b) const {
+    return _mm512_sub_epi8(q4_0_nibbles(wb[b], wb[b + 1]), _mm512_set1_epi8(8));
+  }
+  __m512i unsigned_pair(int64_t b) const { return q4_0_nibbles(wb[b], wb[b + 1]); }
+  __m512d eight_scales(int64_t b) const { return avx512::eight_scales(wb + b); }
   double scale(int64_t b) const { return half(wb[b].d); }
   void values(int64_t b, int8_t out[32]) const {
     for (int j = 0; j < 16; ++j) {
@@ -168,6 +200,32 @@ inline __m256i four_rows_sums(const __m512i p[4]) {
   // chunks 0 + 1 are block A, 2 + 3 block B
   const __m512i s = _mm512_add_epi32(q, _mm512_shuffle_i64x2(q, q, _MM_SHUFFLE(2, 3, 0, 1)));
   return _mm512_castsi512_si256(_mm512_shuffle_i64x2(s, s, _MM_SHUFFLE(2, 0, 2, 0)));
+}
+
+// One activation row (decode): the weights as vpdpbusd's unsigned operand against the signed
+// activations, each block's offset (xs.xsum) taken off its int32 sum; eight blocks' sums gathered
+// into one vector (four_rows_sums, pairs as its rows), converted once and scaled by the eight
+// weight x activation scales at once. Advances b past the whole groups of eight blocks.
+template <typename Weights>
+double one_row_eights(int64_t blocks, const Weights& wt, const Rows<1>& xs, int64_t& b) {
+  const __m512i order64 = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
+  const __m256i order32 = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+  const int8_t* x = xs.row[0].q;
+  __m512d acc = _mm512_setzero_pd();
+  for (; b + 7 < blocks; b += 8) {
+    __m512i p[4];
+    for (int k = 0; k < 4; ++k) {
+      prefetch_ahead(wt.at(b + 2 * k));
+      p[k] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wt.unsigned_pair(b + 2 * k),
+                                 _mm512_loadu_si512(x + 32 * (b + 2 * k)));
+    }
+    const __m256i offsets = _mm256_permutexvar_epi32(
+        order32, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xs.xsum + b)));
+    const __m256i sums = _mm256_sub_epi32(four_rows_sums(p), offsets);
+    const __m512d dx = _mm512_permutexvar_pd(order64, _mm512_loadu_pd(xs.row[0].d + b));
+    acc = _mm512_fmadd_pd(_mm512_cvtepi32_pd(sums), _mm512_mul_pd(wt.eight_scales(b), dx), acc);
+  }
+  return _mm512_reduce_add_pd(acc);
 }
 
 template <int NX, typename Weights>
@@ -202,6 +260,8 @@ void pair_rows(int64_t cols, const Weights& wt, const Rows<NX>& xs, float* out) 
       for (int i = 0; i < 4; ++i) tail[4 * g + i] = lanes[i] + lanes[4 + i];
     }
   } else {
+    if constexpr (NX == 1)
+      if (xs.xsum) tail[0] = one_row_eights(blocks, wt, xs, b);
     __m512d acc[NX];
     for (int r = 0; r < NX; ++r) acc[r] = _mm512_setzero_pd();
     for (; b + 1 < blocks; b += 2) {
@@ -213,7 +273,7 @@ void pair_rows(int64_t cols, const Weights& wt, const Rows<NX>& xs, float* out) 
         acc[r] = add_two_scaled(acc[r], signed_dot(start, wv, xs.row[r].q + 32 * b),
                                 d0 * xs.row[r].d[b], d1 * xs.row[r].d[b + 1]);
     }
-    for (int r = 0; r < NX; ++r) tail[r] = _mm512_reduce_add_pd(acc[r]);
+    for (int r = 0; r < NX; ++r) tail[r] += _mm512_reduce_add_pd(acc[r]);
   }
   for (; b < blocks; ++b) {  // an odd last block
     int8_t values[32];

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Decode speed of GGUF files against what bounds it (issue 34: decode >= 75% of min(bandwidth
+bound, the integer dot kernel's own roof on L2-resident weights)):
+- kernel roof: one token's matrix products at the rates build/gattn_bench_quant_kernels measures
+  for each (type, row length) on an L2-resident matrix (one input row, one thread): the sum over
+  the file's matrices (the output matrix, or the embedding when tied, included; the embedding
+  lookup, norms and attention not) of weights / rate, times the threads (each core its own L2:
+  perfect scaling, an upper bound);
+- bandwidth bound: gattn_bench_decode's own (the file's weights read once per token at the read
+  bandwidth it probes in the same process just before its rounds: this shared machine's bandwidth
+  moves by 1.5x from minute to minute, so a bound probed elsewhere says little);
+- measured: build/gattn_bench_decode's decode tokens/s (prompt 512, 64 generated, medians of
+  ROUNDS), the file read as stored.
+Prints one table row per file and thread count: decode / min(bounds).
+
+usage: tools/reference/.venv/bin/python bench/decode_roof.py FILE.gguf... [--threads 1,2]
+           [--rounds 3] [--json OUT]
+(from the repository root; OPENBLAS_CORETYPE as for every bench)"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+from gguf import GGUFReader
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+QUANT_BENCH = os.path.join(ROOT, "build", "gattn_bench_quant_kernels")
+DECODE_BENCH = os.path.join(ROOT, "build", "gattn_bench_decode")
+# gattn_bench_quant_kernels' format names of the GGUF types
+NAMES = {"Q8_0": "q8_0", "Q4_0": "q4_0", "Q4_K": "q4_K", "Q6_K": "q6_K"}
+
+
+def matrices(path):
+    """(type name, row length, weights) of each matrix a decoded token multiplies by."""
+    tensors = {t.name: t for t in GGUFReader(path).tensors}
+    out = []
+    for name, t in tensors.items():
+        if len(t.shape) != 2 or name == "token_embd.weight" and "output.weight" in tensors:
+            continue
+        if t.tensor_type.name not in NAMES:
+            sys.exit(f"{path}: {name} is {t.tensor_type.name}; the roof covers {', '.join(NAMES)}")
+        cols, rows = int(t.shape[0]), int(t.shape[1])
+        out.append((NAMES[t.tensor_type.name], cols, rows * cols))
+    return out
+
+
+def kernel_rates(cols):
+    """{format: weights/s} of one-row products on an L2-resident matrix of `cols`-value rows, one
+    thread (gattn_bench_quant_kernels)."""
+    text = subprocess.run([QUANT_BENCH, "1", "1", "5", str(cols)], check=True, capture_output=True,
+                          text=True).stdout
+    rates = {}
+    for line in text.splitlines():
+        c = [x.strip() for x in line.strip().strip("|").split("|")]
+        if len(c) == 6 and c[3] == "process's" and c[1].startswith("192 x"):
+            rates[c[0]] = float(c[4]) * 1e9
+    return rates
+
+
+def decode_rate(path, threads, rounds):
+    """Median decode tokens/s and the bench's own bandwidth bound (tokens/s)."""
+    text = subprocess.run([DECODE_BENCH, path, "", "512", "64", str(threads), str(rounds), "bf16"],
+                          check=True, capture_output=True, text=True).stdout
+    rates = [64 / float(m) for m in re.findall(r"^round \d+:.*decode ([0-9.]+) s", text, re.M)]
+    bound = float(re.search(r"bandwidth bound ([0-9.]+) tok/s", text).group(1))
+    return statistics.median(rates), bound
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("files", nargs="+")
+    p.add_argument("--threads", default="1,2")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--json")
+    a = p.parse_args()
+    rows = []
+    print("| file | threads | decode tok/s | kernel roof tok/s | bandwidth bound tok/s | decode / min |")
+    print("|---|---|---|---|---|---|")
+    cache = {}
+    for threads in [int(t) for t in a.threads.split(",")]:
+        for path in a.files:
+            seconds = 0.0
+            for fmt, cols, weights in matrices(path):
+                if cols not in cache:
+                    cache[cols] = kernel_rates(cols)
+                seconds += weights / cache[cols][fmt]
+            roof = threads / seconds
+            decode, bound = decode_rate(path, threads, a.rounds)
+            row = {"file": path, "threads": threads, "decode": decode, "kernel_roof": roof,
+                   "bandwidth_bound": bound, "ratio": decode / min(roof, bound)}
+            rows.append(row)
+            print(f"| {os.path.basename(os.path.dirname(path))}/{os.path.basename(path)} | {threads} | "
+                  f"{decode:.1f} | {roof:.1f} | {bound:.1f} | {100 * row['ratio']:.0f}% |", flush=True)
+    if a.json:
+        with open(a.json + ".tmp", "w") as f:
+            json.dump(rows, f, indent=1)
+        os.replace(a.json + ".tmp", a.json)
+
+
+if __name__ == "__main__":
+    main()

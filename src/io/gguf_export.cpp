@@ -169,6 +169,10 @@ void export_gguf(const Weights& input, const TokenizerSpec* tokenizer, const std
   QuantMix mix;
   const std::unique_ptr<Weights> quantized =
       quant_mix_of(type, &mix) ? quantize_model(model, mix) : nullptr;
+  if (arch == "qwen35" && !c.has_linear_layers())
+    log.note("quantize: a qwen35 file without Gated DeltaNet layers; gattn reads it, but "
+             "llama.cpp (llama-cpp-python 0.3.36) aborts on qwen35 files without recurrent "
+             "layers (GGML_ASSERT(buffer) in its hybrid memory)");
   GgufWriter out;
   add_config(c, arch, type, out);
   if (tokenizer) add_gguf_tokenizer(*tokenizer, c.vocab_size, out, log);

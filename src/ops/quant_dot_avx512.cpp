@@ -51,8 +51,9 @@ inline void prefetch_ahead(const void* p) {
 constexpr int64_t kGroupedBlocks = 512;
 
 // The activation rows of one call. For Q8_0 and Q4_0 with a multiple of 4 rows, also their block
-// scales transposed (scale_t[b * NX + r]: four rows' scales of a block in one load); for Q4_K with
-// 4 rows or more, each block's scales (kscale_t[b * 8 + r], floats) and each sub-block's sum of
+// scales transposed (scale_t[b * NX + r]: four rows' scales of a block in one load); for Q4_K (and
+// Q6_K, which reads the scales alone) with 4 rows or more, each block's scales (kscale_t[b * 8 +
+// r], floats) and each sub-block's sum of
 // values (kmin_t[(b * 8 + j) * 8 + r], doubles: the two 16-value sums added), rows past NX zero:
 // the mins' terms of eight rows in one vector. For Q8_0 and Q4_0 with one row, each block's sum of
 // values times the weights' offset (128 for Q8_0's bytes read unsigned, 8 for Q4_0's nibbles):
@@ -74,7 +75,7 @@ struct Rows {
     for (int r = 0; r < NX; ++r) row[r] = activation_row(dtype, x + r * stride, cols);
     const int64_t blocks = cols / 32;
     if (blocks > kGroupedBlocks) return;
-    if (kTransposedK && dtype == WeightDtype::q4_k) {
+    if (kTransposedK && (dtype == WeightDtype::q4_k || dtype == WeightDtype::q6_k)) {
       for (int64_t b = 0; b < cols / 256; ++b)
         for (int r = 0; r < 8; ++r) {
           kscales[b * 8 + r] = r < NX ? float(row[r].d[b]) : 0.0f;
@@ -320,6 +321,28 @@ inline __m128i q4_k_scales_mins(const uint8_t* packed) {
   return _mm_set_epi32(int(mins_4_7), int(mins_0_3), int(scales_4_7), int(scales_0_3));
 }
 
+// One activation row's products with a Q4_K block (wv: its nibbles, sc: its scales as pair_pick
+// orders them): 16 int32 lanes whose sum is the block's scaled sum.
+inline __m512i q4_k_block_sums(const __m512i wv[4], const __m512i sc[2], const int8_t* x) {
+  __m512i sums = _mm512_setzero_si512();
+  for (int h = 0; h < 2; ++h) {  // sub-blocks 4h .. 4h + 3
+    const __m512i p0 =
+        _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[2 * h], _mm512_loadu_si512(x + 128 * h));
+    const __m512i p1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[2 * h + 1],
+                                           _mm512_loadu_si512(x + 128 * h + 64));
+    sums = _mm512_add_epi32(sums, _mm512_madd_epi16(_mm512_packs_epi32(p0, p1), sc[h]));
+  }
+  return sums;
+}
+
+// Eight rows' 16-lane sums (s[r]) added up, row r in lane r: exact.
+inline __m256i eight_rows_sums(const __m512i s[8]) {
+  const __m256i lo = four_rows_sums(s), hi = four_rows_sums(s + 4);  // [A rows, B rows]
+  return _mm256_set_m128i(
+      _mm_add_epi32(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1)),
+      _mm_add_epi32(_mm256_castsi256_si128(lo), _mm256_extracti128_si256(lo, 1)));
+}
+
 // Q4_K: per 64 weights (two sub-blocks) one vpdpbusd of the unsigned nibbles with the signed
 // activations, four products to an int32 lane (|sum| <= 4 * 15 * 127: an int16); two such
 // vectors packed to int16 and multiplied by their sub-blocks' scales in one vpmaddwd. Exact: the
@@ -331,7 +354,8 @@ void q4_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
   const BlockQ4_K* wb = blocks_of<BlockQ4_K>(w);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   const __m512i pick[2] = {pair_pick(0), pair_pick(4)};
-  __m512d min_acc = _mm512_setzero_pd();  // lane r: row r's mins' terms (the transposed path)
+  __m512d min_acc = _mm512_setzero_pd();   // lane r: row r's mins' terms (the transposed path)
+  __m512d rows_acc = _mm512_setzero_pd();  // lane r: row r's scaled sums (the transposed path)
   for (int64_t b = 0; b < cols / 256; ++b) {
     prefetch_ahead(wb + b);
     prefetch_ahead(reinterpret_cast<const uint8_t*>(wb + b) + 64);
@@ -362,19 +386,19 @@ void q4_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
           _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_loadu_ps(xs.kscale_t + b * 8)));
       min_acc = _mm512_fmadd_pd(m, f, min_acc);
     }
+    if (xs.kmin_t) {  // eight rows' block sums in one vector: one conversion and FMA for all
+      __m512i s[8];
+      for (int r = 0; r < 8; ++r) s[r] = _mm512_setzero_si512();
+      for (int r = 0; r < NX; ++r) s[r] = q4_k_block_sums(wv, sc, xs.row[r].q + 256 * b);
+      const __m512d f = _mm512_cvtps_pd(
+          _mm256_mul_ps(_mm256_set1_ps(d), _mm256_loadu_ps(xs.kscale_t + b * 8)));
+      rows_acc = _mm512_fmadd_pd(_mm512_cvtepi32_pd(eight_rows_sums(s)), f, rows_acc);
+      continue;
+    }
     for (int r = 0; r < NX; ++r) {
-      const int8_t* x = xs.row[r].q + 256 * b;
-      __m512i sums = _mm512_setzero_si512();
-      for (int h = 0; h < 2; ++h) {  // sub-blocks 4h .. 4h + 3
-        const __m512i p0 =
-            _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[2 * h], _mm512_loadu_si512(x + 128 * h));
-        const __m512i p1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[2 * h + 1],
-                                               _mm512_loadu_si512(x + 128 * h + 64));
-        sums = _mm512_add_epi32(sums, _mm512_madd_epi16(_mm512_packs_epi32(p0, p1), sc[h]));
-      }
+      const __m512i sums = q4_k_block_sums(wv, sc, xs.row[r].q + 256 * b);
       const float xd = float(xs.row[r].d[b]);
       acc[r] = add_scaled(acc[r], sums, double(d * xd));
-      if (xs.kmin_t) continue;
       // sum_j min_j * (sums 2j and 2j + 1 of x): eight exact int32 lanes
       const __m256i bsums =
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xs.row[r].sums + 16 * b));
@@ -382,9 +406,11 @@ void q4_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
                                 _mm512_set1_pd(double(dmin * xd)), acc[r]);
     }
   }
-  alignas(64) double mins_of[8];
+  alignas(64) double mins_of[8], rows_of[8];
   _mm512_store_pd(mins_of, min_acc);
-  for (int r = 0; r < NX; ++r) out[r] = float(_mm512_reduce_add_pd(acc[r]) - mins_of[r]);
+  _mm512_store_pd(rows_of, rows_acc);
+  for (int r = 0; r < NX; ++r)
+    out[r] = float((xs.kmin_t ? rows_of[r] : _mm512_reduce_add_pd(acc[r])) - mins_of[r]);
 }
 
 // 32 int16 scales for 64 products of Q6_K: 8 lanes each of a, b (the first 32 products), c, d.
@@ -400,6 +426,7 @@ template <int NX>
 void q6_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
   __m512d acc[NX];
   for (int r = 0; r < NX; ++r) acc[r] = _mm512_setzero_pd();
+  __m512d rows_acc = _mm512_setzero_pd();  // lane r: row r (the transposed path)
   const BlockQ6_K* wb = blocks_of<BlockQ6_K>(w);
   const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
   // the high bits' shifts for quarters (1 | 2) and (3 | 4) of each 128 values
@@ -439,11 +466,22 @@ void q6_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
       const __m256i bsums =
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xs.row[r].sums + 16 * b));
       const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(scales16, bsums), 5);
-      const __m512i exact = _mm512_sub_epi32(sums[r], _mm512_zextsi256_si512(offset));
-      acc[r] = add_scaled(acc[r], exact, double(d * float(xs.row[r].d[b])));
+      sums[r] = _mm512_sub_epi32(sums[r], _mm512_zextsi256_si512(offset));
+      if (!xs.kscale_t) acc[r] = add_scaled(acc[r], sums[r], double(d * float(xs.row[r].d[b])));
+    }
+    if (xs.kscale_t) {  // eight rows' block sums in one vector: one conversion and FMA for all
+      __m512i s[8];
+      for (int r = 0; r < 8; ++r) s[r] = _mm512_setzero_si512();
+      for (int r = 0; r < NX; ++r) s[r] = sums[r];
+      const __m512d f = _mm512_cvtps_pd(
+          _mm256_mul_ps(_mm256_set1_ps(d), _mm256_loadu_ps(xs.kscale_t + b * 8)));
+      rows_acc = _mm512_fmadd_pd(_mm512_cvtepi32_pd(eight_rows_sums(s)), f, rows_acc);
     }
   }
-  for (int r = 0; r < NX; ++r) out[r] = float(_mm512_reduce_add_pd(acc[r]));
+  alignas(64) double rows_of[8];
+  _mm512_store_pd(rows_of, rows_acc);
+  for (int r = 0; r < NX; ++r)
+    out[r] = float(xs.kscale_t ? rows_of[r] : _mm512_reduce_add_pd(acc[r]));
 }
 
 template <int NX, void (*kernel)(int64_t, const uint8_t*, const Rows<NX>&, float*)>

@@ -81,8 +81,9 @@ int main(int argc, char** argv) {
   const int repeats = argc > 3 ? std::atoi(argv[3]) : 5;
   const int64_t cols = argc > 4 ? std::atoll(argv[4]) : 1024;
   if (rows < 1 || threads < 1 || repeats < 1 || cols < 256 || cols % 256) {
-    std::fprintf(stderr, "usage: gattn_bench_quant_kernels [ROWS=1] [THREADS=1] [REPEATS=5] "
-                         "[COLS=1024, a multiple of 256]\n");
+    std::fprintf(stderr,
+                 "usage: gattn_bench_quant_kernels [ROWS=1] [THREADS=1] [REPEATS=5] "
+                 "[COLS=1024, a multiple of 256]\n");
     return 2;
   }
   gattn::set_num_threads(threads);

@@ -202,10 +202,10 @@ TEST(DeltaRule, ChunkedBackwardMatchesFiniteDifferences) {
   }
 }
 
-// Grouped value head h (key head h / r) is tiled head (h % r) * key_heads + h / r. Copies each row's
-// `heads` blocks of `width` values (the rest of the row as it is) into the other order.
-std::vector<double> tile_heads(const std::vector<double>& x, int64_t stride, const DeltaRuleShape& s,
-                               int width) {
+// Grouped value head h (key head h / r) is tiled head (h % r) * key_heads + h / r. Copies each
+// row's `heads` blocks of `width` values (the rest of the row as it is) into the other order.
+std::vector<double> tile_heads(const std::vector<double>& x, int64_t stride,
+                               const DeltaRuleShape& s, int width) {
   std::vector<double> out = x;
   const int r = s.ratio();
   for (size_t row = 0; row * stride < x.size(); ++row)
@@ -242,19 +242,20 @@ TEST(DeltaRule, TiledValueHeadsEqualGroupedOnesInTheirOrder) {
   struct Grads {
     std::vector<double> q, k, v, g, beta, state;
   };
-  auto backward = [&](const DeltaRuleShape& s, const Inputs<double>& x, const std::vector<double>& dy,
-                      const std::vector<double>& ds) {
-    Grads d{std::vector<double>(x.q.size(), 0), std::vector<double>(x.k.size(), 0),
-            std::vector<double>(x.v.size(), 0), std::vector<double>(x.g.size(), 0),
+  auto backward = [&](const DeltaRuleShape& s, const Inputs<double>& x,
+                      const std::vector<double>& dy, const std::vector<double>& ds) {
+    Grads d{std::vector<double>(x.q.size(), 0),    std::vector<double>(x.k.size(), 0),
+            std::vector<double>(x.v.size(), 0),    std::vector<double>(x.g.size(), 0),
             std::vector<double>(x.beta.size(), 0), ds};
-    delta_rule_chunked_backward<double>({}, s, x.view(), x.state.data(), dy.data(),
-                                        {d.q.data(), d.k.data(), d.v.data(), d.g.data(),
-                                         d.beta.data(), d.state.data()});
+    delta_rule_chunked_backward<double>(
+        {}, s, x.view(), x.state.data(), dy.data(),
+        {d.q.data(), d.k.data(), d.v.data(), d.g.data(), d.beta.data(), d.state.data()});
     return d;
   };
   const Grads dg = backward(grouped, in, d_out, d_state);
-  const Grads dt = backward(tiled, t, tile_heads(d_out, grouped.out_stride, grouped, grouped.value_dim),
-                            tile_heads(d_state, grouped.state_size(), grouped, int(head_size)));
+  const Grads dt =
+      backward(tiled, t, tile_heads(d_out, grouped.out_stride, grouped, grouped.value_dim),
+               tile_heads(d_state, grouped.state_size(), grouped, int(head_size)));
   EXPECT_LT(relative_l2(dt.q, dg.q), 1e-13);  // the same terms summed in another order
   EXPECT_LT(relative_l2(dt.k, dg.k), 1e-13);
   EXPECT_EQ(dt.v, tile_heads(dg.v, grouped.v_stride, grouped, grouped.value_dim));

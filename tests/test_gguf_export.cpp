@@ -8,9 +8,9 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <tuple>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "infer/gguf_tokenizer.h"
 #include "io/gguf.h"
@@ -109,14 +109,15 @@ TEST_F(GgufExport, TheTokenizerComesBackIdForId) {
 }
 
 TEST_F(GgufExport, ModelsNeitherArchitectureExpressesAreRefusedWithTheReason) {
-  const Config headwise = config_from_json({{"vocab_size", 256},
-                                            {"hidden_size", 256},
-                                            {"num_hidden_layers", 1},
-                                            {"num_attention_heads", 4},
-                                            {"head_dim", 64},
-                                            {"intermediate_size", 256},
-                                            {"gate", {{"position", "sdpa"}, {"granularity", "headwise"}}}},
-                                           "test");
+  const Config headwise =
+      config_from_json({{"vocab_size", 256},
+                        {"hidden_size", 256},
+                        {"num_hidden_layers", 1},
+                        {"num_attention_heads", 4},
+                        {"head_dim", 64},
+                        {"intermediate_size", 256},
+                        {"gate", {{"position", "sdpa"}, {"granularity", "headwise"}}}},
+                       "test");
   Weights weights(headwise);
   weights.init(1);
   const TokenizerSpec tokenizer = gguf_tokenizer_spec(GgufReader(source_));

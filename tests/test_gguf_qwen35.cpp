@@ -5,13 +5,13 @@
 // place; a fine-tuning step against the folder's; and the Hugging Face export of a model kept in
 // llama.cpp's tiled V-head order, read back.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "hf_reference.h"
 #include "io/gguf.h"
 #include "io/gguf_model.h"
 #include "io/hf_config.h"
@@ -38,16 +38,7 @@ const Qwen35File kFiles[] = {{"qwen35_hybrid_f32", "qwen3_5_hybrid_f32"},
 std::string gguf_path(const Qwen35File& f) { return kFixtures + "/gguf/" + f.gguf + ".gguf"; }
 std::string folder_path(const Qwen35File& f) { return kFixtures + "/hf/" + f.folder; }
 
-struct Reference {
-  explicit Reference(const std::string& folder) {
-    const SafetensorsReader file(folder + "/reference.safetensors");
-    const std::vector<int64_t> ids64 = file.read_ints("input_ids");
-    ids.assign(ids64.begin(), ids64.end());
-    logits = file.read_floats("logits");
-  }
-  std::vector<int32_t> ids;
-  std::vector<float> logits;
-};
+using Reference = HfReference;
 
 std::vector<float> forward_logits(const Weights& weights, const std::vector<int32_t>& ids) {
   TrainState state(weights);
@@ -66,9 +57,9 @@ class GgufQwen35 : public ::testing::TestWithParam<Qwen35File> {};
 TEST_P(GgufQwen35, ReadsTheConfigOfTheFolderItWasConvertedFrom) {
   const Config ours = gguf_config(GgufReader(gguf_path(GetParam())));
   Config theirs = read_hf_model_info(folder_path(GetParam())).config;
-  EXPECT_EQ(ours.linear_value_heads_tiled,
-            theirs.has_linear_layers() &&
-                theirs.linear_num_value_heads != theirs.linear_num_key_heads);
+  EXPECT_EQ(
+      ours.linear_value_heads_tiled,
+      theirs.has_linear_layers() && theirs.linear_num_value_heads != theirs.linear_num_key_heads);
   theirs.linear_value_heads_tiled = ours.linear_value_heads_tiled;
   EXPECT_EQ(config_to_json(ours), config_to_json(theirs));
 }
@@ -82,10 +73,11 @@ TEST_P(GgufQwen35, LogitsMatchTransformers) {
     std::vector<float> prefill(full.size());
     InferState(*weights, n, n).forward(ref.ids.data(), n, prefill.data());
     const double decode = chunked_decode_error(*weights, ref.ids, {5, 1, 1, 2, n - 9}, full, n, n);
-    std::printf("  %-24s storage %s: logits rel. L2 vs transformers %.2e (prefill %.2e; decoded "
-                "in chunks vs one pass %.2e)\n",
-                GetParam().gguf, weight_dtype_name(storage), error(full, ref.logits),
-                error(prefill, ref.logits), decode);
+    std::printf(
+        "  %-24s storage %s: logits rel. L2 vs transformers %.2e (prefill %.2e; decoded "
+        "in chunks vs one pass %.2e)\n",
+        GetParam().gguf, weight_dtype_name(storage), error(full, ref.logits),
+        error(prefill, ref.logits), decode);
     EXPECT_LT(error(full, ref.logits), 1e-5);
     EXPECT_LT(error(prefill, ref.logits), 1e-5);
     EXPECT_LT(decode, 1e-5);
@@ -103,7 +95,8 @@ TEST_P(GgufQwen35, FinetuneStepMatchesTheFolders) {
   const auto ours = load_any_model(gguf_path(GetParam()));
   const auto theirs = load_any_model(folder_path(GetParam()));
   TrainState a(*ours), b(*theirs);
-  const double loss_a = a.forward_backward(batch, scale).nats, loss_b = b.forward_backward(batch, scale).nats;
+  const double loss_a = a.forward_backward(batch, scale).nats,
+               loss_b = b.forward_backward(batch, scale).nats;
   EXPECT_NEAR(loss_a, loss_b, 1e-6 * loss_b);
   for (const TensorSpec& t : ours->layout().tensors()) {
     double norm_a = 0, norm_b = 0;

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "golden_gradients.h"
+#include "hf_reference.h"
 #include "io/checkpoint.h"
 #include "io/hf_config.h"
 #include "io/hf_export.h"
@@ -63,16 +64,7 @@ double relative_l2(const std::vector<float>& ours, const std::vector<float>& ref
   return std::sqrt(diff / norm);
 }
 
-struct Reference {
-  explicit Reference(const std::string& folder) {
-    const SafetensorsReader file(folder + "/reference.safetensors");
-    const std::vector<int64_t> ids64 = file.read_ints("input_ids");
-    ids.assign(ids64.begin(), ids64.end());
-    logits = file.read_floats("logits");
-  }
-  std::vector<int32_t> ids;
-  std::vector<float> logits;
-};
+using Reference = HfReference;
 
 // Loads a folder with an explicitly given (possibly wrong) layout and returns the logit error.
 double error_when_read_as(const std::string& folder, HfModelInfo info) {

@@ -112,12 +112,14 @@ TensorBytes tensor_bytes(const Weights& model, const Weights* quantized, const T
                          const std::string& type) {
   const float* values = model.at(spec.offset);
   if (spec.elementwise || type == "f32")
-    return {.type = GgmlType::f32, .data = reinterpret_cast<const uint8_t*>(values),
+    return {.type = GgmlType::f32,
+            .data = reinterpret_cast<const uint8_t*>(values),
             .size = uint64_t(spec.numel) * 4};
   if (type == "bf16") return TensorBytes::copy(GgmlType::bf16, bf16_bytes(values, spec.numel));
   const int64_t cols = spec.shape.back(), rows = spec.numel / cols;
   const WeightView v = quantized->matrix(spec.offset, rows, cols);
-  return {.type = GgmlType(ggml_type_of(v.dtype)), .data = static_cast<const uint8_t*>(v.data),
+  return {.type = GgmlType(ggml_type_of(v.dtype)),
+          .data = static_cast<const uint8_t*>(v.data),
           .size = uint64_t(rows * v.row_bytes())};
 }
 
@@ -164,15 +166,17 @@ void export_gguf(const Weights& input, const TokenizerSpec* tokenizer, const std
   if (const std::string why = refusal(c, arch); !why.empty())
     fail("quantize to a ", arch, " GGUF file: refused because ", why);
   // qwen35 files keep the Gated DeltaNet's V heads tiled, as llama.cpp's converter writes them.
-  const std::unique_ptr<Weights> tiled = arch == "qwen35" ? reorder_value_heads(input, true) : nullptr;
+  const std::unique_ptr<Weights> tiled =
+      arch == "qwen35" ? reorder_value_heads(input, true) : nullptr;
   const Weights& model = tiled ? *tiled : input;
   QuantMix mix;
   const std::unique_ptr<Weights> quantized =
       quant_mix_of(type, &mix) ? quantize_model(model, mix) : nullptr;
   if (arch == "qwen35" && !c.has_linear_layers())
-    log.note("quantize: a qwen35 file without Gated DeltaNet layers; gattn reads it, but "
-             "llama.cpp (llama-cpp-python 0.3.36) aborts on qwen35 files without recurrent "
-             "layers (GGML_ASSERT(buffer) in its hybrid memory)");
+    log.note(
+        "quantize: a qwen35 file without Gated DeltaNet layers; gattn reads it, but "
+        "llama.cpp (llama-cpp-python 0.3.36) aborts on qwen35 files without recurrent "
+        "layers (GGML_ASSERT(buffer) in its hybrid memory)");
   GgufWriter out;
   add_config(c, arch, type, out);
   if (tokenizer) add_gguf_tokenizer(*tokenizer, c.vocab_size, out, log);
@@ -185,7 +189,8 @@ void export_gguf(const Weights& input, const TokenizerSpec* tokenizer, const std
     std::vector<int64_t> shape = spec.shape;
     TensorBytes t = tensor_bytes(model, quantized.get(), spec, type);
     if (arch == "qwen35" && spec.name.ends_with("self_attn.q_proj.weight")) {
-      const TensorSpec* gate = layout.find(spec.name.substr(0, spec.name.size() - 13) + "sdpa_gate.weight");
+      const TensorSpec* gate =
+          layout.find(spec.name.substr(0, spec.name.size() - 13) + "sdpa_gate.weight");
       GATTN_ASSERT(gate, "no gate beside ", spec.name);
       t = interleaved_q_gate(t, tensor_bytes(model, quantized.get(), *gate, type),
                              c.num_attention_heads);

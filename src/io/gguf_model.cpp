@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -55,7 +55,8 @@ const NamePair kQwen35Names[] = {
 std::vector<NamePair> layer_names(const std::string& arch) {
   std::vector<NamePair> names(std::begin(kLayerNames), std::end(kLayerNames));
   if (arch == "qwen35") {
-    std::erase_if(names, [](const NamePair& n) { return n.first == std::string("ffn_norm.weight"); });
+    std::erase_if(names,
+                  [](const NamePair& n) { return n.first == std::string("ffn_norm.weight"); });
     names.insert(names.end(), std::begin(kQwen35Names), std::end(kQwen35Names));
   }
   return names;

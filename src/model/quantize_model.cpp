@@ -25,7 +25,8 @@ const std::vector<std::vector<std::string>> kMoreBitsClasses = {
     {"self_attn.v_proj.weight", "linear_attn.in_proj_qkv.weight"}, {"mlp.down_proj.weight"}};
 
 bool in_class(const std::string& name, const std::vector<std::string>& tails) {
-  return std::any_of(tails.begin(), tails.end(), [&](const std::string& t) { return ends_with(name, t); });
+  return std::any_of(tails.begin(), tails.end(),
+                     [&](const std::string& t) { return ends_with(name, t); });
 }
 
 // Tensor `spec`'s position among the layout's tensors of a class (llama.cpp counts them in the

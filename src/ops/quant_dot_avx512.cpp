@@ -380,8 +380,8 @@ void q4_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
       _mm512_store_pd(mins, _mm512_cvtepi32_pd(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(sm, sm))));
       __m512d m = _mm512_setzero_pd();
       for (int j = 0; j < 8; ++j)
-        m = _mm512_fmadd_pd(_mm512_set1_pd(mins[j]),
-                            _mm512_loadu_pd(xs.kmin_t + (b * 8 + j) * 8), m);
+        m = _mm512_fmadd_pd(_mm512_set1_pd(mins[j]), _mm512_loadu_pd(xs.kmin_t + (b * 8 + j) * 8),
+                            m);
       const __m512d f = _mm512_cvtps_pd(
           _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_loadu_ps(xs.kscale_t + b * 8)));
       min_acc = _mm512_fmadd_pd(m, f, min_acc);
@@ -390,8 +390,8 @@ void q4_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
       __m512i s[8];
       for (int r = 0; r < 8; ++r) s[r] = _mm512_setzero_si512();
       for (int r = 0; r < NX; ++r) s[r] = q4_k_block_sums(wv, sc, xs.row[r].q + 256 * b);
-      const __m512d f = _mm512_cvtps_pd(
-          _mm256_mul_ps(_mm256_set1_ps(d), _mm256_loadu_ps(xs.kscale_t + b * 8)));
+      const __m512d f =
+          _mm512_cvtps_pd(_mm256_mul_ps(_mm256_set1_ps(d), _mm256_loadu_ps(xs.kscale_t + b * 8)));
       rows_acc = _mm512_fmadd_pd(_mm512_cvtepi32_pd(eight_rows_sums(s)), f, rows_acc);
       continue;
     }
@@ -473,8 +473,8 @@ void q6_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
       __m512i s[8];
       for (int r = 0; r < 8; ++r) s[r] = _mm512_setzero_si512();
       for (int r = 0; r < NX; ++r) s[r] = sums[r];
-      const __m512d f = _mm512_cvtps_pd(
-          _mm256_mul_ps(_mm256_set1_ps(d), _mm256_loadu_ps(xs.kscale_t + b * 8)));
+      const __m512d f =
+          _mm512_cvtps_pd(_mm256_mul_ps(_mm256_set1_ps(d), _mm256_loadu_ps(xs.kscale_t + b * 8)));
       rows_acc = _mm512_fmadd_pd(_mm512_cvtepi32_pd(eight_rows_sums(s)), f, rows_acc);
     }
   }

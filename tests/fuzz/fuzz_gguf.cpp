@@ -1,6 +1,6 @@
 // Fuzz target: a GGUF file (header, metadata, tensor infos, offsets) read; every metadata value
-// asked for through the typed getters; the qwen3 or qwen35 config and the tokenizer its metadata describe;
-// the model loaded as stored (block formats read in place) and dequantized into f32.
+// asked for through the typed getters; the qwen3 or qwen35 config and the tokenizer its metadata
+// describe; the model loaded as stored (block formats read in place) and dequantized into f32.
 #include "fuzz_input.h"
 #include "infer/gguf_tokenizer.h"
 #include "io/gguf.h"

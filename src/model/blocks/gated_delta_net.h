@@ -3,9 +3,9 @@
 //   x = rmsnorm(in);  qkv | z | b | a = x [in_proj_qkv | in_proj_z | in_proj_b | in_proj_a]^T
 //   q | k | v = silu(causal depthwise conv(qkv));  q, k l2-normalised, q times key_dim^-1/2
 //   g = -exp(A_log) softplus(a + dt_bias),  beta = sigmoid(b)
-//   o = gated delta rule(q, k, v, g, beta)   (ops/delta_rule.h; value head h reads key head h / r, or h % key heads
-//   where the config's value heads are tiled)
-//   out = in + out_proj(norm.weight * rmsnorm(o) * silu(z))   (per value head)
+//   o = gated delta rule(q, k, v, g, beta)   (ops/delta_rule.h; value head h reads key head h / r,
+//   or h % key heads where the config's value heads are tiled) out = in + out_proj(norm.weight *
+//   rmsnorm(o) * silu(z))   (per value head)
 // Training and prefill use the chunked delta rule, a decode step of one token the recurrent one;
 // the decode memory of a sequence is its last kernel - 1 convolution inputs and its fp32 state,
 // so a prompt may arrive in several passes.

@@ -76,14 +76,15 @@ struct Rows {
     const int64_t blocks = cols / 32;
     if (blocks > kGroupedBlocks) return;
     if (kTransposedK && (dtype == WeightDtype::q4_k || dtype == WeightDtype::q6_k)) {
+      const bool mins = dtype == WeightDtype::q4_k;  // Q6_K has no mins' terms
       for (int64_t b = 0; b < cols / 256; ++b)
         for (int r = 0; r < 8; ++r) {
           kscales[b * 8 + r] = r < NX ? float(row[r].d[b]) : 0.0f;
-          for (int j = 0; j < 8; ++j)
+          for (int j = 0; mins && j < 8; ++j)
             kmins[(b * 8 + j) * 8 + r] =
                 r < NX ? double(row[r].sums[16 * b + 2 * j] + row[r].sums[16 * b + 2 * j + 1]) : 0;
         }
-      kmin_t = kmins;
+      kmin_t = mins ? kmins : nullptr;
       kscale_t = kscales;
       return;
     }

@@ -14,9 +14,11 @@
 #include "ops/ggml_blocks.h"
 #include "ops/quant_dot.h"
 #include "ops/quant_dot_kernels.h"
+#include "ops/quant_tile.h"
 #include "ops/quantized_linear.h"
 #include "ops/typed_linear.h"
 #include "util/cpu_features.h"
+#include "util/cpu_isa.h"
 #include "util/fp16.h"
 
 #if defined(__F16C__)
@@ -198,7 +200,7 @@ TEST(QuantizedLinear, MatchesTheReferenceAndDequantizedFp32) {
     for (int64_t n = 0; n < out_dim; ++n)
       ggml::dequantize_row(ggml_type_of(dtype), w.data() + n * view.row_bytes(), cols,
                            dense.data() + n * cols);
-    for (int rows : {1, 3, 8, 21}) {
+    for (int rows : {1, 3, 8, 21, 40}) {
       const std::vector<float> in = gaussian(rows * cols, 7 + rows);
       std::vector<float> got(size_t(rows * out_dim)), ref(got.size()), fp32(got.size());
       quantized_linear(got.data(), in.data(), view, rows);
@@ -216,6 +218,33 @@ TEST(QuantizedLinear, MatchesTheReferenceAndDequantizedFp32) {
       EXPECT_LE(quantization, 1e-2) << weight_dtype_name(dtype) << " rows " << rows;
     }
   }
+}
+
+// Prefill-sized products of Q8_0 and Q4_0 on packed sixteen-row tiles (ops/quant_tile.h), which
+// this process runs under AVX-512 VNNI only: the scalar reference's values bit for bit (each lane
+// adds its row's exact block products in the reference's order), for a last tile of 5 rows, an
+// odd number of blocks and input rows not a multiple of the kernel's four.
+TEST(QuantizedLinear, TilesGiveTheScalarReferenceBitForBit) {
+  const bool vnni = active_isa() == Isa::avx512 && cpu_features().avx512_vnni;
+  for (WeightDtype dtype : {WeightDtype::q8_0, WeightDtype::q4_0}) {
+    ASSERT_EQ(quant_tiles_available(dtype), vnni) << weight_dtype_name(dtype);
+    if (!vnni) continue;
+    for (int64_t cols : {96, 1024}) {
+      const int64_t out_dim = 37;
+      const std::vector<uint8_t> w = random_blocks(dtype, out_dim, cols, 11);
+      const WeightView view{.dtype = dtype, .data = w.data(), .rows = out_dim, .cols = cols};
+      for (int rows : {32, 35, 66}) {
+        const std::vector<float> in = gaussian(rows * cols, 50 + rows);
+        std::vector<float> got(size_t(rows * out_dim)), want(got.size());
+        quantized_linear(got.data(), in.data(), view, rows);
+        quantized_linear(want.data(), in.data(), view, rows, 0, true);
+        EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+            << weight_dtype_name(dtype) << " cols " << cols << " rows " << rows;
+      }
+    }
+  }
+  for (WeightDtype dtype : {WeightDtype::q4_k, WeightDtype::q6_k, WeightDtype::f32})
+    EXPECT_FALSE(quant_tiles_available(dtype)) << weight_dtype_name(dtype);
 }
 
 // A matrix in parts of mixed storage (a fused q|k|v view over a GGUF file's tensors): parts that

@@ -220,16 +220,17 @@ TEST(QuantizedLinear, MatchesTheReferenceAndDequantizedFp32) {
   }
 }
 
-// Prefill-sized products of Q8_0 and Q4_0 on packed sixteen-row tiles (ops/quant_tile.h), which
+// Prefill-sized products on packed sixteen-row tiles (ops/quant_tile.h), which
 // this process runs under AVX-512 VNNI only: the scalar reference's values bit for bit (each lane
 // adds its row's exact block products in the reference's order), for a last tile of 5 rows, an
 // odd number of blocks and input rows not a multiple of the kernel's four.
 TEST(QuantizedLinear, TilesGiveTheScalarReferenceBitForBit) {
   const bool vnni = active_isa() == Isa::avx512 && cpu_features().avx512_vnni;
-  for (WeightDtype dtype : {WeightDtype::q8_0, WeightDtype::q4_0}) {
+  for (WeightDtype dtype : kBlockFormats) {
     ASSERT_EQ(quant_tiles_available(dtype), vnni) << weight_dtype_name(dtype);
     if (!vnni) continue;
-    for (int64_t cols : {96, 1024}) {
+    for (int64_t cols : {96, 256, 1024, 1280}) {
+      if (cols % weight_block_values(dtype)) continue;
       const int64_t out_dim = 37;
       const std::vector<uint8_t> w = random_blocks(dtype, out_dim, cols, 11);
       const WeightView view{.dtype = dtype, .data = w.data(), .rows = out_dim, .cols = cols};
@@ -243,7 +244,7 @@ TEST(QuantizedLinear, TilesGiveTheScalarReferenceBitForBit) {
       }
     }
   }
-  for (WeightDtype dtype : {WeightDtype::q4_k, WeightDtype::q6_k, WeightDtype::f32})
+  for (WeightDtype dtype : {WeightDtype::f32, WeightDtype::bf16})
     EXPECT_FALSE(quant_tiles_available(dtype)) << weight_dtype_name(dtype);
 }
 

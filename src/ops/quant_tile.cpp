@@ -10,7 +10,7 @@ namespace gattn {
 bool quant_tiles_available(WeightDtype dtype) {
 #ifdef GATTN_X86_KERNELS
   static const bool vnni = active_isa() == Isa::avx512 && cpu_features().avx512_vnni;
-  return vnni && (dtype == WeightDtype::q8_0 || dtype == WeightDtype::q4_0);
+  return vnni && is_block_format(dtype);
 #else
   (void)dtype;
   return false;
@@ -42,13 +42,14 @@ void quant_tile_offsets(WeightDtype dtype, int64_t cols, const uint8_t* x, int64
   }
 }
 
-void quant_tile_dot(int64_t cols, const uint8_t* tile, int w_rows, const uint8_t* x,
-                    int64_t x_stride, const int32_t* offsets, int nx, float* out, int64_t ld_out) {
+void quant_tile_dot(WeightDtype dtype, int64_t cols, const uint8_t* tile, int w_rows,
+                    const uint8_t* x, int64_t x_stride, const int32_t* offsets, int nx, float* out,
+                    int64_t ld_out) {
 #ifdef GATTN_X86_KERNELS
-  avx512::quant_tile_dot(cols, tile, w_rows, x, x_stride, offsets, nx, out, ld_out);
+  avx512::quant_tile_dot(dtype, cols, tile, w_rows, x, x_stride, offsets, nx, out, ld_out);
 #else
-  (void)cols, (void)tile, (void)w_rows, (void)x, (void)x_stride, (void)offsets, (void)nx, (void)out,
-      (void)ld_out;
+  (void)dtype, (void)cols, (void)tile, (void)w_rows, (void)x, (void)x_stride, (void)offsets,
+      (void)nx, (void)out, (void)ld_out;
   GATTN_ASSERT(false, "quantized tiles on a build without x86 kernels");
 #endif
 }

@@ -1,8 +1,8 @@
-// Prefill products of Q8_0 and Q4_0 weights on sixteen-row tiles repacked for the vector unit
-// (ops/quant_tile_avx512.cpp, where the CPU has AVX-512 VNNI): quantized_linear packs each tile of
-// weight rows once and runs every activation row past it. The sums are the scalar reference's
-// (ops/quant_dot.h: each row's exact block products added block after block in double), bit for
-// bit.
+// Prefill products of Q8_0, Q4_0, Q4_K and Q6_K weights on sixteen-row tiles repacked for the
+// vector unit (ops/quant_tile_avx512.cpp, where the CPU has AVX-512 VNNI): quantized_linear packs
+// each tile of weight rows once and runs every activation row past it. The sums are the scalar
+// reference's (ops/quant_dot.h: each row's exact block products added block after block in double),
+// bit for bit.
 #pragma once
 #include <cstdint>
 
@@ -11,26 +11,34 @@
 namespace gattn {
 
 inline constexpr int kQuantTileRows = 16;
-// A packed block: eight 64-byte vectors of values, then sixteen double scales.
+// A packed 32-value block (Q8_0, Q4_0): eight 64-byte vectors of values, sixteen double scales.
 inline constexpr int64_t kQuantTileBlockBytes = 8 * 64 + 16 * 8;
+// A packed 256-value block (Q4_K, Q6_K): 64 vectors of values, the sub-blocks' scales (and mins)
+// in 24 vectors, the sixteen rows' d (and dmin).
+inline constexpr int64_t kQuantTileKBlockBytes = 64 * 64 + 24 * 64 + 64;
 
-// Whether this process runs `dtype` products on tiles (q8_0 and q4_0 on AVX-512 VNNI).
+// Whether this process runs `dtype` products on tiles (the four block formats on AVX-512 VNNI).
 bool quant_tiles_available(WeightDtype dtype);
 
 // Bytes of one tile of `cols` values a row (64-byte aligned buffers).
-inline int64_t quant_tile_bytes(int64_t cols) { return cols / 32 * kQuantTileBlockBytes; }
+inline int64_t quant_tile_bytes(WeightDtype dtype, int64_t cols) {
+  return is_k_quant(dtype) ? cols / 256 * kQuantTileKBlockBytes : cols / 32 * kQuantTileBlockBytes;
+}
 
 // Weight rows [0, w_rows) (w_rows <= 16, weight_row_bytes apart) into `tile`, the rest zero.
 void pack_quant_tile(WeightDtype dtype, int64_t cols, const uint8_t* w, int64_t w_rows,
                      uint8_t* tile);
 
-// offsets[r * blocks + b]: activation row r's block b summed, times the weights' offset as the
-// tile stores them (128 for Q8_0's bytes + 128, 8 for Q4_0's nibbles).
+// Q8_0 and Q4_0: offsets[r * blocks + b] = activation row r's block b summed, times the weights'
+// offset as the tile stores them (128 for Q8_0's bytes + 128, 8 for Q4_0's nibbles). (The
+// K-quants' terms come from the activation rows' own 16-value sums.)
 void quant_tile_offsets(WeightDtype dtype, int64_t cols, const uint8_t* x, int64_t x_stride, int nx,
                         int32_t* offsets);
 
-// out[r * ld_out + n] = (tile row n) . (activation row r) for n < w_rows and r < nx.
-void quant_tile_dot(int64_t cols, const uint8_t* tile, int w_rows, const uint8_t* x,
-                    int64_t x_stride, const int32_t* offsets, int nx, float* out, int64_t ld_out);
+// out[r * ld_out + n] = (tile row n) . (activation row r) for n < w_rows and r < nx; offsets as
+// quant_tile_offsets gives them (Q8_0, Q4_0), nullptr for the K-quants.
+void quant_tile_dot(WeightDtype dtype, int64_t cols, const uint8_t* tile, int w_rows,
+                    const uint8_t* x, int64_t x_stride, const int32_t* offsets, int nx, float* out,
+                    int64_t ld_out);
 
 }  // namespace gattn

@@ -1,9 +1,11 @@
-// Many activation rows (prefill) times Q8_0 or Q4_0 weights on AVX-512 VNNI (ops/quant_tile.h):
-// sixteen weight rows repacked once so that one vpdpbusd multiplies four values of all sixteen
-// rows (lane n: weight row n) by the same four activation values, broadcast. A block's eight
-// vpdpbusd leave each weight row's integer block sum in its own lane: no reduction across lanes,
-// one conversion and FMA per eight rows and block, where the row-by-row kernels
-// (ops/quant_dot_avx512.cpp) gather sums across lanes for every block pair.
+// Many activation rows (prefill) times Q8_0, Q4_0, Q4_K or Q6_K weights on AVX-512 VNNI
+// (ops/quant_tile.h): sixteen weight rows repacked once so that one vpdpbusd multiplies four values
+// of all sixteen rows (lane n: weight row n) by the same four activation values, broadcast. A
+// block's vpdpbusd leave each weight row's integer sums in its own lane: no reduction across
+// lanes, one conversion and FMA per eight rows and block, where the row-by-row kernels
+// (ops/quant_dot_avx512.cpp) gather sums across lanes for every block pair. K-quant sub-block
+// scales multiply whole lanes (vpmulld), and the terms of Q4_K's mins and Q6_K's offset come from
+// the activations' 16-value sums (vpdpwssd against the scales or mins, paired).
 #include <immintrin.h>
 
 #include <cstring>
@@ -22,9 +24,28 @@ namespace gattn::avx512 {
 
 namespace {
 
-// One block of a tile: eight vectors of the weights (vector j, lane n: values 4j .. 4j + 3 of
-// weight row n, as vpdpbusd's unsigned bytes), then the sixteen rows' scales as doubles.
+// One block of a Q8_0 / Q4_0 tile: eight vectors of the weights (vector j, lane n: values 4j ..
+// 4j + 3 of weight row n, as vpdpbusd's unsigned bytes), then the sixteen rows' scales as doubles.
 constexpr int64_t kValuesBytes = 8 * 64;
+
+// One 256-value block of a K-quant tile: 64 vectors of the weights as above (Q4_K's nibbles,
+// Q6_K's values + 32), then for Q4_K: eight vectors of the sub-blocks' scales (vector j, lane n:
+// row n's scale j as an int32), eight of the mins as int16 pairs (vector i, lane n: row n's min of
+// 16-value groups 2i and 2i + 1, i.e. min i twice), the sixteen d and the sixteen dmin as floats;
+// for Q6_K: sixteen vectors of the scales as int32, eight of the scales as int16 pairs (groups 2i,
+// 2i + 1), the sixteen d as floats.
+constexpr int64_t kKValuesBytes = 64 * 64;
+constexpr int64_t kQ4KScales = kKValuesBytes, kQ4KMins = kQ4KScales + 8 * 64,
+                  kQ4KD = kQ4KMins + 8 * 64, kQ4KDmin = kQ4KD + 64;
+constexpr int64_t kQ6KScales = kKValuesBytes, kQ6KPairs = kQ6KScales + 16 * 64,
+                  kQ6KD = kQ6KPairs + 8 * 64;
+static_assert(kQ4KDmin + 64 <= kQuantTileKBlockBytes && kQ6KD + 64 <= kQuantTileKBlockBytes);
+
+int32_t broadcast_word(const void* p) {
+  int32_t four;
+  std::memcpy(&four, p, 4);
+  return four;
+}
 
 // Row n's 32 values of block b as unsigned bytes (Q8_0: the value + 128; Q4_0: the nibble, the
 // value + 8), in order.
@@ -51,14 +72,60 @@ double block_scale(WeightDtype dtype, const uint8_t* row, int64_t b) {
   return double(_cvtsh_ss(d));
 }
 
-// R activation rows (their values, block scales and offsets) against one tile: acc[r][h] lanes
-// are weight rows 8h .. 8h + 7. Each lane adds its row's exact block products block after block,
-// in double: the scalar reference's sums (ops/quant_dot.cpp), bit for bit.
+// Row n's 256 values of K-quant block b as unsigned bytes (Q4_K: the nibbles; Q6_K: q + 32).
+void unsigned_k_values(WeightDtype dtype, const uint8_t* row, int64_t b, uint8_t out[256]) {
+  if (dtype == WeightDtype::q6_k) {
+    int8_t q[256];
+    ggml::q6_k_values(reinterpret_cast<const ggml::BlockQ6_K*>(row)[b], q);
+    for (int v = 0; v < 256; ++v) out[v] = uint8_t(q[v] + 32);
+    return;
+  }
+  const auto& block = reinterpret_cast<const ggml::BlockQ4_K*>(row)[b];
+  for (int j = 0; j < 8; ++j)
+    for (int l = 0; l < 32; ++l) {
+      const uint8_t q = block.qs[32 * (j / 2) + l];
+      out[32 * j + l] = j % 2 ? q >> 4 : q & 0xF;
+    }
+}
+
+void put_int32(uint8_t* vectors, int vector, int n, int32_t v) {
+  std::memcpy(vectors + 64 * vector + 4 * n, &v, 4);
+}
+void put_int16_pair(uint8_t* vectors, int vector, int n, int16_t lo, int16_t hi) {
+  const int16_t pair[2] = {lo, hi};
+  std::memcpy(vectors + 64 * vector + 4 * n, pair, 4);
+}
+void put_float(uint8_t* at, int n, float v) { std::memcpy(at + 4 * n, &v, 4); }
+
+// Row n of a K-quant tile's block b: its values, scales (and mins) and d (and dmin).
+void pack_k_row(WeightDtype dtype, const uint8_t* row, int64_t b, int n, uint8_t* at) {
+  uint8_t values[256];
+  unsigned_k_values(dtype, row, b, values);
+  for (int j = 0; j < 64; ++j) std::memcpy(at + 64 * j + 4 * n, values + 4 * j, 4);
+  if (dtype == WeightDtype::q6_k) {
+    const auto& block = reinterpret_cast<const ggml::BlockQ6_K*>(row)[b];
+    for (int s = 0; s < 16; ++s) put_int32(at + kQ6KScales, s, n, block.scales[s]);
+    for (int i = 0; i < 8; ++i)
+      put_int16_pair(at + kQ6KPairs, i, n, block.scales[2 * i], block.scales[2 * i + 1]);
+    put_float(at + kQ6KD, n, _cvtsh_ss(block.d));
+    return;
+  }
+  const auto& block = reinterpret_cast<const ggml::BlockQ4_K*>(row)[b];
+  uint8_t scales[8], mins[8];
+  ggml::q4_k_scales_mins(block.scales, scales, mins);
+  for (int j = 0; j < 8; ++j) put_int32(at + kQ4KScales, j, n, scales[j]);
+  for (int i = 0; i < 8; ++i) put_int16_pair(at + kQ4KMins, i, n, mins[i], mins[i]);
+  put_float(at + kQ4KD, n, _cvtsh_ss(block.d));
+  put_float(at + kQ4KDmin, n, _cvtsh_ss(block.dmin));
+}
+
+// acc[r][h] lanes are weight rows 8h .. 8h + 7; each lane adds its row's exact block products
+// block after block in double: the scalar reference's sums (ops/quant_dot.cpp), bit for bit.
+
+// Q8_0 / Q4_0: each block's sum (offset taken off) times d_w * d_x (exact in double).
 template <int R>
-void tile_rows(int64_t blocks, const uint8_t* tile, const ActivationRow* x,
-               const int32_t* const* off, float* out, int64_t ld_out, int w_rows) {
-  __m512d acc[R][2];
-  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_pd();
+void block32_rows(int64_t blocks, const uint8_t* tile, const ActivationRow* x,
+                  const int32_t* const* off, __m512d acc[][2]) {
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* at = tile + b * kQuantTileBlockBytes;
     __m512i w[8];
@@ -68,11 +135,8 @@ void tile_rows(int64_t blocks, const uint8_t* tile, const ActivationRow* x,
     for (int r = 0; r < R; ++r) {
       const int8_t* q = x[r].q + 32 * b;
       __m512i p = _mm512_set1_epi32(-off[r][b]);
-      for (int j = 0; j < 8; ++j) {
-        int32_t four;
-        std::memcpy(&four, q + 4 * j, 4);
-        p = _mm512_dpbusd_epi32(p, w[j], _mm512_set1_epi32(four));
-      }
+      for (int j = 0; j < 8; ++j)
+        p = _mm512_dpbusd_epi32(p, w[j], _mm512_set1_epi32(broadcast_word(q + 4 * j)));
       const __m512d dx = _mm512_set1_pd(x[r].d[b]);
       acc[r][0] = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(p)),
                                   _mm512_mul_pd(dw0, dx), acc[r][0]);
@@ -80,6 +144,108 @@ void tile_rows(int64_t blocks, const uint8_t* tile, const ActivationRow* x,
                                   _mm512_mul_pd(dw1, dx), acc[r][1]);
     }
   }
+}
+
+// The lanes' float scales times the activation's (float products, as llama.cpp rounds them), as
+// two vectors of doubles.
+inline void scales_times(const uint8_t* at, double xd, __m512d out[2]) {
+  const __m512 s =
+      _mm512_mul_ps(_mm512_load_ps(reinterpret_cast<const float*>(at)), _mm512_set1_ps(float(xd)));
+  out[0] = _mm512_cvtps_pd(_mm512_castps512_ps256(s));
+  out[1] = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)));
+}
+
+inline __m512d low_pd(__m512i v) { return _mm512_cvtepi32_pd(_mm512_castsi512_si256(v)); }
+inline __m512d high_pd(__m512i v) { return _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(v, 1)); }
+
+// Q4_K: sumi = sum_j scale_j (nibbles . x over sub-block j), summ = sum_j min_j (x's sum over
+// sub-block j); the block adds sumi * float(d * xd) - summ * float(dmin * xd), rounded once.
+template <int R>
+void q4_k_rows(int64_t blocks, const uint8_t* tile, const ActivationRow* x, __m512d acc[][2]) {
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* at = tile + b * kQuantTileKBlockBytes;
+    __m512i sumi[R], summ[R];
+    for (int r = 0; r < R; ++r) sumi[r] = summ[r] = _mm512_setzero_si512();
+    for (int j = 0; j < 8; ++j) {
+      __m512i w[8];
+      for (int i = 0; i < 8; ++i) w[i] = _mm512_load_si512(at + 64 * (8 * j + i));
+      const __m512i scale = _mm512_load_si512(at + kQ4KScales + 64 * j);
+      for (int r = 0; r < R; ++r) {
+        const int8_t* q = x[r].q + 256 * b + 32 * j;
+        __m512i p = _mm512_setzero_si512();
+        for (int i = 0; i < 8; ++i)
+          p = _mm512_dpbusd_epi32(p, w[i], _mm512_set1_epi32(broadcast_word(q + 4 * i)));
+        sumi[r] = _mm512_add_epi32(sumi[r], _mm512_mullo_epi32(p, scale));
+      }
+    }
+    for (int i = 0; i < 8; ++i) {
+      const __m512i mins = _mm512_load_si512(at + kQ4KMins + 64 * i);
+      for (int r = 0; r < R; ++r)
+        summ[r] = _mm512_dpwssd_epi32(
+            summ[r], mins, _mm512_set1_epi32(broadcast_word(x[r].sums + 16 * b + 2 * i)));
+    }
+    for (int r = 0; r < R; ++r) {
+      __m512d d[2], dmin[2];
+      scales_times(at + kQ4KD, x[r].d[b], d);
+      scales_times(at + kQ4KDmin, x[r].d[b], dmin);
+      acc[r][0] = _mm512_add_pd(
+          acc[r][0],
+          _mm512_fmsub_pd(low_pd(sumi[r]), d[0], _mm512_mul_pd(low_pd(summ[r]), dmin[0])));
+      acc[r][1] = _mm512_add_pd(
+          acc[r][1],
+          _mm512_fmsub_pd(high_pd(sumi[r]), d[1], _mm512_mul_pd(high_pd(summ[r]), dmin[1])));
+    }
+  }
+}
+
+// Q6_K: sumi = sum_s scale_s ((q + 32) . x over 16 values) - 32 sum_s scale_s (x's sum over
+// them); the block adds sumi * float(d * xd).
+template <int R>
+void q6_k_rows(int64_t blocks, const uint8_t* tile, const ActivationRow* x, __m512d acc[][2]) {
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* at = tile + b * kQuantTileKBlockBytes;
+    __m512i sumi[R], offset[R];
+    for (int r = 0; r < R; ++r) sumi[r] = offset[r] = _mm512_setzero_si512();
+    for (int s = 0; s < 16; ++s) {
+      __m512i w[4];
+      for (int i = 0; i < 4; ++i) w[i] = _mm512_load_si512(at + 64 * (4 * s + i));
+      const __m512i scale = _mm512_load_si512(at + kQ6KScales + 64 * s);
+      for (int r = 0; r < R; ++r) {
+        const int8_t* q = x[r].q + 256 * b + 16 * s;
+        __m512i p = _mm512_setzero_si512();
+        for (int i = 0; i < 4; ++i)
+          p = _mm512_dpbusd_epi32(p, w[i], _mm512_set1_epi32(broadcast_word(q + 4 * i)));
+        sumi[r] = _mm512_add_epi32(sumi[r], _mm512_mullo_epi32(p, scale));
+      }
+    }
+    for (int i = 0; i < 8; ++i) {
+      const __m512i pairs = _mm512_load_si512(at + kQ6KPairs + 64 * i);
+      for (int r = 0; r < R; ++r)
+        offset[r] = _mm512_dpwssd_epi32(
+            offset[r], pairs, _mm512_set1_epi32(broadcast_word(x[r].sums + 16 * b + 2 * i)));
+    }
+    for (int r = 0; r < R; ++r) {
+      const __m512i sum = _mm512_sub_epi32(sumi[r], _mm512_slli_epi32(offset[r], 5));
+      __m512d d[2];
+      scales_times(at + kQ6KD, x[r].d[b], d);
+      acc[r][0] = _mm512_fmadd_pd(low_pd(sum), d[0], acc[r][0]);
+      acc[r][1] = _mm512_fmadd_pd(high_pd(sum), d[1], acc[r][1]);
+    }
+  }
+}
+
+// R activation rows against one tile, written to out (rows ld_out apart; w_rows columns).
+template <int R>
+void tile_rows(WeightDtype dtype, int64_t cols, const uint8_t* tile, const ActivationRow* x,
+               const int32_t* const* off, float* out, int64_t ld_out, int w_rows) {
+  __m512d acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_pd();
+  if (dtype == WeightDtype::q4_k)
+    q4_k_rows<R>(cols / 256, tile, x, acc);
+  else if (dtype == WeightDtype::q6_k)
+    q6_k_rows<R>(cols / 256, tile, x, acc);
+  else
+    block32_rows<R>(cols / 32, tile, x, off, acc);
   const __mmask8 m0 = __mmask8(w_rows >= 8 ? 0xFF : (1u << w_rows) - 1);
   const __mmask8 m1 = __mmask8(w_rows >= 16 ? 0xFF : w_rows <= 8 ? 0 : (1u << (w_rows - 8)) - 1);
   for (int r = 0; r < R; ++r) {
@@ -92,11 +258,17 @@ void tile_rows(int64_t blocks, const uint8_t* tile, const ActivationRow* x,
 
 void pack_quant_tile(WeightDtype dtype, int64_t cols, const uint8_t* w, int64_t w_rows,
                      uint8_t* tile) {
-  const int64_t blocks = cols / 32, w_bytes = weight_row_bytes(dtype, cols);
-  std::memset(tile, 0, size_t(blocks * kQuantTileBlockBytes));
+  const int64_t w_bytes = weight_row_bytes(dtype, cols);
+  std::memset(tile, 0, size_t(quant_tile_bytes(dtype, cols)));
+  if (is_k_quant(dtype)) {
+    for (int64_t n = 0; n < w_rows; ++n)
+      for (int64_t b = 0; b < cols / 256; ++b)
+        pack_k_row(dtype, w + n * w_bytes, b, int(n), tile + b * kQuantTileKBlockBytes);
+    return;
+  }
   for (int64_t n = 0; n < w_rows; ++n) {
     const uint8_t* row = w + n * w_bytes;
-    for (int64_t b = 0; b < blocks; ++b) {
+    for (int64_t b = 0; b < cols / 32; ++b) {
       uint8_t* at = tile + b * kQuantTileBlockBytes;
       uint8_t values[32];
       unsigned_values(dtype, row, b, values);
@@ -107,31 +279,32 @@ void pack_quant_tile(WeightDtype dtype, int64_t cols, const uint8_t* w, int64_t 
   }
 }
 
-void quant_tile_dot(int64_t cols, const uint8_t* tile, int w_rows, const uint8_t* x,
-                    int64_t x_stride, const int32_t* offsets, int nx, float* out, int64_t ld_out) {
+void quant_tile_dot(WeightDtype dtype, int64_t cols, const uint8_t* tile, int w_rows,
+                    const uint8_t* x, int64_t x_stride, const int32_t* offsets, int nx, float* out,
+                    int64_t ld_out) {
   const int64_t blocks = cols / 32;
   constexpr int kRows = 4;
   for (int r0 = 0; r0 < nx; r0 += kRows) {
     ActivationRow rows[kRows];
-    const int32_t* off[kRows];
+    const int32_t* off[kRows] = {};
     const int n = nx - r0 < kRows ? nx - r0 : kRows;
     for (int r = 0; r < n; ++r) {
-      rows[r] = activation_row(WeightDtype::q8_0, x + (r0 + r) * x_stride, cols);
-      off[r] = offsets + (r0 + r) * blocks;
+      rows[r] = activation_row(dtype, x + (r0 + r) * x_stride, cols);
+      if (offsets) off[r] = offsets + (r0 + r) * blocks;
     }
     float* o = out + r0 * ld_out;
     switch (n) {
       case 1:
-        tile_rows<1>(blocks, tile, rows, off, o, ld_out, w_rows);
+        tile_rows<1>(dtype, cols, tile, rows, off, o, ld_out, w_rows);
         break;
       case 2:
-        tile_rows<2>(blocks, tile, rows, off, o, ld_out, w_rows);
+        tile_rows<2>(dtype, cols, tile, rows, off, o, ld_out, w_rows);
         break;
       case 3:
-        tile_rows<3>(blocks, tile, rows, off, o, ld_out, w_rows);
+        tile_rows<3>(dtype, cols, tile, rows, off, o, ld_out, w_rows);
         break;
       default:
-        tile_rows<4>(blocks, tile, rows, off, o, ld_out, w_rows);
+        tile_rows<4>(dtype, cols, tile, rows, off, o, ld_out, w_rows);
     }
   }
 }

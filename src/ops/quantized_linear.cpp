@@ -15,28 +15,31 @@ namespace {
 constexpr int kTileRows = 16;
 // Below this many weight bytes one thread does the whole product.
 constexpr int64_t kParallelBytes = int64_t(1) << 15;
-// From this many input rows Q8_0 and Q4_0 products run on packed tiles (ops/quant_tile.h), where
-// the CPU has them: a tile's packing (a pass over its rows) is then spread over enough products.
+// From this many input rows the products run on packed tiles (ops/quant_tile.h), where the CPU
+// has them: a tile's packing (a pass over its rows) is then spread over enough products.
 constexpr int kTiledFromRows = 32;
 
 // Each thread packs a tile of sixteen weight rows at a time and runs every input row past it.
 void tiled_linear(float* out, const QuantizedRows& x, const WeightView& w, int ld_out) {
-  const int64_t cols = w.cols, w_bytes = w.row_bytes(), blocks = cols / 32;
+  const int64_t cols = w.cols, w_bytes = w.row_bytes();
   thread_local std::vector<int32_t> offsets;
-  offsets.resize(size_t(x.rows * blocks));
-  quant_tile_offsets(w.dtype, cols, x.data, x.row_bytes, x.rows, offsets.data());
-  const int32_t* const offs = offsets.data();
+  if (!is_k_quant(w.dtype)) {
+    offsets.resize(size_t(x.rows * (cols / 32)));
+    quant_tile_offsets(w.dtype, cols, x.data, x.row_bytes, x.rows, offsets.data());
+  }
+  const int32_t* const offs = is_k_quant(w.dtype) ? nullptr : offsets.data();
   const int64_t tiles = (w.rows + kQuantTileRows - 1) / kQuantTileRows;
 #pragma omp parallel
   {
     thread_local std::vector<uint8_t, AlignedAllocator<uint8_t>> tile;
-    tile.resize(size_t(quant_tile_bytes(cols)));
+    tile.resize(size_t(quant_tile_bytes(w.dtype, cols)));
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < tiles; ++t) {
       const int64_t n0 = t * kQuantTileRows;
       const int n = int(std::min<int64_t>(kQuantTileRows, w.rows - n0));
       pack_quant_tile(w.dtype, cols, w.bytes() + n0 * w_bytes, n, tile.data());
-      quant_tile_dot(cols, tile.data(), n, x.data, x.row_bytes, offs, x.rows, out + n0, ld_out);
+      quant_tile_dot(w.dtype, cols, tile.data(), n, x.data, x.row_bytes, offs, x.rows, out + n0,
+                     ld_out);
     }
   }
 }

@@ -220,28 +220,34 @@ TEST(QuantizedLinear, MatchesTheReferenceAndDequantizedFp32) {
   }
 }
 
-// Prefill-sized products on packed sixteen-row tiles (ops/quant_tile.h), which
-// this process runs under AVX-512 VNNI only: the scalar reference's values bit for bit (each lane
-// adds its row's exact block products in the reference's order), for a last tile of 5 rows, an
-// odd number of blocks and input rows not a multiple of the kernel's four.
+// Prefill-sized products on packed sixteen-row tiles (ops/quant_tile.h), which this process runs
+// under AVX-512 VNNI only: the scalar reference's values bit for bit (each lane adds its row's
+// exact block products in the reference's order), for a last tile of 5 rows, an odd number of
+// blocks, input rows not a multiple of the kernel's four, groups of several tiles (300 weight rows)
+// and more input rows than one pass over a group takes (300).
 TEST(QuantizedLinear, TilesGiveTheScalarReferenceBitForBit) {
   const bool vnni = active_isa() == Isa::avx512 && cpu_features().avx512_vnni;
+  struct Shape {
+    int64_t out_dim, cols;
+    int rows;
+  };
+  const Shape shapes[] = {{37, 96, 32},   {37, 96, 35},    {37, 256, 66}, {37, 1024, 35},
+                          {37, 1280, 66}, {300, 256, 300}, {300, 96, 40}};
   for (WeightDtype dtype : kBlockFormats) {
     ASSERT_EQ(quant_tiles_available(dtype), vnni) << weight_dtype_name(dtype);
     if (!vnni) continue;
-    for (int64_t cols : {96, 256, 1024, 1280}) {
+    for (const Shape& shape : shapes) {
+      const int64_t cols = shape.cols, out_dim = shape.out_dim;
+      const int rows = shape.rows;
       if (cols % weight_block_values(dtype)) continue;
-      const int64_t out_dim = 37;
       const std::vector<uint8_t> w = random_blocks(dtype, out_dim, cols, 11);
       const WeightView view{.dtype = dtype, .data = w.data(), .rows = out_dim, .cols = cols};
-      for (int rows : {32, 35, 66}) {
-        const std::vector<float> in = gaussian(rows * cols, 50 + rows);
-        std::vector<float> got(size_t(rows * out_dim)), want(got.size());
-        quantized_linear(got.data(), in.data(), view, rows);
-        quantized_linear(want.data(), in.data(), view, rows, 0, true);
-        EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
-            << weight_dtype_name(dtype) << " cols " << cols << " rows " << rows;
-      }
+      const std::vector<float> in = gaussian(rows * cols, 50 + rows);
+      std::vector<float> got(size_t(rows * out_dim)), want(got.size());
+      quantized_linear(got.data(), in.data(), view, rows);
+      quantized_linear(want.data(), in.data(), view, rows, 0, true);
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+          << weight_dtype_name(dtype) << " " << out_dim << " x " << cols << ", rows " << rows;
     }
   }
   for (WeightDtype dtype : {WeightDtype::f32, WeightDtype::bf16})

@@ -7,6 +7,7 @@
 #include "ops/quant_tile.h"
 #include "util/aligned.h"
 #include "util/error.h"
+#include "util/threads.h"
 
 namespace gattn {
 
@@ -19,27 +20,45 @@ constexpr int64_t kParallelBytes = int64_t(1) << 15;
 // has them: a tile's packing (a pass over its rows) is then spread over enough products.
 constexpr int kTiledFromRows = 32;
 
-// Each thread packs a tile of sixteen weight rows at a time and runs every input row past it.
+// Input rows a pass over a group of packed tiles takes (their values stay in L2 across the group).
+constexpr int kTiledRowBlock = 256;
+
+// Each thread packs a group of (up to eight) tiles of sixteen weight rows, then runs the input
+// rows past them a block at a time: the group (up to 8 x 22 KiB at 1,024 K-quant values a row)
+// and a block of rows share L2, and a weight row is packed once whatever the number of input rows.
 void tiled_linear(float* out, const QuantizedRows& x, const WeightView& w, int ld_out) {
-  const int64_t cols = w.cols, w_bytes = w.row_bytes();
+  const int64_t cols = w.cols, w_bytes = w.row_bytes(), blocks = cols / 32;
   thread_local std::vector<int32_t> offsets;
   if (!is_k_quant(w.dtype)) {
-    offsets.resize(size_t(x.rows * (cols / 32)));
+    offsets.resize(size_t(x.rows * blocks));
     quant_tile_offsets(w.dtype, cols, x.data, x.row_bytes, x.rows, offsets.data());
   }
   const int32_t* const offs = is_k_quant(w.dtype) ? nullptr : offsets.data();
-  const int64_t tiles = (w.rows + kQuantTileRows - 1) / kQuantTileRows;
+  const int64_t tiles = (w.rows + kQuantTileRows - 1) / kQuantTileRows,
+                tile_bytes = quant_tile_bytes(w.dtype, cols);
+  const int64_t per_group = std::clamp<int64_t>(tiles / num_threads(), 1, 8);
+  const int64_t groups = (tiles + per_group - 1) / per_group;
 #pragma omp parallel
   {
-    thread_local std::vector<uint8_t, AlignedAllocator<uint8_t>> tile;
-    tile.resize(size_t(quant_tile_bytes(w.dtype, cols)));
+    thread_local std::vector<uint8_t, AlignedAllocator<uint8_t>> packed;
+    packed.resize(size_t(per_group * tile_bytes));
 #pragma omp for schedule(static)
-    for (int64_t t = 0; t < tiles; ++t) {
-      const int64_t n0 = t * kQuantTileRows;
-      const int n = int(std::min<int64_t>(kQuantTileRows, w.rows - n0));
-      pack_quant_tile(w.dtype, cols, w.bytes() + n0 * w_bytes, n, tile.data());
-      quant_tile_dot(w.dtype, cols, tile.data(), n, x.data, x.row_bytes, offs, x.rows, out + n0,
-                     ld_out);
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t t0 = g * per_group, t1 = std::min(tiles, t0 + per_group);
+      for (int64_t t = t0; t < t1; ++t)
+        pack_quant_tile(w.dtype, cols, w.bytes() + t * kQuantTileRows * w_bytes,
+                        std::min<int64_t>(kQuantTileRows, w.rows - t * kQuantTileRows),
+                        packed.data() + (t - t0) * tile_bytes);
+      for (int r0 = 0; r0 < x.rows; r0 += kTiledRowBlock) {
+        const int nx = std::min(kTiledRowBlock, x.rows - r0);
+        for (int64_t t = t0; t < t1; ++t) {
+          const int64_t n0 = t * kQuantTileRows;
+          quant_tile_dot(w.dtype, cols, packed.data() + (t - t0) * tile_bytes,
+                         int(std::min<int64_t>(kQuantTileRows, w.rows - n0)),
+                         x.data + r0 * x.row_bytes, x.row_bytes,
+                         offs ? offs + r0 * blocks : nullptr, nx, out + r0 * ld_out + n0, ld_out);
+        }
+      }
     }
   }
 }

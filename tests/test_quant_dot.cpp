@@ -292,5 +292,43 @@ TEST(QuantizedLinear, PartsShareTheQuantizedInputAndEqualTheirOwnProducts) {
   }
 }
 
+// Parts that all take the same input blocks (q, k, v or gate, up of a Q4_K_M file: Q4_K and Q6_K;
+// or Q8_0 and Q4_0) run in one region at decode sizes (quantized_linear_parts): each part's
+// columns equal its own product bit for bit; at prefill sizes it declines (part by part there).
+TEST(QuantizedLinear, PartsInOneRegionEqualTheirOwnProducts) {
+  const int64_t cols = 512;
+  const std::vector<std::vector<WeightDtype>> sets = {
+      {WeightDtype::q4_k, WeightDtype::q4_k, WeightDtype::q6_k},
+      {WeightDtype::q8_0, WeightDtype::q4_0}};
+  const int64_t part_rows[] = {64, 32, 48};
+  for (const auto& dtypes : sets) {
+    std::vector<std::vector<uint8_t>> storage;
+    std::vector<WeightView> parts;
+    int64_t out_dim = 0;
+    for (size_t i = 0; i < dtypes.size(); ++i) {
+      storage.push_back(random_blocks(dtypes[i], part_rows[i], cols, 60 + int(i)));
+      parts.push_back({.dtype = dtypes[i], .rows = part_rows[i], .cols = cols});
+      out_dim += part_rows[i];
+    }
+    for (size_t i = 0; i < parts.size(); ++i) parts[i].data = storage[i].data();
+    for (int rows : {1, 8, 13, 40}) {
+      const std::vector<float> in = gaussian(rows * cols, 70 + rows);
+      const QuantizedRows x = quantize_rows(in.data(), rows, cols, dtypes[0]);
+      std::vector<float> got(size_t(rows * out_dim)), want(got.size());
+      const bool one_region =
+          quantized_linear_parts(got.data(), x, parts.data(), int(parts.size()), int(out_dim));
+      EXPECT_EQ(one_region, rows < 32) << "rows " << rows;
+      if (!one_region) continue;
+      int64_t done = 0;
+      for (const WeightView& part : parts) {
+        quantized_linear(want.data() + done, x, part, int(out_dim));
+        done += part.rows;
+      }
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+          << weight_dtype_name(dtypes[0]) << " parts, rows " << rows;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gattn

@@ -4,16 +4,17 @@
 #include <cmath>
 
 #include "ops/reduce.h"
+#include "util/threads.h"
 
 namespace gattn {
 
 template <typename T>
 void residual_add(T* out, const T* resid, const T* a, int64_t count, T clip) {
   if (clip > 0) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (count >= kMinParallelElements)
     for (int64_t i = 0; i < count; ++i) out[i] = resid[i] + std::clamp(a[i], -clip, clip);
   } else {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (count >= kMinParallelElements)
     for (int64_t i = 0; i < count; ++i) out[i] = resid[i] + a[i];
   }
 }

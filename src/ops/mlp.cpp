@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "ops/fast_exp.h"
+#include "util/threads.h"
 
 namespace gattn {
 
@@ -15,7 +16,7 @@ T sigmoid(T x) {
 
 template <typename T>
 void swiglu_forward(T* h, const T* gu, int64_t rows, int dim) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * dim >= kMinParallelElements)
   for (int64_t r = 0; r < rows; ++r) {
     const T* g = gu + r * 2 * dim;
     const T* u = g + dim;

@@ -62,6 +62,36 @@ void tiled_linear(float* out, const QuantizedRows& x, const WeightView& w, int l
     }
   }
 }
+
+// The row-by-row kernels (ops/quant_dot.h) over tiles of sixteen weight rows of one matrix, or of
+// several that take the same input rows (a fused q|k|v or gate|up view whose tensors a GGUF file
+// stores apart: their columns side by side in out), all in one parallel region: a decode step's
+// small matrices share one fork and join, and the threads split their tiles together. Each output
+// is one quant_dot over a fixed group of input rows, whatever the thread that runs it.
+constexpr int kMostParts = 8;
+void row_kernel_linear(float* out, const QuantizedRows& x, const WeightView* parts, int n_parts,
+                       int ld_out, bool reference) {
+  int64_t first_tile[kMostParts + 1] = {}, first_col[kMostParts] = {}, bytes = 0;
+  for (int i = 0; i < n_parts; ++i) {
+    first_tile[i + 1] = first_tile[i] + (parts[i].rows + kTileRows - 1) / kTileRows;
+    first_col[i] = i == 0 ? 0 : first_col[i - 1] + parts[i - 1].rows;
+    bytes += parts[i].rows * parts[i].row_bytes();
+  }
+  const int rows = x.rows;
+  const auto dot = reference ? quant_dot_reference : quant_dot;
+#pragma omp parallel for schedule(static) if (bytes * std::max(1, rows / 8) >= kParallelBytes)
+  for (int64_t t = 0; t < first_tile[n_parts]; ++t) {
+    int p = 0;
+    while (t >= first_tile[p + 1]) ++p;
+    const WeightView& w = parts[p];
+    const int64_t w_bytes = w.row_bytes(), n0 = (t - first_tile[p]) * kTileRows,
+                  n1 = std::min<int64_t>(w.rows, n0 + kTileRows);
+    for (int r0 = 0; r0 < rows; r0 += kQuantDotRows)
+      dot(w.dtype, w.cols, w.bytes() + n0 * w_bytes, n1 - n0, x.data + r0 * x.row_bytes,
+          x.row_bytes, std::min(kQuantDotRows, rows - r0),
+          out + int64_t(r0) * ld_out + first_col[p] + n0, ld_out);
+  }
+}
 }  // namespace
 
 QuantizedRows quantize_rows(const float* in, int rows, int64_t cols, WeightDtype dtype) {
@@ -84,19 +114,18 @@ void quantized_linear(float* out, const QuantizedRows& x, const WeightView& w, i
   if (ld_out == 0) ld_out = int(w.rows);
   if (!reference && x.rows >= kTiledFromRows && quant_tiles_available(w.dtype))
     return tiled_linear(out, x, w, ld_out);
-  const int rows = x.rows;
-  const int64_t cols = w.cols, w_bytes = w.row_bytes(), x_bytes = x.row_bytes;
-  const auto dot = reference ? quant_dot_reference : quant_dot;
-  const int64_t tiles = (w.rows + kTileRows - 1) / kTileRows;
-  const uint8_t* const weights = w.bytes();
-#pragma omp parallel for schedule(static) if (w.rows * w_bytes * std::max(1, rows / 8) >= \
-                                              kParallelBytes)
-  for (int64_t t = 0; t < tiles; ++t) {
-    const int64_t n0 = t * kTileRows, n1 = std::min<int64_t>(w.rows, n0 + kTileRows);
-    for (int r0 = 0; r0 < rows; r0 += kQuantDotRows)
-      dot(w.dtype, cols, weights + n0 * w_bytes, n1 - n0, x.data + r0 * x_bytes, x_bytes,
-          std::min(kQuantDotRows, rows - r0), out + int64_t(r0) * ld_out + n0, ld_out);
-  }
+  row_kernel_linear(out, x, &w, 1, ld_out, reference);
+}
+
+bool quantized_linear_parts(float* out, const QuantizedRows& x, const WeightView* parts,
+                            int n_parts, int ld_out, bool reference) {
+  if (n_parts > kMostParts || x.rows >= kTiledFromRows) return false;
+  for (int i = 0; i < n_parts; ++i)
+    if (!is_block_format(parts[i].dtype) || !x.serves(parts[i])) return false;
+  if (ld_out == 0)
+    for (int i = 0; i < n_parts; ++i) ld_out += int(parts[i].rows);
+  row_kernel_linear(out, x, parts, n_parts, ld_out, reference);
+  return true;
 }
 
 void quantized_linear(float* out, const float* in, const WeightView& w, int rows, int ld_out,

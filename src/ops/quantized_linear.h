@@ -32,4 +32,12 @@ void quantized_linear(float* out, const QuantizedRows& x, const WeightView& w, i
 void quantized_linear(float* out, const float* in, const WeightView& w, int rows, int ld_out = 0,
                       bool reference = false);
 
+// Decode-sized products of several block-format matrices that take the same input rows (x serves
+// each), their columns side by side in out (rows ld_out apart), in one parallel region; the values
+// are each part's quantized_linear's. Returns false, computing nothing, where that does not apply
+// (a part in another format or input blocks, more than eight parts, or prefill-sized rows: those go
+// part by part).
+bool quantized_linear_parts(float* out, const QuantizedRows& x, const WeightView* parts,
+                            int n_parts, int ld_out, bool reference = false);
+
 }  // namespace gattn

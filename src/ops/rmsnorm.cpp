@@ -4,12 +4,13 @@
 #include <cstdint>
 
 #include "ops/reduce.h"
+#include "util/threads.h"
 
 namespace gattn {
 
 template <typename T>
 void rmsnorm_forward(T* out, T* rstd, const T* in, const T* weight, const RmsNormShape& s, T eps) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (s.rows * s.groups * s.dim >= kMinParallelElements)
   for (int64_t r = 0; r < s.rows; ++r) {
     for (int g = 0; g < s.groups; ++g) {
       const T* x = in + r * s.ld_in + g * s.dim;

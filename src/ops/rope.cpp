@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "util/error.h"
+#include "util/threads.h"
 
 namespace gattn {
 
@@ -70,7 +71,7 @@ void rotate(T* out, const T* in, const RopeTable<T>& table, const RopeShape& s, 
     if (s.positions[r] < 0 || s.positions[r] >= table.max_positions)
       fail("rope: position ", s.positions[r], " is outside the table's [0, ", table.max_positions,
            ")");
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (s.rows * s.heads * s.head_dim >= kMinParallelElements)
   for (int64_t r = 0; r < s.rows; ++r) {
     const int64_t p = s.positions[r];
     const T* cos = table.cos.data() + p * half;

@@ -90,6 +90,11 @@ void typed_linear_forward(const ExecContext& x, float* out, const float* in, con
 void typed_linear_forward_parts(const ExecContext& x, float* out, const float* in,
                                 const WeightView* parts, int n_parts, int rows, int ld_out) {
   QuantizedRows quantized;
+  if (is_block_format(parts[0].dtype)) {  // all parts in one region where they allow it
+    quantized = quantize_rows(in, rows, parts[0].cols, parts[0].dtype);
+    if (quantized_linear_parts(out, quantized, parts, n_parts, ld_out, x.reference_quant_kernels))
+      return;
+  }
   for (int i = 0; i < n_parts; out += parts[i].rows, ++i) {
     if (!is_block_format(parts[i].dtype)) {
       typed_linear_forward(x, out, in, parts[i], rows, ld_out);

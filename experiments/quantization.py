@@ -16,14 +16,19 @@ quantize? Its plan, fixed before the first run (the section's commit), repeated 
 - Primary family, Holm over its 4 rows (bf16, Q8_0, Q4_K_M, W8A8), two-sided paired t, n = 3:
   Δ(G1) − Δ(baseline). Expected < 0 (the gate quantizes better). Verdicts: reproduced,
   contradicted or not significant; untested while a seed is missing (no interim verdicts).
-- Descriptive, no verdict: M-Act; the quick-start models' Δ per format (Q4_K_M does not apply to
-  them: rows of 192 values are not whole Q4_K blocks, where llama.cpp falls back to Q5_0).
+- Descriptive, no verdict: M-Act; per layer, the kurtosis and the largest magnitude of every
+  projection's input (`gattn analyze`'s projection_inputs, fp32, the first 64 validation windows
+  of 512: the activations W8A8 quantizes); the quick-start models' Δ per format (Q4_K_M does not
+  apply to them: rows of 192 values are not whole Q4_K blocks, where llama.cpp falls back to Q5_0).
 - Stopping rule: 3 seeds per arm, every format, no exclusions; a run that fails is resumed, one
   that still fails or gives a non-finite loss is reported as such.
 
-Each evaluation is kept in OUT/evals/<model>.<format>.json (resumable: a kept one is not rerun).
+Each evaluation is kept in OUT/evals/<model>.<format>.json, each analysis in
+OUT/analyses/<model>.json (resumable: a kept one is not rerun). --analysis-gattn: the binary of the
+analyses (default --gattn; the evaluations keep theirs).
 
-  experiments/quantization.py [--gattn build/gattn] [--threads 1] [--out runs/experiments/quantization]
+  experiments/quantization.py [--gattn build/gattn] [--analysis-gattn B] [--threads 1]
+      [--out runs/experiments/quantization]
 """
 import argparse
 import json
@@ -67,6 +72,52 @@ def evaluate(a, name, checkpoint, data, fmt, out):
         return json.load(f)
 
 
+def analysis(a, name, checkpoint, data, out):
+    """`gattn analyze` of the fp32 model on the first 64 plain windows of 512 (kept as JSON)."""
+    path = os.path.join(out, "analyses", f"{name}.json")
+    if not os.path.exists(path):
+        cmd = [a.analysis_gattn, "analyze", "--checkpoint", checkpoint, "--data", data, "--seq",
+               "512", "--no-bos", "--sequences", "64", "--threads", str(a.threads), "--out",
+               path + ".partial"]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            with open(path + ".partial", "w") as f:
+                json.dump({"failed": done.stderr.strip().splitlines()[-1] if done.stderr else
+                           "no output"}, f)
+        os.replace(path + ".partial", path)
+        print(f"{name} analysis", flush=True)
+    with open(path) as f:
+        return json.load(f)
+
+
+SITES = ["mixer_input", "mixer_output_input", "mlp_input", "mlp_down_input"]
+
+
+def input_table(analyses):
+    """Descriptive: per model, M-Act and per projection input the largest kurtosis and |x| over
+    the layers (with the layer)."""
+    lines = ["Projection inputs (descriptive, no verdict): per site the largest kurtosis and the "
+             "largest |x| over the layers (layer in brackets), fp32, 64 windows of 512.", "",
+             "| model | M-Act | " + " | ".join(f"{s} kurtosis | {s} max" for s in SITES) + " |",
+             "|---|---|" + "---|---|" * len(SITES)]
+    for name, r in analyses.items():
+        if "failed" in r or "layers" not in r:
+            lines.append(f"| {name} | failed: {r.get('failed', 'no layers')} |")
+            continue
+        cells = []
+        for site in SITES:
+            found = [(l["layer"], p) for l in r["layers"] for p in l.get("projection_inputs", [])
+                     if p["site"] == site]
+            if not found:
+                cells += ["n/a", "n/a"]
+                continue
+            k = max(found, key=lambda x: x[1]["kurtosis"])
+            m = max(found, key=lambda x: x[1]["max_abs"])
+            cells += [f"{k[1]['kurtosis']:.1f} [{k[0]}]", f"{m[1]['max_abs']:.2f} [{m[0]}]"]
+        lines.append(f"| {name} | {r['m_act']:.2f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n\n"
+
+
 def deltas(evals):
     """format -> Δ against fp32 (None where either failed or is not finite)."""
     base = evals["f32"].get("loss")
@@ -81,14 +132,17 @@ def deltas(evals):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--gattn", default=os.path.join(runner.ROOT, "build", "gattn"))
+    p.add_argument("--analysis-gattn", help="the binary of the analyses (default: --gattn)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--out", default=os.path.join(runner.ROOT, "runs", "experiments", "quantization"))
     a = p.parse_args()
+    a.analysis_gattn = a.analysis_gattn or a.gattn
     os.makedirs(os.path.join(a.out, "evals"), exist_ok=True)
+    os.makedirs(os.path.join(a.out, "analyses"), exist_ok=True)
     ref_data = os.path.join(runner.ROOT, "data", "ref", "val.bin")
     qs_data = os.path.join(runner.ROOT, "data", "default", "val.bin")
-    rows, missing = {}, []
+    rows, missing, analyses = {}, [], {}
     for seed in range(a.seeds):
         for gate in GATES:
             name = f"ref-dense-{gate}-s{seed}"
@@ -97,6 +151,7 @@ def main():
                 missing.append(name)
                 continue
             rows[name] = {fmt: evaluate(a, name, ckpt, ref_data, fmt, a.out) for fmt in FORMATS}
+            analyses[name] = analysis(a, name, ckpt, ref_data, a.out)
     quick = {}
     for seed in range(2):
         for gate in GATES:
@@ -106,6 +161,7 @@ def main():
             name = f"quickstart-{gate}-s{seed}"
             quick[name] = {fmt: evaluate(a, name, ckpt, qs_data, fmt, a.out)
                            for fmt in FORMATS if fmt != "q4_k_m"}
+            analyses[name] = analysis(a, name, ckpt, qs_data, a.out)
 
     lines = ["Δ = loss(format) − loss(fp32), nats per token, whole validation split, plain windows of 512.", "",
              "| model | fp32 loss | " + " | ".join(f"Δ {f}" for f in FAMILY) + " |",
@@ -114,7 +170,7 @@ def main():
         d = deltas(evals)
         cells = ["n/a" if f not in evals else ("failed" if d[f] is None else f"{d[f]:+.5f}") for f in FAMILY]
         lines.append(f"| {name} | {evals['f32'].get('loss', float('nan')):.5f} | " + " | ".join(cells) + " |")
-    text = "\n".join(lines) + "\n\n"
+    text = "\n".join(lines) + "\n\n" + input_table(analyses)
     complete = [s for s in range(a.seeds) if all(f"ref-dense-{g}-s{s}" in rows for g in GATES)]
     comparisons = []
     for fmt in FAMILY:

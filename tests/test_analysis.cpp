@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <random>
 
 #include "analysis/analyze.h"
@@ -177,6 +178,56 @@ TEST_F(Analysis, MassiveActivationIsTheLargestHiddenState) {
   EXPECT_NEAR(r["m_act"].get<double>(), mean, 1e-9);
 }
 
+// The projection inputs' statistics against a two-pass computation over the same tensors, which a
+// hook of the test's own copies out of a forward pass of the analysis's first batch: every value
+// of a site pooled, the kurtosis E[(x - m)^4] / E[(x - m)^2]^2 and the largest |x|. A dense layer
+// shows all four sites; the mixer's input is the input norm's output (hidden wide), the down
+// projection's the intermediate width.
+TEST_F(Analysis, ProjectionInputsAreTheKurtosisAndLargestMagnitudeOfWhatProjectionsRead) {
+  Weights weights(config_);
+  weights.init(4);
+  options_.sequences = 2;  // one batch: the one forward_first_batch runs
+  const AnalysisResult r = analyze(weights, TokenShard(path_), options_);
+  struct Copier final : PassHooks {
+    std::map<std::pair<int, HookSite>, std::vector<double>> values;
+    void on_tensor(const HookEvent& e) override {
+      if (std::string(projection_input_name(e.site)).empty()) return;
+      auto& v = values[{e.layer, e.site}];
+      for (int64_t row = 0; row < e.tensor.rows; ++row)
+        for (int c = 0; c < e.tensor.cols; ++c) v.push_back(e.tensor.data[row * e.tensor.ld + c]);
+    }
+  } copier;
+  TrainState state(weights);
+  state.set_hooks(&copier);
+  forward_first_batch(state);
+  const HookSite sites[] = {HookSite::mixer_input, HookSite::mixer_output_input,
+                            HookSite::mlp_input, HookSite::mlp_down_input};
+  const int64_t rows = 2 * int64_t(options_.seq_len), widths[] = {32, 4 * 8, 32, 48};
+  for (int l = 0; l < 2; ++l) {
+    ASSERT_EQ(r.layers[l].projection_inputs.size(), 4u) << "layer " << l;
+    for (int i = 0; i < 4; ++i) {
+      const std::vector<double>& v = copier.values[{l, sites[i]}];
+      ASSERT_EQ(int64_t(v.size()), rows * widths[i]) << projection_input_name(sites[i]);
+      double mean = 0, most = 0;
+      for (double x : v) mean += x / double(v.size()), most = std::max(most, std::abs(x));
+      double m2 = 0, m4 = 0;
+      for (double x : v) {
+        const double d = (x - mean) * (x - mean);
+        m2 += d / double(v.size()), m4 += d * d / double(v.size());
+      }
+      const ProjectionInputStats& got = r.layers[l].projection_inputs[size_t(i)];
+      EXPECT_EQ(got.site, projection_input_name(sites[i]));
+      EXPECT_EQ(got.values, int64_t(v.size()));
+      EXPECT_EQ(got.max_abs, most) << got.site;
+      EXPECT_NEAR(got.mean, mean, 1e-12) << got.site;
+      EXPECT_NEAR(got.kurtosis, m4 / (m2 * m2), 1e-9 * m4 / (m2 * m2)) << got.site;
+      EXPECT_GT(got.kurtosis, 1.0) << got.site;  // no distribution is flatter than two points
+    }
+  }
+  const json j = to_json(r);
+  EXPECT_EQ(j["layers"][1]["projection_inputs"][3]["site"], "mlp_down_input");
+}
+
 // A hybrid: the Gated DeltaNet layer gets M-Act only; F-Attn, Sink and the gate score are the
 // full-attention layer's, and an attention map of the DeltaNet layer is refused by name.
 TEST_F(Analysis, AHybridAveragesAttentionOverItsFullAttentionLayers) {
@@ -194,6 +245,7 @@ TEST_F(Analysis, AHybridAveragesAttentionOverItsFullAttentionLayers) {
   EXPECT_EQ(*r.gate_score, r.layers[1].gate->layer_mean_score);
   EXPECT_NEAR(r.m_act, (r.layers[0].max_abs_hidden + r.layers[1].max_abs_hidden) / 2, 1e-9);
   EXPECT_GT(r.layers[0].max_abs_hidden, 0);
+  EXPECT_EQ(r.layers[0].projection_inputs.size(), 4u);  // in_proj's and out_proj's inputs too
   EXPECT_EQ(to_json(r)["layers"][0]["kind"], "linear_attention");
   options_.maps = {{0, 0}};
   EXPECT_THROW(analyze(weights, TokenShard(path_), options_), Error);

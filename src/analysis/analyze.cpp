@@ -372,8 +372,9 @@ AnalysisResult analyze(const Weights& weights, const TokenShard& shard, const An
   LayerViewRecorder views(weights.config().num_hidden_layers, &o.interventions);
   std::optional<InterventionHooks> interventions;
   if (o.interventions.any()) interventions.emplace(o.interventions, weights);
-  HookChain hooks(interventions ? std::vector<PassHooks*>{&*interventions, &views}
-                                : std::vector<PassHooks*>{&views});
+  ProjectionInputRecorder inputs(weights.config().num_hidden_layers);
+  HookChain hooks(interventions ? std::vector<PassHooks*>{&*interventions, &views, &inputs}
+                                : std::vector<PassHooks*>{&views, &inputs});
   state.set_hooks(&hooks);
   Analysis analysis(weights, o);
   std::vector<AttentionMap> maps;
@@ -392,6 +393,7 @@ AnalysisResult analyze(const Weights& weights, const TokenShard& shard, const An
         maps.push_back(analysis.attention_map(views, layer, head));
   }
   AnalysisResult result = analysis.result(nats / double(tokens), sequences);
+  for (LayerAnalysis& l : result.layers) l.projection_inputs = inputs.layer(l.layer);
   result.attention_maps = std::move(maps);
   if (o.interventions.any()) {
     result.interventions = o.interventions.specs;
@@ -459,6 +461,14 @@ json layer_json(const LayerAnalysis& l) {
        {{"sequence", l.max_sequence}, {"position", l.max_position}, {"channel", l.max_channel}}}};
   if (l.delta_net) out["delta_net"] = delta_net_json(*l.delta_net);
   if (l.router) out["router"] = router_json(*l.router);
+  json inputs = json::array();
+  for (const ProjectionInputStats& p : l.projection_inputs)
+    inputs.push_back({{"site", p.site},
+                      {"values", p.values},
+                      {"mean", p.mean},
+                      {"kurtosis", p.kurtosis},
+                      {"max_abs", p.max_abs}});
+  out["projection_inputs"] = inputs;
   if (!l.attention) return out;  // a Gated DeltaNet layer: no attention, values or gate
   out["f_attn"] = l.f_attn;
   out["f_attn_from_k"] = l.f_attn_from_k;

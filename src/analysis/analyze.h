@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analysis/delta_net_stats.h"
+#include "analysis/projection_inputs.h"
 #include "analysis/router_stats.h"
 #include "io/token_shard.h"
 #include "model/intervention.h"
@@ -66,6 +67,8 @@ struct LayerAnalysis {
   std::optional<LayerGateStats> gate = {};           // layers with a gate
   std::optional<DeltaNetLayerStats> delta_net = {};  // Gated DeltaNet layers
   std::optional<RouterLayerStats> router = {};       // mixture-of-experts layers
+  // Each projection input's kurtosis and largest magnitude (analysis/projection_inputs.h).
+  std::vector<ProjectionInputStats> projection_inputs = {};
 };
 
 // Over the mixture-of-experts layers: the mean entropy ratio, the largest load ratio, the dead

@@ -43,6 +43,11 @@ void LayerViewRecorder::on_tensor(const HookEvent& e) {
     case HookSite::shared_expert_gate:
       v.shared_expert_gate = t.data;
       break;
+    case HookSite::mixer_input:
+    case HookSite::mixer_output_input:
+    case HookSite::mlp_input:
+    case HookSite::mlp_down_input:
+      break;  // ProjectionInputRecorder's (analysis/projection_inputs.h)
   }
 }
 

@@ -27,6 +27,16 @@ enum class HookSite {
   // experts: ops/moe_routing.h) and the shared expert's gate sigmoid(x . w) [rows, 1].
   router_probs,
   shared_expert_gate,
+  // What the projections of a layer read (the inputs W8A8 quantizes), read only, shown once the
+  // block has used them: the normed hidden state the token mixer's input projections read (q/k/v
+  // and a gate's, or a Gated DeltaNet's in_proj) [rows, hidden]; what its output projection
+  // reads (o_proj, out_proj) [rows, width]; and a dense MLP's: the normed hidden state its gate/up
+  // projection reads [rows, hidden] and the SwiGLU output its down projection reads [rows,
+  // intermediate]. (Not shown for a mixture of experts' experts.)
+  mixer_input,
+  mixer_output_input,
+  mlp_input,
+  mlp_down_input,
 };
 
 struct HookTensor {

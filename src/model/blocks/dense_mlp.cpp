@@ -52,6 +52,13 @@ void DenseMlp::forward(const PassContext& pass, BlockActivations& activations, D
   rmsnorm_forward(a.normed, a.norm_rstd, in, w.at(p_.input_norm), {N, 1, C, C, C, 0},
                   c_.output.eps);
   swiglu_mlp_forward(pass, mlp(), a.normed, N, a.gate_up, a.act, a.down_out, ops);
+  if (pass.hooks) {
+    pass.hooks->on_tensor(tensor_event(layer_, HookSite::mlp_input, {a.normed, N, C, C},
+                                       pass.positions, pass.seq_len));
+    const int I = c_.intermediate;
+    pass.hooks->on_tensor(tensor_event(layer_, HookSite::mlp_down_input, {a.act, N, I, I},
+                                       pass.positions, pass.seq_len));
+  }
   ops.next("residual (and sandwich norm, clip)");
   block_output_forward(c_.output, w, p_.output_norm, N, out, in, a.down_out, a.output);
 }

@@ -21,7 +21,7 @@ struct DenseMlpScratch : BlockScratch {
 
 class DenseMlp final : public Block {
  public:
-  DenseMlp(const MlpConfig& c, const MlpParams& p) : c_(c), p_(p) {}
+  DenseMlp(const MlpConfig& c, const MlpParams& p, int layer) : c_(c), p_(p), layer_(layer) {}
 
   std::unique_ptr<BlockActivations> plan_activations(Arena& arena, int64_t rows) const override;
   std::unique_ptr<BlockScratch> plan_scratch(Arena& arena, int64_t rows) const override;
@@ -43,6 +43,7 @@ class DenseMlp final : public Block {
 
   MlpConfig c_;
   MlpParams p_;
+  int layer_;
 };
 
 }  // namespace gattn

@@ -314,6 +314,7 @@ void AttentionForward::run(const float* in, float* out) {
                   c_.output.eps);
   ops.next("q/k/v/gate projection");
   project(pass_.exec, w_, o_.proj, a_.proj, a_.normed, N, C, c_.projection_rows(), P_);
+  show(HookSite::mixer_input, {a_.normed, C}, C);
   ops.next("q/k norm and rope (and a q/k gate)");
   a_.q = head_path(true);
   a_.k = head_path(false);
@@ -352,6 +353,7 @@ void AttentionForward::run(const float* in, float* out) {
                                     : gate_at(GateStage::attention_output, {a_.attn_out, qd});
   ops.next("o_proj");
   project(pass_.exec, w_, o_.o_proj, a_.o_out, o_in.data, N, qd, C);
+  show(HookSite::mixer_output_input, o_in, qd);
   ops.next("gate");
   const TensorRef raw = gate_at(GateStage::output_projection, {a_.o_out, C});
   ops.next("residual (and sandwich norm, clip)");

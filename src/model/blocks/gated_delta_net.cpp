@@ -233,12 +233,14 @@ void GatedDeltaNet::forward(const PassContext& pass, BlockActivations& activatio
                   c_.output.eps);
   ops.next("delta_net projection");
   project(pass.exec, w, p_.proj, a.proj, a.normed, N, C, d_.projection_rows(), P);
+  if (pass.hooks) show(pass, HookSite::mixer_input, a.normed, C);
   ops.next(nullptr);
   mix(pass, a, static_cast<DeltaNetMemory*>(memory));
   ops.next("delta_net gated norm");
   gated_norm(pass, a);
   ops.next("delta_net out_proj");
   project(pass.exec, w, p_.o_proj, a.o_out, a.gated, N, vw, C);
+  if (pass.hooks) show(pass, HookSite::mixer_output_input, a.gated, vw);
   ops.next("residual (and sandwich norm, clip)");
   block_output_forward(c_.output, w, p_.output_norm, N, out, in, a.o_out, a.output);
 }

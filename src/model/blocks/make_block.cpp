@@ -21,7 +21,7 @@ std::unique_ptr<Block> make_attention_block(const AttentionConfig& c, const Atte
 std::unique_ptr<Block> make_mlp_block(const MlpConfig& c, const MlpParams& p, int layer) {
   switch (c.kind) {
     case MlpKind::dense:
-      return std::make_unique<DenseMlp>(c, p);
+      return std::make_unique<DenseMlp>(c, p, layer);
     case MlpKind::moe:
       return std::make_unique<MoeMlp>(c, p, layer);
   }

@@ -2,41 +2,39 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 namespace gattn {
 
 namespace {
-constexpr HookSite kSites[] = {HookSite::mixer_input, HookSite::mixer_output_input,
-                               HookSite::mlp_input, HookSite::mlp_down_input};
+struct Site {
+  HookSite site;
+  const char* name;
+};
+constexpr Site kSites[] = {{HookSite::mixer_input, "mixer_input"},
+                           {HookSite::mixer_output_input, "mixer_output_input"},
+                           {HookSite::mlp_input, "mlp_input"},
+                           {HookSite::mlp_down_input, "mlp_down_input"}};
+constexpr int kSiteCount = int(std::size(kSites));
 
 int site_index(HookSite site) {
-  for (int i = 0; i < 4; ++i)
-    if (kSites[i] == site) return i;
+  for (int i = 0; i < kSiteCount; ++i)
+    if (kSites[i].site == site) return i;
   return -1;
 }
 }  // namespace
 
 const char* projection_input_name(HookSite site) {
-  switch (site) {
-    case HookSite::mixer_input:
-      return "mixer_input";
-    case HookSite::mixer_output_input:
-      return "mixer_output_input";
-    case HookSite::mlp_input:
-      return "mlp_input";
-    case HookSite::mlp_down_input:
-      return "mlp_down_input";
-    default:
-      return "";
-  }
+  const int i = site_index(site);
+  return i < 0 ? "" : kSites[i].name;
 }
 
-ProjectionInputRecorder::ProjectionInputRecorder(int layers) : sums_(size_t(layers) * 4) {}
+ProjectionInputRecorder::ProjectionInputRecorder(int layers) : sums_(size_t(layers) * kSiteCount) {}
 
 void ProjectionInputRecorder::on_tensor(const HookEvent& e) {
   const int i = site_index(e.site);
   if (i < 0) return;
-  Sums& s = sums_.at(size_t(e.layer) * 4 + i);
+  Sums& s = sums_.at(size_t(e.layer) * kSiteCount + i);
   const HookTensor& t = e.tensor;
   for (int64_t r = 0; r < t.rows; ++r) {
     const float* x = t.data + r * t.ld;
@@ -54,13 +52,13 @@ void ProjectionInputRecorder::on_tensor(const HookEvent& e) {
 
 std::vector<ProjectionInputStats> ProjectionInputRecorder::layer(int l) const {
   std::vector<ProjectionInputStats> out;
-  for (int i = 0; i < 4; ++i) {
-    const Sums& s = sums_.at(size_t(l) * 4 + i);
+  for (int i = 0; i < kSiteCount; ++i) {
+    const Sums& s = sums_.at(size_t(l) * kSiteCount + i);
     if (s.n == 0) continue;
     const double n = double(s.n), m = s.s1 / n, e2 = s.s2 / n, e3 = s.s3 / n, e4 = s.s4 / n;
     const double var = e2 - m * m;
     const double m4 = e4 - 4 * m * e3 + 6 * m * m * e2 - 3 * m * m * m * m;
-    out.push_back({.site = projection_input_name(kSites[i]),
+    out.push_back({.site = kSites[i].name,
                    .values = s.n,
                    .mean = m,
                    .kurtosis = var > 0 ? m4 / (var * var) : 0,

@@ -221,12 +221,17 @@ TEST(QuantizedLinear, MatchesTheReferenceAndDequantizedFp32) {
 }
 
 // Prefill-sized products on packed sixteen-row tiles (ops/quant_tile.h), which this process runs
-// under AVX-512 VNNI only: the scalar reference's values bit for bit (each lane adds its row's
+// under AVX-512 VNNI, or AVX2 (every x86 build's baseline): the scalar reference's values bit for
+// bit (each lane adds its row's
 // exact block products in the reference's order), for a last tile of 5 rows, an odd number of
 // blocks, input rows not a multiple of the kernel's four, groups of several tiles (300 weight rows)
 // and more input rows than one pass over a group takes (300).
 TEST(QuantizedLinear, TilesGiveTheScalarReferenceBitForBit) {
-  const bool vnni = active_isa() == Isa::avx512 && cpu_features().avx512_vnni;
+#ifdef GATTN_QUANT_DOT_AVX2
+  const bool tiles = true;
+#else
+  const bool tiles = active_isa() == Isa::avx512 && cpu_features().avx512_vnni;
+#endif
   struct Shape {
     int64_t out_dim, cols;
     int rows;
@@ -234,8 +239,8 @@ TEST(QuantizedLinear, TilesGiveTheScalarReferenceBitForBit) {
   const Shape shapes[] = {{37, 96, 32},   {37, 96, 35},    {37, 256, 66}, {37, 1024, 35},
                           {37, 1280, 66}, {300, 256, 300}, {300, 96, 40}};
   for (WeightDtype dtype : kBlockFormats) {
-    ASSERT_EQ(quant_tiles_available(dtype), vnni) << weight_dtype_name(dtype);
-    if (!vnni) continue;
+    ASSERT_EQ(quant_tiles_available(dtype), tiles) << weight_dtype_name(dtype);
+    if (!tiles) continue;
     for (const Shape& shape : shapes) {
       const int64_t cols = shape.cols, out_dim = shape.out_dim;
       const int rows = shape.rows;

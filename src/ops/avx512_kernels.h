@@ -46,11 +46,8 @@ void few_query_values(float* acc, const float* p, int64_t ld, const FewQueryVect
 void quant_dot(WeightDtype dtype, int64_t cols, const uint8_t* w, int64_t w_rows, const uint8_t* x,
                int64_t x_stride, int nx, float* out, int64_t ld_out);
 
-// ops/quant_tile.h's packing and products (ops/quant_tile_avx512.cpp).
-void pack_quant_tile(WeightDtype dtype, int64_t cols, const uint8_t* w, int64_t w_rows,
-                     uint8_t* tile);
+// ops/quant_tile.h's products (ops/quant_tile_avx512.cpp).
 void quant_tile_dot(WeightDtype dtype, int64_t cols, const uint8_t* tile, int w_rows,
-                    const uint8_t* x, int64_t x_stride, const int32_t* offsets, int nx, float* out,
-                    int64_t ld_out);
+                    const uint8_t* x, int64_t x_stride, int nx, float* out, int64_t ld_out);
 
 }  // namespace gattn::avx512

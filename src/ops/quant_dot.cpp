@@ -34,13 +34,15 @@ int8_t round_q(float v) {
   return int8_t(std::clamp(std::nearbyint(v), -127.0f, 127.0f));
 }
 
-void quantize_q8_0(const float* x, int64_t blocks, int8_t* q, double* d) {
+void quantize_q8_0(const float* x, int64_t blocks, int8_t* q, double* d, int16_t* sums) {
   for (int64_t b = 0; b < blocks; ++b, x += 32, q += 32) {
     float amax = 0;
     for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
     d[b] = half_to_float(float_to_half(amax / 127.0f));
     const float id = amax != 0 ? 127.0f / amax : 0.0f;
-    for (int j = 0; j < 32; ++j) q[j] = round_q(x[j] * id);
+    int sum = 0;
+    for (int j = 0; j < 32; ++j) sum += q[j] = round_q(x[j] * id);
+    sums[b] = int16_t(sum);
   }
 }
 
@@ -144,8 +146,9 @@ int64_t activation_row_bytes(WeightDtype dtype, int64_t cols) {
   GATTN_ASSERT(cols % weight_block_values(dtype) == 0, cols, " values for ",
                weight_dtype_name(dtype), " blocks");
   const int64_t block = is_k_quant(dtype) ? 256 : 32;
-  const int64_t bytes = cols + cols / block * int64_t(sizeof(double)) +
-                        (is_k_quant(dtype) ? cols / 16 * int64_t(sizeof(int16_t)) : 0);
+  const int64_t sums = is_k_quant(dtype) ? cols / 16 : cols / 32;
+  const int64_t bytes =
+      cols + cols / block * int64_t(sizeof(double)) + sums * int64_t(sizeof(int16_t));
   return (bytes + 63) / 64 * 64;
 }
 
@@ -155,7 +158,7 @@ void quantize_activation_row(WeightDtype dtype, const float* x, int64_t cols, ui
   auto* q = const_cast<int8_t*>(row.q);
   auto* d = const_cast<double*>(row.d);
   if (is_k_quant(dtype)) return quantize_q8_k(x, cols / 256, q, d, const_cast<int16_t*>(row.sums));
-  quantize_q8_0(x, cols / 32, q, d);
+  quantize_q8_0(x, cols / 32, q, d, const_cast<int16_t*>(row.sums));
 }
 
 void quant_dot_reference(WeightDtype dtype, int64_t cols, const uint8_t* weights, int64_t w_rows,

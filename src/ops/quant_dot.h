@@ -23,21 +23,23 @@ int64_t activation_row_bytes(WeightDtype dtype, int64_t cols);
 
 // An activation row as the kernels read it (the values of llama.cpp's Q8_0 or Q8_K blocks, laid
 // out for vector loads): the int8 values, one scale per block (32 values for Q8_0 and Q4_0
-// weights, 256 for the K-quants) as a double, and for the K-quants the sum of each 16 values.
+// weights, 256 for the K-quants) as a double, and the values' sums: of each 32 for Q8_0 blocks
+// (the packed tiles' weight offsets: ops/quant_tile.h), of each 16 for the K-quants.
 struct ActivationRow {
   const int8_t* q;
   const double* d;
-  const int16_t* sums;  // K-quants only
+  const int16_t* sums;
 };
 // Static: each file has its own copy, compiled with its own flags (the AVX-512 kernels use it).
 static inline ActivationRow activation_row(WeightDtype dtype, const uint8_t* row, int64_t cols) {
   const double* d = reinterpret_cast<const double*>(row + cols);
   return {reinterpret_cast<const int8_t*>(row), d,
-          is_k_quant(dtype) ? reinterpret_cast<const int16_t*>(d + cols / 256) : nullptr};
+          reinterpret_cast<const int16_t*>(d + cols / (is_k_quant(dtype) ? 256 : 32))};
 }
 
 // x[cols] -> the activation row for `dtype` weights. Q8_0 as llama.cpp's x86 quantize_row_q8_0:
-// d = max|x| / 127 rounded to fp16, q = round-to-nearest-even(x * 127 / max|x|). Q8_K as
+// d = max|x| / 127 rounded to fp16, q = round-to-nearest-even(x * 127 / max|x|), and the sum
+// of each block's q's. Q8_K as
 // quantize_row_q8_K_ref: the value of largest magnitude m, q = min(127, round(-127 / m * x)),
 // d = 1 / (-127 / m) (a float), and the sums of each 16 q's.
 void quantize_activation_row(WeightDtype dtype, const float* x, int64_t cols, uint8_t* out);

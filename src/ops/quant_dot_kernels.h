@@ -1,5 +1,5 @@
-// The vector kernels behind quant_dot (ops/quant_dot.h), one file each: AVX2 (the x86-64
-// baseline: ops/quant_dot_avx2.cpp).
+// The vector kernels behind quant_dot (ops/quant_dot.h) and quant_tile_dot (ops/quant_tile.h) on
+// AVX2, the x86-64 baseline: ops/quant_dot_avx2.cpp, ops/quant_tile_avx2.cpp.
 #pragma once
 #include <cstdint>
 
@@ -15,6 +15,9 @@ namespace gattn::quant_kernels {
 // quant_dot's contract, 1 <= nx <= kQuantDotRows.
 void avx2_dot(WeightDtype dtype, int64_t cols, const uint8_t* w, int64_t w_rows, const uint8_t* x,
               int64_t x_stride, int nx, float* out, int64_t ld_out);
+// quant_tile_dot's contract (ops/quant_tile.h; ops/quant_tile_avx2.cpp).
+void avx2_tile_dot(WeightDtype dtype, int64_t cols, const uint8_t* tile, int w_rows,
+                   const uint8_t* x, int64_t x_stride, int nx, float* out, int64_t ld_out);
 #endif
 
 }  // namespace gattn::quant_kernels

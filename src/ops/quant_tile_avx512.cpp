@@ -16,30 +16,15 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include "ops/avx512_kernels.h"
-#include "ops/ggml_blocks.h"
 #include "ops/quant_dot.h"
 #include "ops/quant_tile.h"
+#include "ops/quant_tile_layout.h"
 
 namespace gattn::avx512 {
 
 namespace {
 
-// One block of a Q8_0 / Q4_0 tile: eight vectors of the weights (vector j, lane n: values 4j ..
-// 4j + 3 of weight row n, as vpdpbusd's unsigned bytes), then the sixteen rows' scales as doubles.
-constexpr int64_t kValuesBytes = 8 * 64;
-
-// One 256-value block of a K-quant tile: 64 vectors of the weights as above (Q4_K's nibbles,
-// Q6_K's values + 32), then for Q4_K: eight vectors of the sub-blocks' scales (vector j, lane n:
-// row n's scale j as an int32), eight of the mins as int16 pairs (vector i, lane n: row n's min of
-// 16-value groups 2i and 2i + 1, i.e. min i twice), the sixteen d and the sixteen dmin as floats;
-// for Q6_K: sixteen vectors of the scales as int32, eight of the scales as int16 pairs (groups 2i,
-// 2i + 1), the sixteen d as floats.
-constexpr int64_t kKValuesBytes = 64 * 64;
-constexpr int64_t kQ4KScales = kKValuesBytes, kQ4KMins = kQ4KScales + 8 * 64,
-                  kQ4KD = kQ4KMins + 8 * 64, kQ4KDmin = kQ4KD + 64;
-constexpr int64_t kQ6KScales = kKValuesBytes, kQ6KPairs = kQ6KScales + 16 * 64,
-                  kQ6KD = kQ6KPairs + 8 * 64;
-static_assert(kQ4KDmin + 64 <= kQuantTileKBlockBytes && kQ6KD + 64 <= kQuantTileKBlockBytes);
+using namespace quant_tile_layout;
 
 int32_t broadcast_word(const void* p) {
   int32_t four;
@@ -47,85 +32,14 @@ int32_t broadcast_word(const void* p) {
   return four;
 }
 
-// Row n's 32 values of block b as unsigned bytes (Q8_0: the value + 128; Q4_0: the nibble, the
-// value + 8), in order.
-void unsigned_values(WeightDtype dtype, const uint8_t* row, int64_t b, uint8_t out[32]) {
-  if (dtype == WeightDtype::q8_0) {
-    const auto& block = reinterpret_cast<const ggml::BlockQ8_0*>(row)[b];
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qs));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
-                        _mm256_xor_si256(v, _mm256_set1_epi8(char(0x80))));
-    return;
-  }
-  const auto& block = reinterpret_cast<const ggml::BlockQ4_0*>(row)[b];
-  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.qs));
-  const __m128i low = _mm_set1_epi8(0x0F);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm_and_si128(packed, low));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16),
-                   _mm_and_si128(_mm_srli_epi16(packed, 4), low));
-}
-
-double block_scale(WeightDtype dtype, const uint8_t* row, int64_t b) {
-  const uint16_t d = dtype == WeightDtype::q8_0
-                         ? reinterpret_cast<const ggml::BlockQ8_0*>(row)[b].d
-                         : reinterpret_cast<const ggml::BlockQ4_0*>(row)[b].d;
-  return double(_cvtsh_ss(d));
-}
-
-// Row n's 256 values of K-quant block b as unsigned bytes (Q4_K: the nibbles; Q6_K: q + 32).
-void unsigned_k_values(WeightDtype dtype, const uint8_t* row, int64_t b, uint8_t out[256]) {
-  if (dtype == WeightDtype::q6_k) {
-    int8_t q[256];
-    ggml::q6_k_values(reinterpret_cast<const ggml::BlockQ6_K*>(row)[b], q);
-    for (int v = 0; v < 256; ++v) out[v] = uint8_t(q[v] + 32);
-    return;
-  }
-  const auto& block = reinterpret_cast<const ggml::BlockQ4_K*>(row)[b];
-  for (int j = 0; j < 8; ++j)
-    for (int l = 0; l < 32; ++l) {
-      const uint8_t q = block.qs[32 * (j / 2) + l];
-      out[32 * j + l] = j % 2 ? q >> 4 : q & 0xF;
-    }
-}
-
-void put_int32(uint8_t* vectors, int vector, int n, int32_t v) {
-  std::memcpy(vectors + 64 * vector + 4 * n, &v, 4);
-}
-void put_int16_pair(uint8_t* vectors, int vector, int n, int16_t lo, int16_t hi) {
-  const int16_t pair[2] = {lo, hi};
-  std::memcpy(vectors + 64 * vector + 4 * n, pair, 4);
-}
-void put_float(uint8_t* at, int n, float v) { std::memcpy(at + 4 * n, &v, 4); }
-
-// Row n of a K-quant tile's block b: its values, scales (and mins) and d (and dmin).
-void pack_k_row(WeightDtype dtype, const uint8_t* row, int64_t b, int n, uint8_t* at) {
-  uint8_t values[256];
-  unsigned_k_values(dtype, row, b, values);
-  for (int j = 0; j < 64; ++j) std::memcpy(at + 64 * j + 4 * n, values + 4 * j, 4);
-  if (dtype == WeightDtype::q6_k) {
-    const auto& block = reinterpret_cast<const ggml::BlockQ6_K*>(row)[b];
-    for (int s = 0; s < 16; ++s) put_int32(at + kQ6KScales, s, n, block.scales[s]);
-    for (int i = 0; i < 8; ++i)
-      put_int16_pair(at + kQ6KPairs, i, n, block.scales[2 * i], block.scales[2 * i + 1]);
-    put_float(at + kQ6KD, n, _cvtsh_ss(block.d));
-    return;
-  }
-  const auto& block = reinterpret_cast<const ggml::BlockQ4_K*>(row)[b];
-  uint8_t scales[8], mins[8];
-  ggml::q4_k_scales_mins(block.scales, scales, mins);
-  for (int j = 0; j < 8; ++j) put_int32(at + kQ4KScales, j, n, scales[j]);
-  for (int i = 0; i < 8; ++i) put_int16_pair(at + kQ4KMins, i, n, mins[i], mins[i]);
-  put_float(at + kQ4KD, n, _cvtsh_ss(block.d));
-  put_float(at + kQ4KDmin, n, _cvtsh_ss(block.dmin));
-}
-
 // acc[r][h] lanes are weight rows 8h .. 8h + 7; each lane adds its row's exact block products
 // block after block in double: the scalar reference's sums (ops/quant_dot.cpp), bit for bit.
 
-// Q8_0 / Q4_0: each block's sum (offset taken off) times d_w * d_x (exact in double).
+// Q8_0 / Q4_0: each block's sum (the weights' offset times the activations' block sum taken off)
+// times d_w * d_x (exact in double).
 template <int R>
-void block32_rows(int64_t blocks, const uint8_t* tile, const ActivationRow* x,
-                  const int32_t* const* off, __m512d acc[][2]) {
+void block32_rows(int64_t blocks, const uint8_t* tile, const ActivationRow* x, int32_t offset,
+                  __m512d acc[][2]) {
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* at = tile + b * kQuantTileBlockBytes;
     __m512i w[8];
@@ -134,7 +48,7 @@ void block32_rows(int64_t blocks, const uint8_t* tile, const ActivationRow* x,
     const __m512d dw0 = _mm512_load_pd(scales), dw1 = _mm512_load_pd(scales + 8);
     for (int r = 0; r < R; ++r) {
       const int8_t* q = x[r].q + 32 * b;
-      __m512i p = _mm512_set1_epi32(-off[r][b]);
+      __m512i p = _mm512_set1_epi32(-offset * x[r].sums[b]);
       for (int j = 0; j < 8; ++j)
         p = _mm512_dpbusd_epi32(p, w[j], _mm512_set1_epi32(broadcast_word(q + 4 * j)));
       const __m512d dx = _mm512_set1_pd(x[r].d[b]);
@@ -237,7 +151,7 @@ void q6_k_rows(int64_t blocks, const uint8_t* tile, const ActivationRow* x, __m5
 // R activation rows against one tile, written to out (rows ld_out apart; w_rows columns).
 template <int R>
 void tile_rows(WeightDtype dtype, int64_t cols, const uint8_t* tile, const ActivationRow* x,
-               const int32_t* const* off, float* out, int64_t ld_out, int w_rows) {
+               float* out, int64_t ld_out, int w_rows) {
   __m512d acc[R][2];
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_pd();
   if (dtype == WeightDtype::q4_k)
@@ -245,7 +159,7 @@ void tile_rows(WeightDtype dtype, int64_t cols, const uint8_t* tile, const Activ
   else if (dtype == WeightDtype::q6_k)
     q6_k_rows<R>(cols / 256, tile, x, acc);
   else
-    block32_rows<R>(cols / 32, tile, x, off, acc);
+    block32_rows<R>(cols / 32, tile, x, quant_tile_weight_offset(dtype), acc);
   const __mmask8 m0 = __mmask8(w_rows >= 8 ? 0xFF : (1u << w_rows) - 1);
   const __mmask8 m1 = __mmask8(w_rows >= 16 ? 0xFF : w_rows <= 8 ? 0 : (1u << (w_rows - 8)) - 1);
   for (int r = 0; r < R; ++r) {
@@ -256,55 +170,26 @@ void tile_rows(WeightDtype dtype, int64_t cols, const uint8_t* tile, const Activ
 
 }  // namespace
 
-void pack_quant_tile(WeightDtype dtype, int64_t cols, const uint8_t* w, int64_t w_rows,
-                     uint8_t* tile) {
-  const int64_t w_bytes = weight_row_bytes(dtype, cols);
-  std::memset(tile, 0, size_t(quant_tile_bytes(dtype, cols)));
-  if (is_k_quant(dtype)) {
-    for (int64_t n = 0; n < w_rows; ++n)
-      for (int64_t b = 0; b < cols / 256; ++b)
-        pack_k_row(dtype, w + n * w_bytes, b, int(n), tile + b * kQuantTileKBlockBytes);
-    return;
-  }
-  for (int64_t n = 0; n < w_rows; ++n) {
-    const uint8_t* row = w + n * w_bytes;
-    for (int64_t b = 0; b < cols / 32; ++b) {
-      uint8_t* at = tile + b * kQuantTileBlockBytes;
-      uint8_t values[32];
-      unsigned_values(dtype, row, b, values);
-      for (int j = 0; j < 8; ++j) std::memcpy(at + 64 * j + 4 * n, values + 4 * j, 4);
-      const double d = block_scale(dtype, row, b);
-      std::memcpy(at + kValuesBytes + 8 * n, &d, 8);
-    }
-  }
-}
-
 void quant_tile_dot(WeightDtype dtype, int64_t cols, const uint8_t* tile, int w_rows,
-                    const uint8_t* x, int64_t x_stride, const int32_t* offsets, int nx, float* out,
-                    int64_t ld_out) {
-  const int64_t blocks = cols / 32;
+                    const uint8_t* x, int64_t x_stride, int nx, float* out, int64_t ld_out) {
   constexpr int kRows = 4;
   for (int r0 = 0; r0 < nx; r0 += kRows) {
     ActivationRow rows[kRows];
-    const int32_t* off[kRows] = {};
     const int n = nx - r0 < kRows ? nx - r0 : kRows;
-    for (int r = 0; r < n; ++r) {
-      rows[r] = activation_row(dtype, x + (r0 + r) * x_stride, cols);
-      if (offsets) off[r] = offsets + (r0 + r) * blocks;
-    }
+    for (int r = 0; r < n; ++r) rows[r] = activation_row(dtype, x + (r0 + r) * x_stride, cols);
     float* o = out + r0 * ld_out;
     switch (n) {
       case 1:
-        tile_rows<1>(dtype, cols, tile, rows, off, o, ld_out, w_rows);
+        tile_rows<1>(dtype, cols, tile, rows, o, ld_out, w_rows);
         break;
       case 2:
-        tile_rows<2>(dtype, cols, tile, rows, off, o, ld_out, w_rows);
+        tile_rows<2>(dtype, cols, tile, rows, o, ld_out, w_rows);
         break;
       case 3:
-        tile_rows<3>(dtype, cols, tile, rows, off, o, ld_out, w_rows);
+        tile_rows<3>(dtype, cols, tile, rows, o, ld_out, w_rows);
         break;
       default:
-        tile_rows<4>(dtype, cols, tile, rows, off, o, ld_out, w_rows);
+        tile_rows<4>(dtype, cols, tile, rows, o, ld_out, w_rows);
     }
   }
 }

@@ -27,13 +27,7 @@ constexpr int kTiledRowBlock = 256;
 // rows past them a block at a time: the group (up to 8 x 22 KiB at 1,024 K-quant values a row)
 // and a block of rows share L2, and a weight row is packed once whatever the number of input rows.
 void tiled_linear(float* out, const QuantizedRows& x, const WeightView& w, int ld_out) {
-  const int64_t cols = w.cols, w_bytes = w.row_bytes(), blocks = cols / 32;
-  thread_local std::vector<int32_t> offsets;
-  if (!is_k_quant(w.dtype)) {
-    offsets.resize(size_t(x.rows * blocks));
-    quant_tile_offsets(w.dtype, cols, x.data, x.row_bytes, x.rows, offsets.data());
-  }
-  const int32_t* const offs = is_k_quant(w.dtype) ? nullptr : offsets.data();
+  const int64_t cols = w.cols, w_bytes = w.row_bytes();
   const int64_t tiles = (w.rows + kQuantTileRows - 1) / kQuantTileRows,
                 tile_bytes = quant_tile_bytes(w.dtype, cols);
   const int64_t per_group = std::clamp<int64_t>(tiles / num_threads(), 1, 8);
@@ -55,8 +49,8 @@ void tiled_linear(float* out, const QuantizedRows& x, const WeightView& w, int l
           const int64_t n0 = t * kQuantTileRows;
           quant_tile_dot(w.dtype, cols, packed.data() + (t - t0) * tile_bytes,
                          int(std::min<int64_t>(kQuantTileRows, w.rows - n0)),
-                         x.data + r0 * x.row_bytes, x.row_bytes,
-                         offs ? offs + r0 * blocks : nullptr, nx, out + r0 * ld_out + n0, ld_out);
+                         x.data + r0 * x.row_bytes, x.row_bytes, nx, out + r0 * ld_out + n0,
+                         ld_out);
         }
       }
     }

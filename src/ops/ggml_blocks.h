@@ -56,18 +56,23 @@ static inline void q4_k_scale_min(int j, const uint8_t* scales, uint8_t* scale, 
 }
 
 // All eight 6-bit scales and mins of a Q4_K block at once, as q4_k_scale_min gives them one by
-// one (llama.cpp's kmask unpacking of the 12 bytes). Static, as q4_k_scale_min.
-static inline void q4_k_scales_mins(const uint8_t* packed, uint8_t scales[8], uint8_t mins[8]) {
-  uint32_t u[4];
+// one (llama.cpp's kmask unpacking of the 12 bytes), as bytes in four words: scales 0-3, 4-7, then
+// mins 0-3, 4-7 (in registers where the caller builds a vector of them). Static, as
+// q4_k_scale_min.
+static inline void q4_k_scale_min_words(const uint8_t* packed, uint32_t words[4]) {
+  uint32_t u[3];
   std::memcpy(u, packed, 12);
   const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, low2 = 0x03030303;
-  u[3] = ((u[2] >> 4) & low4) | (((u[1] >> 6) & low2) << 4);  // mins 4-7
-  const uint32_t mins_0_3 = u[1] & low6;
-  u[1] = (u[2] & low4) | (((u[0] >> 6) & low2) << 4);  // scales 4-7
-  u[0] &= low6;                                        // scales 0-3
-  std::memcpy(scales, u, 8);
-  std::memcpy(mins, &mins_0_3, 4);
-  std::memcpy(mins + 4, &u[3], 4);
+  words[0] = u[0] & low6;
+  words[1] = (u[2] & low4) | (((u[0] >> 6) & low2) << 4);
+  words[2] = u[1] & low6;
+  words[3] = ((u[2] >> 4) & low4) | (((u[1] >> 6) & low2) << 4);
+}
+static inline void q4_k_scales_mins(const uint8_t* packed, uint8_t scales[8], uint8_t mins[8]) {
+  uint32_t words[4];
+  q4_k_scale_min_words(packed, words);
+  std::memcpy(scales, words, 8);
+  std::memcpy(mins, words + 2, 8);
 }
 
 // `n` values of a row of ggml type `type` (GgmlType id: f32, f16, bf16, q8_0, q4_0, q4_K, q6_K)

@@ -67,25 +67,13 @@ struct Rows {
   }
 };
 
-// The weights of Q8_0 (signed bytes) and Q4_0 (nibbles - 8) blocks as 32 signed bytes.
+// The weights of Q8_0 blocks as 32 signed bytes.
 struct Q8_0Weights {
   const BlockQ8_0* wb;
   __m256i values(int64_t b) const { return load32(wb[b].qs); }
   double scale(int64_t b) const { return half(wb[b].d); }
   const void* at(int64_t b) const { return wb + b; }
 };
-struct Q4_0Weights {
-  const BlockQ4_0* wb;
-  __m256i values(int64_t b) const {
-    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[b].qs));
-    // values 0-15 are the low nibbles, 16-31 the high ones
-    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
-    return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(0x0F)), _mm256_set1_epi8(8));
-  }
-  double scale(int64_t b) const { return half(wb[b].d); }
-  const void* at(int64_t b) const { return wb + b; }
-};
-
 template <int NX, typename Weights>
 void block_rows(int64_t cols, const Weights& wt, const Rows<NX>& xs, float* out) {
   __m256d acc[NX];
@@ -106,11 +94,65 @@ void q8_0_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
   block_rows<NX>(cols, Q8_0Weights{blocks_of<BlockQ8_0>(w)}, xs, out);
 }
 
-template <int NX>
-void q4_0_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
-  block_rows<NX>(cols, Q4_0Weights{blocks_of<BlockQ4_0>(w)}, xs, out);
+// Q4_0 four blocks at a time: each block's unsigned nibbles times x in eight int32 lanes, the
+// four blocks' lanes summed to one int32 each (vphaddd), less 8 x the block's sum of x (the
+// activation row's block sums), times d_w * d_x for the four at once, in double.
+inline __m128i nibbles_sum4(const __m256i p[4]) {
+  const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+  return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+// The 16 packed bytes in both halves (a broadcast load: no shuffle), the high half shifted by a
+// nibble: values 0-15 are the low nibbles, 16-31 the high ones.
+inline __m256i unsigned_nibbles(const BlockQ4_0& block) {
+  const __m256i both =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block.qs)));
+  return _mm256_and_si256(_mm256_srlv_epi32(both, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)),
+                          _mm256_set1_epi8(0x0F));
 }
 
+template <int NX>
+void q4_0_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
+  const BlockQ4_0* wb = blocks_of<BlockQ4_0>(w);
+  const int64_t blocks = cols / 32, fours = blocks / 4 * 4;
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256d acc[NX];
+  for (int r = 0; r < NX; ++r) acc[r] = _mm256_setzero_pd();
+  for (int64_t b = 0; b < fours; b += 4) {
+    prefetch_ahead(wb + b);
+    prefetch_ahead(reinterpret_cast<const uint8_t*>(wb + b) + 64);
+    __m256i u[4];
+    for (int k = 0; k < 4; ++k) u[k] = unsigned_nibbles(wb[b + k]);
+    const __m256d dw = _mm256_cvtps_pd(_mm_cvtph_ps(_mm_setr_epi16(
+        short(wb[b].d), short(wb[b + 1].d), short(wb[b + 2].d), short(wb[b + 3].d), 0, 0, 0, 0)));
+    for (int r = 0; r < NX; ++r) {
+      const ActivationRow& x = xs.row[r];
+      __m256i p[4];
+      for (int k = 0; k < 4; ++k)
+        p[k] = _mm256_madd_epi16(_mm256_maddubs_epi16(u[k], load32(x.q + 32 * (b + k))), ones);
+      const __m128i offsets = _mm_slli_epi32(
+          _mm_cvtepi16_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x.sums + b))), 3);
+      const __m128i sum = _mm_sub_epi32(nibbles_sum4(p), offsets);
+      acc[r] = _mm256_fmadd_pd(_mm256_cvtepi32_pd(sum), _mm256_mul_pd(dw, _mm256_loadu_pd(x.d + b)),
+                               acc[r]);
+    }
+  }
+  for (int64_t b = fours; b < blocks; ++b) {
+    const __m256i u = unsigned_nibbles(wb[b]);
+    const double dw = half(wb[b].d);
+    for (int r = 0; r < NX; ++r) {
+      const ActivationRow& x = xs.row[r];
+      const __m256i p =
+          _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(u, load32(x.q + 32 * b)), ones),
+                           _mm256_set1_epi32(x.sums[b]));  // eight lanes: 8 x the block's sum
+      acc[r] = add_scaled(acc[r], p, dw * x.d[b]);
+    }
+  }
+  for (int r = 0; r < NX; ++r) out[r] = float(lane_sum(acc[r]));
+}
+
+// Q4_K: the eight 6-bit scales and mins unpacked to int16 words in one vector (each scale then
+// broadcast by a byte shuffle), the mins' term from the activation row's 32-value sums (pairs of
+// its 16-value sums) in one vpmaddwd.
 template <int NX>
 void q4_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
   __m256d acc[NX];  // the scaled sums minus the mins' terms: exact products, one accumulator
@@ -120,33 +162,44 @@ void q4_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
   for (int64_t b = 0; b < cols / 256; ++b) {
     prefetch_ahead(wb + b);
     prefetch_ahead(reinterpret_cast<const uint8_t*>(wb + b) + 64);
-    uint8_t sc[8], min[8];
-    ggml::q4_k_scales_mins(wb[b].scales, sc, min);
-    __m256i scale[8];
-    for (int j = 0; j < 8; ++j) scale[j] = _mm256_set1_epi16(sc[j]);
+    uint32_t packed[4];
+    ggml::q4_k_scale_min_words(wb[b].scales, packed);
+    const __m128i bytes =
+        _mm_setr_epi32(int(packed[0]), int(packed[1]), int(packed[2]), int(packed[3]));
+    const __m128i words = _mm_cvtepu8_epi16(bytes),
+                  mins = _mm_cvtepu8_epi16(_mm_srli_si128(bytes, 8));
+    const __m256i scale_words = _mm256_broadcastsi128_si256(words);
     __m256i sums[NX];
     for (int r = 0; r < NX; ++r) sums[r] = _mm256_setzero_si256();
     for (int j = 0; j < 4; ++j) {
       const __m256i q = load32(wb[b].qs + 32 * j);
       const __m256i lo = _mm256_and_si256(q, low4);
       const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+      // int16 words 2j and 2j + 1 of `words` in every word
+      const __m256i scale_lo =
+          _mm256_shuffle_epi8(scale_words, _mm256_set1_epi16(short(0x0100 + 0x0202 * 2 * j)));
+      const __m256i scale_hi =
+          _mm256_shuffle_epi8(scale_words, _mm256_set1_epi16(short(0x0100 + 0x0202 * (2 * j + 1))));
       for (int r = 0; r < NX; ++r) {
         const int8_t* q8 = xs.row[r].q + 256 * b + 64 * j;
         sums[r] = _mm256_add_epi32(
-            sums[r], _mm256_add_epi32(scaled_products(lo, load32(q8), scale[2 * j]),
-                                      scaled_products(hi, load32(q8 + 32), scale[2 * j + 1])));
+            sums[r], _mm256_add_epi32(scaled_products(lo, load32(q8), scale_lo),
+                                      scaled_products(hi, load32(q8 + 32), scale_hi)));
       }
     }
     const float d = half(wb[b].d), dmin = half(wb[b].dmin);
-    // each min twice, for the two 16-value sums of its sub-block
-    const __m256i mins16 =
-        _mm256_setr_epi16(min[0], min[0], min[1], min[1], min[2], min[2], min[3], min[3], min[4],
-                          min[4], min[5], min[5], min[6], min[6], min[7], min[7]);
     for (int r = 0; r < NX; ++r) {
       const float xd = float(xs.row[r].d[b]);
-      acc[r] = add_scaled(acc[r], sums[r], double(d * xd));
-      acc[r] = add_scaled(acc[r], _mm256_madd_epi16(mins16, load32(xs.row[r].sums + 16 * b)),
-                          -double(dmin * xd));
+      const __m256i x16 = load32(xs.row[r].sums + 16 * b);
+      // the sums of each 32 values (pairs of 16-value sums, |sum| <= 4,064), times their mins
+      const __m128i x32 =
+          _mm_hadd_epi16(_mm256_castsi256_si128(x16), _mm256_extracti128_si256(x16, 1));
+      const __m128i min_terms = _mm_madd_epi16(mins, x32);
+      const __m128i four =
+          _mm_add_epi32(_mm256_castsi256_si128(sums[r]), _mm256_extracti128_si256(sums[r], 1));
+      acc[r] = _mm256_fmadd_pd(_mm256_cvtepi32_pd(four), _mm256_set1_pd(double(d * xd)), acc[r]);
+      acc[r] = _mm256_fmadd_pd(_mm256_cvtepi32_pd(min_terms), _mm256_set1_pd(-double(dmin * xd)),
+                               acc[r]);
     }
   }
   for (int r = 0; r < NX; ++r) out[r] = float(lane_sum(acc[r]));

@@ -205,10 +205,15 @@ void q4_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
   for (int r = 0; r < NX; ++r) out[r] = float(lane_sum(acc[r]));
 }
 
-// Two int16 scales (the first for products 0-15 of 32, the second for 16-31) as vpmaddwd's
-// operand after vpmaddubsw: 8 pair sums each.
-inline __m256i two_scales(int8_t a, int8_t b) {
-  return _mm256_set_m128i(_mm_set1_epi16(b), _mm_set1_epi16(a));
+// Scales 2k and 2k + 1 of `eight` (eight int16 words in both halves) in every word of the low
+// half and of the high half: vpmaddwd's operand after vpmaddubsw for 32 values whose first 16
+// take scale 2k, the rest 2k + 1 (one byte shuffle).
+inline __m256i two_scales(__m256i eight, int k) {
+  const int lo = 0x0100 + 0x0202 * (2 * k), hi = 0x0100 + 0x0202 * (2 * k + 1);
+  return _mm256_shuffle_epi8(
+      eight, _mm256_setr_epi16(short(lo), short(lo), short(lo), short(lo), short(lo), short(lo),
+                               short(lo), short(lo), short(hi), short(hi), short(hi), short(hi),
+                               short(hi), short(hi), short(hi), short(hi)));
 }
 
 template <int NX>
@@ -235,9 +240,10 @@ void q6_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
                                             _mm256_and_si256(qh, bits45)),
                             _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
                                             _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45))};
-      const int8_t* sc = blk.scales + 8 * n;
-      const __m256i scale[4] = {two_scales(sc[0], sc[1]), two_scales(sc[2], sc[3]),
-                                two_scales(sc[4], sc[5]), two_scales(sc[6], sc[7])};
+      const __m256i eight = _mm256_broadcastsi128_si256(
+          _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk.scales + 8 * n))));
+      const __m256i scale[4] = {two_scales(eight, 0), two_scales(eight, 1), two_scales(eight, 2),
+                                two_scales(eight, 3)};
       for (int r = 0; r < NX; ++r) {
         const int8_t* q8 = xs.row[r].q + 256 * b + 128 * n;
         for (int k = 0; k < 4; ++k)

@@ -8,6 +8,7 @@
 #include "ops/attention.h"
 #include "ops/attention_decode.h"
 #include "ops/bf16_bits.h"
+#include "util/threads.h"
 
 namespace gattn {
 namespace {
@@ -141,6 +142,61 @@ TEST(AttentionForward, FewQueriesInFloatMatchTheFormula) {
     }
     for (double x : scores) sum += std::exp(x - max);
     EXPECT_NEAR(lse[size_t(n - 1) * heads + 3], max + std::log(sum), 1e-5) << n << " queries";
+  }
+}
+
+// One sequence over a long cache (the few-query path splits its positions into fixed chunks, each
+// with its own max and sum, merged in order): out and lse equal the formula's in double and in
+// float, for queries whose visible keys end inside different chunks, and the values do not
+// depend on the thread count.
+TEST(AttentionForward, FewQueriesOverALongCacheMatchTheFormulaAtAnyThreadCount) {
+  const int seq = 4 * 128 + 37, d = 128, heads = 4, kv_heads = 2;
+  const AttentionShape full = shape(1, seq, heads, kv_heads, d, 0);
+  std::mt19937_64 rng(13);
+  const auto q = random_vector(size_t(seq) * full.ld_q, rng, 0.3);
+  const auto k = random_vector(size_t(seq) * full.ld_k, rng, 0.3);
+  const auto v = random_vector(size_t(seq) * full.ld_v, rng);
+  const auto expected = naive_attention(q, k, v, full);
+  const std::vector<float> kf(k.begin(), k.end()), vf(v.begin(), v.end());
+  for (int n : {1, 3, kFewQueryRows}) {
+    AttentionShape chunk = full;
+    chunk.q_len = n, chunk.q_offset = seq - 40 - n;  // the last query sees 40 keys fewer
+    const size_t first = size_t(chunk.q_offset) * full.ld_q;
+    const std::vector<double> qd(q.begin() + ptrdiff_t(first),
+                                 q.begin() + ptrdiff_t(first) + ptrdiff_t(n) * full.ld_q);
+    const std::vector<float> qf(qd.begin(), qd.end());
+    std::vector<double> out(size_t(n) * full.ld_out), lse(size_t(n) * heads);
+    attention_forward(ExecContext{}, out.data(), lse.data(), qd.data(), k.data(), v.data(), chunk);
+    std::vector<float> outf[2], lsef[2];
+    for (int threads : {1, 2}) {
+      ThreadScope scope(threads);
+      outf[threads - 1].resize(out.size()), lsef[threads - 1].resize(lse.size());
+      attention_forward(ExecContext{}, outf[threads - 1].data(), lsef[threads - 1].data(),
+                        qf.data(), kf.data(), vf.data(), chunk);
+    }
+    double worst = 0, err = 0, norm = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+      const double e = expected[size_t(chunk.q_offset) * full.ld_out + i];
+      worst = std::max(worst, std::abs(out[i] - e));
+      err += (outf[0][i] - e) * (outf[0][i] - e), norm += e * e;
+    }
+    EXPECT_LT(worst, 1e-12) << n << " queries";
+    EXPECT_LT(std::sqrt(err / norm), 1e-5) << n << " queries";
+    EXPECT_EQ(outf[0], outf[1]) << n << " queries";
+    EXPECT_EQ(lsef[0], lsef[1]) << n << " queries";
+    // lse of the last query row and head 3 (kv head 1) against its direct sum.
+    const int last = chunk.q_offset + n - 1;
+    double max = -1e300, sum = 0;
+    std::vector<double> scores(last + 1);
+    for (int j = 0; j <= last; ++j) {
+      double dot = 0;
+      for (int c = 0; c < d; ++c)
+        dot += q[size_t(last) * full.ld_q + 3 * d + c] * k[size_t(j) * full.ld_k + d + c];
+      max = std::max(max, scores[j] = dot / std::sqrt(double(d)));
+    }
+    for (double x : scores) sum += std::exp(x - max);
+    EXPECT_NEAR(lse[size_t(n - 1) * heads + 3], max + std::log(sum), 1e-12) << n << " queries";
+    EXPECT_NEAR(lsef[0][size_t(n - 1) * heads + 3], max + std::log(sum), 1e-5) << n << " queries";
   }
 }
 

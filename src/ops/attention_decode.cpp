@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -88,25 +89,200 @@ struct QueryVectors {
   int kv_head(int u) const { return kv_begin + u / group % kv_count; }
   int head(int u) const { return kv_head(u) * group + u % group; }
 };
+
+// One task's unnormalised attention over the cached positions [j0, j1) (rows ld apart): for each
+// query vector u, row_max[u] and row_sum[u] of its visible scores (exp shifted by the max) and
+// acc[u] = sum_j exp(score - max) v_j; a vector that sees none of these positions gets max -inf,
+// sum 0 and acc 0. scores: [vectors, j1 - j0]. Visits the rows in order, as four far-apart
+// streams (which one core reads faster than one).
+template <typename T, typename KV>
+struct FewQueryTask {
+  const AttentionShape& s;
+  const QueryVectors& qv;
+  const T* q;
+  const KV *k, *v;  // the sequence's first cached row
+  int64_t q_row0;
+  T scale;
+  bool wide;  // fp32 queries on AVX-512 (the head size a multiple of its 16 lanes): its kernels
+
+  int seen(int i) const { return std::min(s.kv_len, s.q_offset + i + 1); }
+
+  void run(int j0, int j1, T* scores, T* acc, T* row_max, T* row_sum) const {
+    const int d = s.head_dim, len = j1 - j0;
+    auto query = [&](int u) { return q + (q_row0 + qv.row(u)) * s.ld_q + qv.head(u) * d; };
+    // Scores; rows after a query's position are computed and not kept.
+    auto key = [&](int j, int u) { return k + int64_t(j0 + j) * s.ld_k + qv.kv_head(u) * d; };
+#ifdef GATTN_X86_KERNELS
+    thread_local std::vector<const float*> queries;
+    thread_local std::vector<int> kv_offsets;
+    avx512::FewQueryVectors vectors{};
+    if constexpr (std::is_same_v<T, float>) {
+      if (wide) {
+        queries.resize(qv.count());
+        kv_offsets.resize(qv.count());
+        for (int u = 0; u < qv.count(); ++u) {
+          queries[u] = query(u);
+          kv_offsets[u] = qv.kv_head(u) * d;
+        }
+        vectors = {queries.data(), kv_offsets.data(), qv.count(), qv.group, d};
+        avx512::few_query_scores(scores, len, vectors, k + int64_t(j0) * s.ld_k, s.ld_k, len,
+                                 scale);
+      }
+    }
+#endif
+    if (!wide)
+      in_four_streams(
+          len,
+          [&](const int js[4]) {
+            for (int u = 0; u < qv.count(); ++u) {
+              const KV* const rows[4] = {key(js[0], u), key(js[1], u), key(js[2], u),
+                                         key(js[3], u)};
+              T dots[4];
+              row_dot4(query(u), rows, d, dots);
+              for (int i = 0; i < 4; ++i) scores[size_t(u) * len + js[i]] = scale * dots[i];
+            }
+          },
+          [&](int j) {
+            for (int u = 0; u < qv.count(); ++u)
+              scores[size_t(u) * len + j] = scale * row_dot(query(u), key(j, u), d);
+          });
+    for (int u = 0; u < qv.count(); ++u) {
+      T* p = scores + size_t(u) * len;
+      const int n = std::clamp(seen(qv.row(u)) - j0, 0, len);
+      if (n > 0) {
+        row_sum[u] = exp_shifted(p, n, &row_max[u]);
+      } else {
+        row_sum[u] = 0;
+        row_max[u] = -std::numeric_limits<T>::infinity();
+      }
+      std::fill(p + n, p + len, T(0));
+    }
+    // acc_u = sum_j p_uj v_j over the same streams (invisible rows have p = 0).
+    std::fill(acc, acc + size_t(qv.count()) * d, T(0));
+    auto value = [&](int j, int u) { return v + int64_t(j0 + j) * s.ld_v + qv.kv_head(u) * d; };
+#ifdef GATTN_X86_KERNELS
+    if constexpr (std::is_same_v<T, float>)
+      if (wide)
+        avx512::few_query_values(acc, scores, len, vectors, v + int64_t(j0) * s.ld_v, s.ld_v, len);
+#endif
+    if (!wide)
+      in_four_streams(
+          len,
+          [&](const int js[4]) {
+            for (int u = 0; u < qv.count(); ++u) {
+              const T* p = scores + size_t(u) * len;
+              const T p0 = p[js[0]], p1 = p[js[1]], p2 = p[js[2]], p3 = p[js[3]];
+              const KV *v0 = value(js[0], u), *v1 = value(js[1], u), *v2 = value(js[2], u),
+                       *v3 = value(js[3], u);
+              T* a = acc + size_t(u) * d;
+#pragma omp simd
+              for (int c = 0; c < d; ++c)
+                a[c] += p0 * widened(v0[c]) + p1 * widened(v1[c]) + p2 * widened(v2[c]) +
+                        p3 * widened(v3[c]);
+            }
+          },
+          [&](int j) {
+            for (int u = 0; u < qv.count(); ++u) {
+              const T p = scores[size_t(u) * len + j];
+              const KV* vj = value(j, u);
+              T* a = acc + size_t(u) * d;
+#pragma omp simd
+              for (int c = 0; c < d; ++c) a[c] += p * widened(vj[c]);
+            }
+          });
+  }
+
+  // Query vector u's output and log-sum-exp from its (acc, max, sum).
+  void finish(int u, const T* acc_u, T max, T sum, T* out, T* lse) const {
+    const int d = s.head_dim;
+    const int64_t row = q_row0 + qv.row(u);
+    T* o = out + row * s.ld_out + qv.head(u) * d;
+    const T inv = T(1) / sum;
+    for (int c = 0; c < d; ++c) o[c] = acc_u[c] * inv;
+    lse[row * s.q_heads + qv.head(u)] = max + std::log(sum);
+  }
+};
+
+template <typename T>
+bool wide_queries(int head_dim) {
+#ifdef GATTN_X86_KERNELS
+  return std::is_same_v<T, float> && head_dim % 16 == 0 && avx512_bf16_kernels_in_use();
+#else
+  (void)head_dim;
+  return false;
+#endif
+}
+
+// One sequence over a long cache: the positions in fixed chunks of kSplitPositions (every kv
+// head of a chunk's rows: each thread reads whole rows, contiguous), each chunk's (max, sum, acc)
+// merged in chunk order. The chunks do not depend on the thread count, nor the values.
+constexpr int kSplitPositions = 128;
+
+template <typename T, typename KV>
+void few_queries_split(T* out, T* lse, const T* q, const KV* k, const KV* v,
+                       const AttentionShape& s, int most_seen) {
+  const int d = s.head_dim, group = s.q_heads / s.kv_heads;
+  const QueryVectors qv{.rows = s.q_len, .kv_begin = 0, .kv_count = s.kv_heads, .group = group};
+  const int vectors = qv.count(), chunks = (most_seen + kSplitPositions - 1) / kSplitPositions;
+  const FewQueryTask<T, KV> task{s, qv, q, k, v, 0, T(1) / std::sqrt(T(d)), wide_queries<T>(d)};
+  thread_local std::vector<T> parts;  // [chunk][vector]: acc (d), then max and sum
+  const size_t part = size_t(vectors) * (d + 2);
+  if (parts.size() < part * chunks) parts.resize(part * chunks);
+  T* const results = parts.data();
+#pragma omp parallel
+  {
+    thread_local std::vector<T> scores;
+    if (scores.size() < size_t(vectors) * kSplitPositions)
+      scores.resize(size_t(vectors) * kSplitPositions);
+#pragma omp for schedule(static)
+    for (int c = 0; c < chunks; ++c) {
+      T* r = results + part * c;
+      T* acc = r;
+      T* row_max = r + size_t(vectors) * d;
+      task.run(c * kSplitPositions, std::min(most_seen, (c + 1) * kSplitPositions), scores.data(),
+               acc, row_max, row_max + vectors);
+    }
+#pragma omp for schedule(static)
+    for (int u = 0; u < vectors; ++u) {
+      auto max_of = [&](int c) { return results[part * c + size_t(vectors) * d + u]; };
+      auto sum_of = [&](int c) { return results[part * c + size_t(vectors) * d + vectors + u]; };
+      T most = max_of(0);
+      for (int c = 1; c < chunks; ++c) most = std::max(most, max_of(c));
+      T sum = 0;
+      T* merged = results + size_t(u) * d;  // chunk 0's acc, rescaled in place
+      for (int c = 0; c < chunks; ++c) {
+        if (sum_of(c) == 0) {
+          if (c == 0) std::fill(merged, merged + d, T(0));
+          continue;
+        }
+        const T w = std::exp(max_of(c) - most);
+        sum += w * sum_of(c);
+        const T* a = results + part * c + size_t(u) * d;
+        if (c == 0)
+          for (int i = 0; i < d; ++i) merged[i] = w * a[i];
+        else
+          for (int i = 0; i < d; ++i) merged[i] += w * a[i];
+      }
+      task.finish(u, merged, most, sum, out, lse);
+    }
+  }
+}
 }  // namespace
 
-// A cache keeps all kv heads of a position in one row, so each task serves a contiguous range of
-// kv heads and walks the rows in order (as four far-apart streams, which one core reads faster
-// than one), not one 4 KiB stride per head. Tasks: sequences x (one range of heads per thread).
+// A cache keeps all kv heads of a position in one row. One sequence with a long cache splits its
+// positions (few_queries_split); otherwise each task serves a contiguous range of kv heads of one
+// sequence and walks the rows in order, not one 4 KiB stride per head. Tasks: sequences x (one
+// range of heads per thread).
 template <typename T, typename KV>
 void attention_forward_few_queries(T* out, T* lse, const T* q, const KV* k, const KV* v,
                                    const AttentionShape& s) {
   const int d = s.head_dim, group = s.q_heads / s.kv_heads;
   const T scale = T(1) / std::sqrt(T(d));
   // Keys query row i sees: those at or before its position (at least one: its own).
-  auto seen = [&](int i) { return std::min(s.kv_len, s.q_offset + i + 1); };
-  const int most_seen = seen(s.q_len - 1);
-  // fp32 queries on AVX-512 (the head size a multiple of its 16 lanes): its kernels
-#ifdef GATTN_X86_KERNELS
-  const bool wide = std::is_same_v<T, float> && d % 16 == 0 && avx512_bf16_kernels_in_use();
-#else
-  constexpr bool wide = false;
-#endif
+  const int most_seen = std::min(s.kv_len, s.q_offset + s.q_len);
+  if (s.batch == 1 && most_seen >= 2 * kSplitPositions)
+    return few_queries_split(out, lse, q, k, v, s, most_seen);
+  const bool wide = wide_queries<T>(d);
 #pragma omp parallel
   {
     const int ranges = std::min(omp_get_num_threads(), s.kv_heads);
@@ -120,98 +296,19 @@ void attention_forward_few_queries(T* out, T* lse, const T* q, const KV* k, cons
     T* row_max = acc + size_t(most_vectors) * d;         // [vectors]
     T* row_sum = row_max + most_vectors;                 // [vectors]
 #pragma omp for schedule(static)
-    for (int64_t task = 0; task < tasks; ++task) {
-      const int range = int(task % ranges), b = int(task / ranges);
+    for (int64_t t = 0; t < tasks; ++t) {
+      const int range = int(t % ranges), b = int(t / ranges);
       const int kv_begin = s.kv_heads * range / ranges;
       const QueryVectors qv{.rows = s.q_len,
                             .kv_begin = kv_begin,
                             .kv_count = s.kv_heads * (range + 1) / ranges - kv_begin,
                             .group = group};
-      const int64_t q_row0 = int64_t(b) * s.q_len, kv_row0 = b * s.kv_stride;
-      auto query = [&](int u) { return q + (q_row0 + qv.row(u)) * s.ld_q + qv.head(u) * d; };
-      // Scores; rows after a query's position are computed and not kept.
-      auto key = [&](int j, int u) { return k + (kv_row0 + j) * s.ld_k + qv.kv_head(u) * d; };
-#ifdef GATTN_X86_KERNELS
-      thread_local std::vector<const float*> queries;
-      thread_local std::vector<int> kv_offsets;
-      avx512::FewQueryVectors vectors{};
-      if constexpr (std::is_same_v<T, float>) {
-        if (wide) {
-          queries.resize(qv.count());
-          kv_offsets.resize(qv.count());
-          for (int u = 0; u < qv.count(); ++u) {
-            queries[u] = query(u);
-            kv_offsets[u] = qv.kv_head(u) * d;
-          }
-          vectors = {queries.data(), kv_offsets.data(), qv.count(), group, d};
-          avx512::few_query_scores(scores, most_seen, vectors, k + kv_row0 * s.ld_k, s.ld_k,
-                                   most_seen, scale);
-        }
-      }
-#endif
-      if (!wide)
-        in_four_streams(
-            most_seen,
-            [&](const int js[4]) {
-              for (int u = 0; u < qv.count(); ++u) {
-                const KV* const rows[4] = {key(js[0], u), key(js[1], u), key(js[2], u),
-                                           key(js[3], u)};
-                T dots[4];
-                row_dot4(query(u), rows, d, dots);
-                for (int i = 0; i < 4; ++i) scores[size_t(u) * most_seen + js[i]] = scale * dots[i];
-              }
-            },
-            [&](int j) {
-              for (int u = 0; u < qv.count(); ++u)
-                scores[size_t(u) * most_seen + j] = scale * row_dot(query(u), key(j, u), d);
-            });
-      for (int u = 0; u < qv.count(); ++u) {
-        T* p = scores + size_t(u) * most_seen;
-        const int n = seen(qv.row(u));
-        row_sum[u] = exp_shifted(p, n, &row_max[u]);
-        std::fill(p + n, p + most_seen, T(0));
-      }
-      // out_u = sum_j p_uj v_j over the same streams (invisible rows have p = 0).
-      std::fill(acc, acc + size_t(qv.count()) * d, T(0));
-      auto value = [&](int j, int u) { return v + (kv_row0 + j) * s.ld_v + qv.kv_head(u) * d; };
-#ifdef GATTN_X86_KERNELS
-      if constexpr (std::is_same_v<T, float>)
-        if (wide)
-          avx512::few_query_values(acc, scores, most_seen, vectors, v + kv_row0 * s.ld_v, s.ld_v,
-                                   most_seen);
-#endif
-      if (!wide)
-        in_four_streams(
-            most_seen,
-            [&](const int js[4]) {
-              for (int u = 0; u < qv.count(); ++u) {
-                const T* p = scores + size_t(u) * most_seen;
-                const T p0 = p[js[0]], p1 = p[js[1]], p2 = p[js[2]], p3 = p[js[3]];
-                const KV *v0 = value(js[0], u), *v1 = value(js[1], u), *v2 = value(js[2], u),
-                         *v3 = value(js[3], u);
-                T* a = acc + size_t(u) * d;
-#pragma omp simd
-                for (int c = 0; c < d; ++c)
-                  a[c] += p0 * widened(v0[c]) + p1 * widened(v1[c]) + p2 * widened(v2[c]) +
-                          p3 * widened(v3[c]);
-              }
-            },
-            [&](int j) {
-              for (int u = 0; u < qv.count(); ++u) {
-                const T p = scores[size_t(u) * most_seen + j];
-                const KV* vj = value(j, u);
-                T* a = acc + size_t(u) * d;
-#pragma omp simd
-                for (int c = 0; c < d; ++c) a[c] += p * widened(vj[c]);
-              }
-            });
-      for (int u = 0; u < qv.count(); ++u) {
-        const int64_t row = q_row0 + qv.row(u);
-        T* o = out + row * s.ld_out + qv.head(u) * d;
-        const T inv = T(1) / row_sum[u];
-        for (int c = 0; c < d; ++c) o[c] = acc[size_t(u) * d + c] * inv;
-        lse[row * s.q_heads + qv.head(u)] = row_max[u] + std::log(row_sum[u]);
-      }
+      const int64_t kv_row0 = b * s.kv_stride;
+      const FewQueryTask<T, KV> task{
+          s, qv, q, k + kv_row0 * s.ld_k, v + kv_row0 * s.ld_v, int64_t(b) * s.q_len, scale, wide};
+      task.run(0, most_seen, scores, acc, row_max, row_sum);
+      for (int u = 0; u < qv.count(); ++u)
+        task.finish(u, acc + size_t(u) * d, row_max[u], row_sum[u], out, lse);
     }
   }
 }

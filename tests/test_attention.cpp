@@ -107,6 +107,23 @@ TEST(AttentionForward, QueriesAfterAnOffsetSeeThePrecedingKeys) {
   }
 }
 
+// The log-sum-exp of query row `row`'s scores for head 3 (kv head 1: two queries a kv head) over
+// keys 0 .. row, summed directly.
+double direct_lse(const std::vector<double>& q, const std::vector<double>& k,
+                  const AttentionShape& s, int row) {
+  const int d = s.head_dim;
+  double max = -1e300, sum = 0;
+  std::vector<double> scores(row + 1);
+  for (int j = 0; j <= row; ++j) {
+    double dot = 0;
+    for (int c = 0; c < d; ++c)
+      dot += q[size_t(row) * s.ld_q + 3 * d + c] * k[size_t(j) * s.ld_k + d + c];
+    max = std::max(max, scores[j] = dot / std::sqrt(double(d)));
+  }
+  for (double x : scores) sum += std::exp(x - max);
+  return max + std::log(sum);
+}
+
 // Decode-sized chunks in float at a real head size (the vector kernels' path): the few-query
 // path's out and lse equal the formula's, for 1 .. kFewQueryRows queries after a long prefix.
 TEST(AttentionForward, FewQueriesInFloatMatchTheFormula) {
@@ -132,16 +149,8 @@ TEST(AttentionForward, FewQueriesInFloatMatchTheFormula) {
     }
     EXPECT_LT(std::sqrt(err / norm), 1e-5) << n << " queries";
     // lse of the last query row and head 3 (kv head 1) against its direct sum.
-    double max = -1e300, sum = 0;
-    std::vector<double> scores(seq);
-    for (int j = 0; j < seq; ++j) {
-      double s = 0;
-      for (int c = 0; c < d; ++c)
-        s += q[size_t(seq - 1) * full.ld_q + 3 * d + c] * k[size_t(j) * full.ld_k + d + c];
-      max = std::max(max, scores[j] = s / std::sqrt(double(d)));
-    }
-    for (double x : scores) sum += std::exp(x - max);
-    EXPECT_NEAR(lse[size_t(n - 1) * heads + 3], max + std::log(sum), 1e-5) << n << " queries";
+    EXPECT_NEAR(lse[size_t(n - 1) * heads + 3], direct_lse(q, k, full, seq - 1), 1e-5)
+        << n << " queries";
   }
 }
 
@@ -185,18 +194,9 @@ TEST(AttentionForward, FewQueriesOverALongCacheMatchTheFormulaAtAnyThreadCount) 
     EXPECT_EQ(outf[0], outf[1]) << n << " queries";
     EXPECT_EQ(lsef[0], lsef[1]) << n << " queries";
     // lse of the last query row and head 3 (kv head 1) against its direct sum.
-    const int last = chunk.q_offset + n - 1;
-    double max = -1e300, sum = 0;
-    std::vector<double> scores(last + 1);
-    for (int j = 0; j <= last; ++j) {
-      double dot = 0;
-      for (int c = 0; c < d; ++c)
-        dot += q[size_t(last) * full.ld_q + 3 * d + c] * k[size_t(j) * full.ld_k + d + c];
-      max = std::max(max, scores[j] = dot / std::sqrt(double(d)));
-    }
-    for (double x : scores) sum += std::exp(x - max);
-    EXPECT_NEAR(lse[size_t(n - 1) * heads + 3], max + std::log(sum), 1e-12) << n << " queries";
-    EXPECT_NEAR(lsef[0][size_t(n - 1) * heads + 3], max + std::log(sum), 1e-5) << n << " queries";
+    const double want = direct_lse(q, k, full, chunk.q_offset + n - 1);
+    EXPECT_NEAR(lse[size_t(n - 1) * heads + 3], want, 1e-12) << n << " queries";
+    EXPECT_NEAR(lsef[0][size_t(n - 1) * heads + 3], want, 1e-5) << n << " queries";
   }
 }
 

@@ -67,31 +67,21 @@ struct Rows {
   }
 };
 
-// The weights of Q8_0 blocks as 32 signed bytes.
-struct Q8_0Weights {
-  const BlockQ8_0* wb;
-  __m256i values(int64_t b) const { return load32(wb[b].qs); }
-  double scale(int64_t b) const { return half(wb[b].d); }
-  const void* at(int64_t b) const { return wb + b; }
-};
-template <int NX, typename Weights>
-void block_rows(int64_t cols, const Weights& wt, const Rows<NX>& xs, float* out) {
+// Q8_0: each block's signed products with x in eight int32 lanes, times d_w * d_x, in double.
+template <int NX>
+void q8_0_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
+  const BlockQ8_0* wb = blocks_of<BlockQ8_0>(w);
   __m256d acc[NX];
   for (int r = 0; r < NX; ++r) acc[r] = _mm256_setzero_pd();
   for (int64_t b = 0; b < cols / 32; ++b) {
-    prefetch_ahead(wt.at(b));
-    const __m256i wv = wt.values(b);
-    const double dw = wt.scale(b);
+    prefetch_ahead(wb + b);
+    const __m256i wv = load32(wb[b].qs);
+    const double dw = half(wb[b].d);
     for (int r = 0; r < NX; ++r)
       acc[r] = add_scaled(acc[r], signed_products(wv, load32(xs.row[r].q + 32 * b)),
                           dw * xs.row[r].d[b]);
   }
   for (int r = 0; r < NX; ++r) out[r] = float(lane_sum(acc[r]));
-}
-
-template <int NX>
-void q8_0_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
-  block_rows<NX>(cols, Q8_0Weights{blocks_of<BlockQ8_0>(w)}, xs, out);
 }
 
 // Q4_0 four blocks at a time: each block's unsigned nibbles times x in eight int32 lanes, the

@@ -58,39 +58,52 @@ inline void scales_times(const uint8_t* at, int h, double xd, __m256d out[2]) {
 
 // acc[r] lanes are weight rows 8h .. 8h + 3 and 8h + 4 .. 8h + 7 of the tile.
 
-// Q8_0 / Q4_0: each block's integer sum times d_w * d_x (exact in double).
+// Block b's integer sums of R activation rows against eight weight rows: Q8_0's signed values by
+// the sign trick (vpmaddubsw multiplies unsigned by signed bytes), in 32 bits.
 template <int R>
-void block32_rows(WeightDtype dtype, int64_t blocks, const uint8_t* tile, int h,
-                  const ActivationRow* x, __m256d acc[][2]) {
+void q8_0_block(const uint8_t* at, int h, const ActivationRow* x, int64_t b, __m256i p[R]) {
   const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(char(0x80));
-  const int32_t offset = quant_tile_weight_offset(dtype);
+  for (int r = 0; r < R; ++r) p[r] = _mm256_setzero_si256();
+  for (int j = 0; j < 8; ++j) {
+    const __m256i w = _mm256_xor_si256(load_half(at + 64 * j, h), flip);  // signed
+    const __m256i magnitude = _mm256_sign_epi8(w, w);
+    for (int r = 0; r < R; ++r) {
+      const __m256i xs = _mm256_sign_epi8(broadcast4(x[r].q + 32 * b + 4 * j), w);
+      p[r] = _mm256_add_epi32(p[r], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, xs), ones));
+    }
+  }
+}
+
+// The same for Q4_0's unsigned nibbles (16-bit sums, exact), less the weight offset times the
+// block's sum of x.
+template <int R>
+void q4_0_block(const uint8_t* at, int h, const ActivationRow* x, int64_t b, __m256i p[R]) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  const int32_t offset = quant_tile_weight_offset(WeightDtype::q4_0);
+  __m256i p16[R];
+  for (int r = 0; r < R; ++r) p16[r] = _mm256_setzero_si256();
+  for (int j = 0; j < 8; ++j) {
+    const __m256i w = load_half(at + 64 * j, h);
+    for (int r = 0; r < R; ++r)
+      p16[r] =
+          _mm256_add_epi16(p16[r], _mm256_maddubs_epi16(w, broadcast4(x[r].q + 32 * b + 4 * j)));
+  }
+  for (int r = 0; r < R; ++r)
+    p[r] =
+        _mm256_sub_epi32(_mm256_madd_epi16(p16[r], ones), _mm256_set1_epi32(offset * x[r].sums[b]));
+}
+
+// Q8_0 / Q4_0: each block's integer sum times d_w * d_x (exact in double).
+template <int R, bool kQ8_0>
+void block32_rows(int64_t blocks, const uint8_t* tile, int h, const ActivationRow* x,
+                  __m256d acc[][2]) {
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* at = tile + b * kQuantTileBlockBytes;
     __m256i p[R];
-    if (dtype == WeightDtype::q8_0) {
-      for (int r = 0; r < R; ++r) p[r] = _mm256_setzero_si256();
-      for (int j = 0; j < 8; ++j) {
-        const __m256i w = _mm256_xor_si256(load_half(at + 64 * j, h), flip);  // signed
-        const __m256i magnitude = _mm256_sign_epi8(w, w);
-        for (int r = 0; r < R; ++r) {
-          const __m256i xs = _mm256_sign_epi8(broadcast4(x[r].q + 32 * b + 4 * j), w);
-          p[r] =
-              _mm256_add_epi32(p[r], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, xs), ones));
-        }
-      }
-    } else {
-      __m256i p16[R];
-      for (int r = 0; r < R; ++r) p16[r] = _mm256_setzero_si256();
-      for (int j = 0; j < 8; ++j) {
-        const __m256i w = load_half(at + 64 * j, h);
-        for (int r = 0; r < R; ++r)
-          p16[r] = _mm256_add_epi16(p16[r],
-                                    _mm256_maddubs_epi16(w, broadcast4(x[r].q + 32 * b + 4 * j)));
-      }
-      for (int r = 0; r < R; ++r)
-        p[r] = _mm256_sub_epi32(_mm256_madd_epi16(p16[r], ones),
-                                _mm256_set1_epi32(offset * x[r].sums[b]));
-    }
+    if constexpr (kQ8_0)
+      q8_0_block<R>(at, h, x, b, p);
+    else
+      q4_0_block<R>(at, h, x, b, p);
     const double* scales = reinterpret_cast<const double*>(at + kValuesBytes) + 8 * h;
     const __m256d dw0 = _mm256_load_pd(scales), dw1 = _mm256_load_pd(scales + 4);
     for (int r = 0; r < R; ++r) {
@@ -192,8 +205,10 @@ void half_rows(WeightDtype dtype, int64_t cols, const uint8_t* tile, int h, cons
     q4_k_rows<R>(cols / 256, tile, h, x, acc);
   else if (dtype == WeightDtype::q6_k)
     q6_k_rows<R>(cols / 256, tile, h, x, acc);
+  else if (dtype == WeightDtype::q8_0)
+    block32_rows<R, true>(cols / 32, tile, h, x, acc);
   else
-    block32_rows<R>(dtype, cols / 32, tile, h, x, acc);
+    block32_rows<R, false>(cols / 32, tile, h, x, acc);
   const __m256i mask =
       _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   for (int r = 0; r < R; ++r) {

@@ -9,10 +9,12 @@
 #include <type_traits>
 #include <vector>
 
+#include "ops/attention_few_avx2.h"
 #include "ops/avx512_kernels.h"
 #include "ops/bf16_bits.h"
 #include "ops/dot.h"
 #include "ops/fast_exp.h"
+#include "ops/four_streams.h"
 #include "util/cpu_isa.h"
 
 namespace gattn {
@@ -67,18 +69,6 @@ T exp_shifted(T* p, int n, T* max) {
   return sum;
 }
 
-// Visits rows 0 .. n - 1 as four far-apart streams: four(js) with js = {j, j + part, j + 2 part,
-// j + 3 part} for j < part = n / 4, then one(j) for each row left over.
-template <typename Four, typename One>
-void in_four_streams(int n, Four&& four, One&& one) {
-  const int part = n / 4;
-  for (int j = 0; j < part; ++j) {
-    const int js[4] = {j, j + part, j + 2 * part, j + 3 * part};
-    four(js);
-  }
-  for (int j = 4 * part; j < n; ++j) one(j);
-}
-
 // The query vectors of one task: every query row of one sequence for each query head of the kv
 // heads [kv_begin, kv_end). Vector u = (i * kv_count + kv) * group + g is query row i of head
 // (kv_begin + kv) * group + g.
@@ -90,6 +80,41 @@ struct QueryVectors {
   int head(int u) const { return kv_head(u) * group + u % group; }
 };
 
+// Which code runs a task's passes: AVX-512's kernels (fp32 queries, the head size a multiple of
+// their 16 lanes), AVX2's (the same on 8 lanes: the portable path's arithmetic), or the portable
+// loops (any other type: the float64 of the tests).
+enum class FewQueryKernels { avx512, avx2, loops };
+
+template <typename T>
+FewQueryKernels few_query_kernels(int head_dim) {
+  if constexpr (std::is_same_v<T, float>) {
+#ifdef GATTN_X86_KERNELS
+    if (head_dim % 16 == 0 && avx512_bf16_kernels_in_use()) return FewQueryKernels::avx512;
+#endif
+#ifdef GATTN_DOT_AVX2
+    if (head_dim % 16 == 0) return FewQueryKernels::avx2;
+#endif
+  }
+  (void)head_dim;
+  return FewQueryKernels::loops;
+}
+
+// Each query vector's first value and where its kv head starts in a cached row.
+template <typename T>
+struct VectorPointers {
+  std::vector<const T*> queries;
+  std::vector<int> kv_offsets;
+
+  void make(const QueryVectors& qv, const T* q, int64_t q_row0, const AttentionShape& s) {
+    queries.resize(qv.count());
+    kv_offsets.resize(qv.count());
+    for (int u = 0; u < qv.count(); ++u) {
+      queries[u] = q + (q_row0 + qv.row(u)) * s.ld_q + qv.head(u) * s.head_dim;
+      kv_offsets[u] = qv.kv_head(u) * s.head_dim;
+    }
+  }
+};
+
 // One task's unnormalised attention over the cached positions [j0, j1) (rows ld apart): for each
 // query vector u, row_max[u] and row_sum[u] of its visible scores (exp shifted by the max) and
 // acc[u] = sum_j exp(score - max) v_j; a vector that sees none of these positions gets max -inf,
@@ -99,56 +124,20 @@ template <typename T, typename KV>
 struct FewQueryTask {
   const AttentionShape& s;
   const QueryVectors& qv;
-  const T* q;
+  const VectorPointers<T>& vs;
   const KV *k, *v;  // the sequence's first cached row
   int64_t q_row0;
   T scale;
-  bool wide;  // fp32 queries on AVX-512 (the head size a multiple of its 16 lanes): its kernels
+  FewQueryKernels kernels;
 
   int seen(int i) const { return std::min(s.kv_len, s.q_offset + i + 1); }
 
   void run(int j0, int j1, T* scores, T* acc, T* row_max, T* row_sum) const {
-    const int d = s.head_dim, len = j1 - j0;
-    auto query = [&](int u) { return q + (q_row0 + qv.row(u)) * s.ld_q + qv.head(u) * d; };
-    // Scores; rows after a query's position are computed and not kept.
-    auto key = [&](int j, int u) { return k + int64_t(j0 + j) * s.ld_k + qv.kv_head(u) * d; };
-#ifdef GATTN_X86_KERNELS
-    thread_local std::vector<const float*> queries;
-    thread_local std::vector<int> kv_offsets;
-    avx512::FewQueryVectors vectors{};
-    if constexpr (std::is_same_v<T, float>) {
-      if (wide) {
-        queries.resize(qv.count());
-        kv_offsets.resize(qv.count());
-        for (int u = 0; u < qv.count(); ++u) {
-          queries[u] = query(u);
-          kv_offsets[u] = qv.kv_head(u) * d;
-        }
-        vectors = {queries.data(), kv_offsets.data(), qv.count(), qv.group, d};
-        avx512::few_query_scores(scores, len, vectors, k + int64_t(j0) * s.ld_k, s.ld_k, len,
-                                 scale);
-      }
-    }
-#endif
-    if (!wide)
-      in_four_streams(
-          len,
-          [&](const int js[4]) {
-            for (int u = 0; u < qv.count(); ++u) {
-              const KV* const rows[4] = {key(js[0], u), key(js[1], u), key(js[2], u),
-                                         key(js[3], u)};
-              T dots[4];
-              row_dot4(query(u), rows, d, dots);
-              for (int i = 0; i < 4; ++i) scores[size_t(u) * len + js[i]] = scale * dots[i];
-            }
-          },
-          [&](int j) {
-            for (int u = 0; u < qv.count(); ++u)
-              scores[size_t(u) * len + j] = scale * row_dot(query(u), key(j, u), d);
-          });
+    const int len = j1 - j0;
+    score(k + int64_t(j0) * s.ld_k, len, scores);
     for (int u = 0; u < qv.count(); ++u) {
       T* p = scores + size_t(u) * len;
-      const int n = std::clamp(seen(qv.row(u)) - j0, 0, len);
+      const int n = std::clamp(seen(qv.row(u)) - j0, 0, len);  // later rows are not kept
       if (n > 0) {
         row_sum[u] = exp_shifted(p, n, &row_max[u]);
       } else {
@@ -157,39 +146,82 @@ struct FewQueryTask {
       }
       std::fill(p + n, p + len, T(0));
     }
-    // acc_u = sum_j p_uj v_j over the same streams (invisible rows have p = 0).
-    std::fill(acc, acc + size_t(qv.count()) * d, T(0));
-    auto value = [&](int j, int u) { return v + int64_t(j0 + j) * s.ld_v + qv.kv_head(u) * d; };
+    std::fill(acc, acc + size_t(qv.count()) * s.head_dim, T(0));
+    add_values(scores, v + int64_t(j0) * s.ld_v, len, acc);
+  }
+
+  // scores[u * len + j] = scale * (query u . key row j) for the len rows from k0.
+  void score(const KV* k0, int len, T* scores) const {
+    const int d = s.head_dim;
+    if constexpr (std::is_same_v<T, float>) {
+      const FewQueryVectors kernel_vectors{vs.queries.data(), vs.kv_offsets.data(), qv.count(),
+                                           qv.group, d};
 #ifdef GATTN_X86_KERNELS
-    if constexpr (std::is_same_v<T, float>)
-      if (wide)
-        avx512::few_query_values(acc, scores, len, vectors, v + int64_t(j0) * s.ld_v, s.ld_v, len);
+      if (kernels == FewQueryKernels::avx512)
+        return avx512::few_query_scores(scores, len, kernel_vectors, k0, s.ld_k, len, scale);
 #endif
-    if (!wide)
-      in_four_streams(
-          len,
-          [&](const int js[4]) {
-            for (int u = 0; u < qv.count(); ++u) {
-              const T* p = scores + size_t(u) * len;
-              const T p0 = p[js[0]], p1 = p[js[1]], p2 = p[js[2]], p3 = p[js[3]];
-              const KV *v0 = value(js[0], u), *v1 = value(js[1], u), *v2 = value(js[2], u),
-                       *v3 = value(js[3], u);
-              T* a = acc + size_t(u) * d;
+#ifdef GATTN_DOT_AVX2
+      if (kernels == FewQueryKernels::avx2)
+        return avx2::few_query_scores(scores, len, kernel_vectors, k0, s.ld_k, len, scale);
+#endif
+    }
+    auto key = [&](int j, int u) { return k0 + int64_t(j) * s.ld_k + vs.kv_offsets[u]; };
+    in_four_streams(
+        len,
+        [&](const int js[4]) {
+          for (int u = 0; u < qv.count(); ++u) {
+            const KV* const rows[4] = {key(js[0], u), key(js[1], u), key(js[2], u), key(js[3], u)};
+            T dots[4];
+            row_dot4(vs.queries[u], rows, d, dots);
+            for (int i = 0; i < 4; ++i) scores[size_t(u) * len + js[i]] = scale * dots[i];
+          }
+        },
+        [&](int j) {
+          for (int u = 0; u < qv.count(); ++u)
+            scores[size_t(u) * len + j] = scale * row_dot(vs.queries[u], key(j, u), d);
+        });
+  }
+
+  // acc[u] += sum_j p[u * len + j] v_j over the len rows from first (invisible rows have p = 0).
+  void add_values(const T* p, const KV* first, int len, T* acc) const {
+    const int d = s.head_dim;
+    if constexpr (std::is_same_v<T, float>) {
+      const FewQueryVectors kernel_vectors{vs.queries.data(), vs.kv_offsets.data(), qv.count(),
+                                           qv.group, d};
+#ifdef GATTN_X86_KERNELS
+      if (kernels == FewQueryKernels::avx512)
+        return avx512::few_query_values(acc, p, len, kernel_vectors, first, s.ld_v, len);
+#endif
+#ifdef GATTN_DOT_AVX2
+      if (kernels == FewQueryKernels::avx2)
+        return avx2::few_query_values(acc, p, len, kernel_vectors, first, s.ld_v, len);
+#endif
+    }
+    auto value = [&](int j, int u) { return first + int64_t(j) * s.ld_v + vs.kv_offsets[u]; };
+    in_four_streams(
+        len,
+        [&](const int js[4]) {
+          for (int u = 0; u < qv.count(); ++u) {
+            const T* pu = p + size_t(u) * len;
+            const T p0 = pu[js[0]], p1 = pu[js[1]], p2 = pu[js[2]], p3 = pu[js[3]];
+            const KV *v0 = value(js[0], u), *v1 = value(js[1], u), *v2 = value(js[2], u),
+                     *v3 = value(js[3], u);
+            T* a = acc + size_t(u) * d;
 #pragma omp simd
-              for (int c = 0; c < d; ++c)
-                a[c] += p0 * widened(v0[c]) + p1 * widened(v1[c]) + p2 * widened(v2[c]) +
-                        p3 * widened(v3[c]);
-            }
-          },
-          [&](int j) {
-            for (int u = 0; u < qv.count(); ++u) {
-              const T p = scores[size_t(u) * len + j];
-              const KV* vj = value(j, u);
-              T* a = acc + size_t(u) * d;
+            for (int c = 0; c < d; ++c)
+              a[c] += p0 * widened(v0[c]) + p1 * widened(v1[c]) + p2 * widened(v2[c]) +
+                      p3 * widened(v3[c]);
+          }
+        },
+        [&](int j) {
+          for (int u = 0; u < qv.count(); ++u) {
+            const T pj = p[size_t(u) * len + j];
+            const KV* vj = value(j, u);
+            T* a = acc + size_t(u) * d;
 #pragma omp simd
-              for (int c = 0; c < d; ++c) a[c] += p * widened(vj[c]);
-            }
-          });
+            for (int c = 0; c < d; ++c) a[c] += pj * widened(vj[c]);
+          }
+        });
   }
 
   // Query vector u's output and log-sum-exp from its (acc, max, sum).
@@ -203,20 +235,13 @@ struct FewQueryTask {
   }
 };
 
-template <typename T>
-bool wide_queries(int head_dim) {
-#ifdef GATTN_X86_KERNELS
-  return std::is_same_v<T, float> && head_dim % 16 == 0 && avx512_bf16_kernels_in_use();
-#else
-  (void)head_dim;
-  return false;
-#endif
-}
-
 // One sequence over a long cache: the positions in fixed chunks of kSplitPositions (every kv
 // head of a chunk's rows: each thread reads whole rows, contiguous), each chunk's (max, sum, acc)
-// merged in chunk order. The chunks do not depend on the thread count, nor the values.
-constexpr int kSplitPositions = 128;
+// merged in chunk order. The chunks do not depend on the thread count, nor the values; they are
+// small, so that two threads get nearly equal shares (at ~560 positions, chunks of 128 gave one
+// thread 384 positions and the other 176).
+constexpr int kSplitPositions = 32;
+constexpr int kSplitFrom = 256;  // cached positions from which one sequence is split
 
 template <typename T, typename KV>
 void few_queries_split(T* out, T* lse, const T* q, const KV* k, const KV* v,
@@ -224,7 +249,10 @@ void few_queries_split(T* out, T* lse, const T* q, const KV* k, const KV* v,
   const int d = s.head_dim, group = s.q_heads / s.kv_heads;
   const QueryVectors qv{.rows = s.q_len, .kv_begin = 0, .kv_count = s.kv_heads, .group = group};
   const int vectors = qv.count(), chunks = (most_seen + kSplitPositions - 1) / kSplitPositions;
-  const FewQueryTask<T, KV> task{s, qv, q, k, v, 0, T(1) / std::sqrt(T(d)), wide_queries<T>(d)};
+  thread_local VectorPointers<T> vs;  // the calling thread's: read by every thread below
+  vs.make(qv, q, 0, s);
+  const FewQueryTask<T, KV> task{
+      s, qv, vs, k, v, 0, T(1) / std::sqrt(T(d)), few_query_kernels<T>(d)};
   thread_local std::vector<T> parts;  // [chunk][vector]: acc (d), then max and sum
   const size_t part = size_t(vectors) * (d + 2);
   if (parts.size() < part * chunks) parts.resize(part * chunks);
@@ -251,10 +279,7 @@ void few_queries_split(T* out, T* lse, const T* q, const KV* k, const KV* v,
       T sum = 0;
       T* merged = results + size_t(u) * d;  // chunk 0's acc, rescaled in place
       for (int c = 0; c < chunks; ++c) {
-        if (sum_of(c) == 0) {
-          if (c == 0) std::fill(merged, merged + d, T(0));
-          continue;
-        }
+        if (sum_of(c) == 0) continue;  // sees none of chunk c (chunk 0: every vector sees it)
         const T w = std::exp(max_of(c) - most);
         sum += w * sum_of(c);
         const T* a = results + part * c + size_t(u) * d;
@@ -280,9 +305,9 @@ void attention_forward_few_queries(T* out, T* lse, const T* q, const KV* k, cons
   const T scale = T(1) / std::sqrt(T(d));
   // Keys query row i sees: those at or before its position (at least one: its own).
   const int most_seen = std::min(s.kv_len, s.q_offset + s.q_len);
-  if (s.batch == 1 && most_seen >= 2 * kSplitPositions)
+  if (s.batch == 1 && most_seen >= kSplitFrom)
     return few_queries_split(out, lse, q, k, v, s, most_seen);
-  const bool wide = wide_queries<T>(d);
+  const FewQueryKernels kernels = few_query_kernels<T>(d);
 #pragma omp parallel
   {
     const int ranges = std::min(omp_get_num_threads(), s.kv_heads);
@@ -304,8 +329,11 @@ void attention_forward_few_queries(T* out, T* lse, const T* q, const KV* k, cons
                             .kv_count = s.kv_heads * (range + 1) / ranges - kv_begin,
                             .group = group};
       const int64_t kv_row0 = b * s.kv_stride;
+      thread_local VectorPointers<T> vs;
+      vs.make(qv, q, int64_t(b) * s.q_len, s);
       const FewQueryTask<T, KV> task{
-          s, qv, q, k + kv_row0 * s.ld_k, v + kv_row0 * s.ld_v, int64_t(b) * s.q_len, scale, wide};
+          s,     qv,     vs, k + kv_row0 * s.ld_k, v + kv_row0 * s.ld_v, int64_t(b) * s.q_len,
+          scale, kernels};
       task.run(0, most_seen, scores, acc, row_max, row_sum);
       for (int u = 0; u < qv.count(); ++u)
         task.finish(u, acc + size_t(u) * d, row_max[u], row_sum[u], out, lse);

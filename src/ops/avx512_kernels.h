@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 
+#include "ops/few_query_vectors.h"
 #include "ops/weight_view.h"
 
 namespace gattn::avx512 {
@@ -23,13 +24,6 @@ int to_bf16_bits(const float* x, int n, uint16_t* out);
 // The few-query attention's two passes over a cache's rows (ops/attention_decode.cpp) for the
 // query vectors of one sequence and a range of kv heads, fp32 or bf16 keys and values (each
 // value widened exactly as it is read). (ops/attention_few_avx512.cpp)
-struct FewQueryVectors {
-  const float* const* queries;  // vector u's d values
-  const int* kv_offset;         // where vector u's kv head starts within a cached row
-  int count;                    // vectors
-  int group;                    // runs of `group` consecutive vectors share a kv head
-  int d;                        // the head size, a multiple of 16
-};
 // out[u * ld + j] = scale * (query u . key row j) for rows j < n (k: row 0, rows ld_k apart).
 void few_query_scores(float* out, int64_t ld, const FewQueryVectors& qv, const float* k,
                       int64_t ld_k, int n, float scale);

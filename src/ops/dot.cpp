@@ -15,14 +15,6 @@ float tail(const float* a, const W* b, int begin, int end) {
   return s;
 }
 
-#ifdef GATTN_DOT_AVX2
-// Eight values at p as fp32: loaded, or bf16 widened (exactly: the bits shifted up).
-inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
-inline __m256 load8(const uint16_t* p) {
-  const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
-}
-#endif
 }  // namespace
 
 #ifdef GATTN_DOT_AVX2

@@ -24,6 +24,13 @@ float dot(const float* a, const uint16_t* b, int n);
 void dot4(const float* x, const uint16_t* const rows[4], int n, float out[4]);
 
 #ifdef GATTN_DOT_AVX2
+// Eight values at p as fp32: loaded, or bf16 widened (exactly: the bits shifted up).
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 load8(const uint16_t* p) {
+  const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+}
+
 // The sum of the 32 lanes of four vectors.
 inline float horizontal_sum(__m256 a, __m256 b, __m256 c, __m256 d) {
   const __m256 v = _mm256_add_ps(_mm256_add_ps(a, b), _mm256_add_ps(c, d));

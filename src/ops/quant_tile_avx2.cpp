@@ -114,6 +114,19 @@ void block32_rows(int64_t blocks, const uint8_t* tile, int h, const ActivationRo
   }
 }
 
+// out[r] += sum_i (vector i of the 16-bit pairs at `pairs`) . (row r's 16-value sums 2i and 2i + 1
+// of block b), in int32 lanes: the term of Q4_K's mins and of Q6_K's +32 offset.
+template <int R>
+void add_pairs_times_sums(const uint8_t* pairs, int h, const ActivationRow* x, int64_t b,
+                          __m256i out[R]) {
+  for (int i = 0; i < 8; ++i) {
+    const __m256i w = load_half(pairs + 64 * i, h);
+    for (int r = 0; r < R; ++r)
+      out[r] = _mm256_add_epi32(out[r],
+                                _mm256_madd_epi16(w, broadcast_pair(x[r].sums + 16 * b + 2 * i)));
+  }
+}
+
 // Q4_K: sumi = sum_j scale_j (nibbles . x over sub-block j), summ = sum_j min_j (x's sum over
 // sub-block j); the block adds sumi * float(d * xd) - summ * float(dmin * xd), rounded once.
 template <int R>
@@ -136,12 +149,7 @@ void q4_k_rows(int64_t blocks, const uint8_t* tile, int h, const ActivationRow* 
       for (int r = 0; r < R; ++r)
         sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(p16[r], scale));
     }
-    for (int i = 0; i < 8; ++i) {
-      const __m256i mins = load_half(at + kQ4KMins + 64 * i, h);
-      for (int r = 0; r < R; ++r)
-        summ[r] = _mm256_add_epi32(
-            summ[r], _mm256_madd_epi16(mins, broadcast_pair(x[r].sums + 16 * b + 2 * i)));
-    }
+    add_pairs_times_sums<R>(at + kQ4KMins, h, x, b, summ);
     for (int r = 0; r < R; ++r) {
       __m256d d[2], dmin[2];
       scales_times(at + kQ4KD, h, x[r].d[b], d);
@@ -178,12 +186,7 @@ void q6_k_rows(int64_t blocks, const uint8_t* tile, int h, const ActivationRow* 
         }
       }
     }
-    for (int i = 0; i < 8; ++i) {
-      const __m256i pairs = load_half(at + kQ6KPairs + 64 * i, h);
-      for (int r = 0; r < R; ++r)
-        offset[r] = _mm256_add_epi32(
-            offset[r], _mm256_madd_epi16(pairs, broadcast_pair(x[r].sums + 16 * b + 2 * i)));
-    }
+    add_pairs_times_sums<R>(at + kQ6KPairs, h, x, b, offset);
     for (int r = 0; r < R; ++r) {
       const __m256i sum = _mm256_sub_epi32(sumi[r], _mm256_slli_epi32(offset[r], 5));
       __m256d d[2];

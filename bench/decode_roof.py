@@ -9,9 +9,13 @@ bound, the integer dot kernel's own roof on L2-resident weights)):
 - bandwidth bound: gattn_bench_decode's own (the file's weights read once per token at the read
   bandwidth it probes in the same process just before its rounds: this shared machine's bandwidth
   moves by 1.5x from minute to minute, so a bound probed elsewhere says little);
-- measured: build/gattn_bench_decode's decode tokens/s (prompt 512, 64 generated, medians of
-  ROUNDS), the file read as stored.
-Prints one table row per file and thread count: decode / min(bounds).
+- measured: build/gattn_bench_decode's decode tokens/s (prompt 512, 64 generated), the file read
+  as stored.
+The kernel rates and the decode are measured in turn, ROUNDS times (this shared machine's rates
+move by a third within an hour: a roof measured once at the start and decodes measured minutes
+later gave ratios from 58% to 110% for one code); each round gives decode / min(bounds).
+Prints one table row per file and thread count: the medians over the rounds, and the ratio's
+range.
 
 usage: tools/reference/.venv/bin/python bench/decode_roof.py FILE.gguf... [--threads 1,2]
            [--rounds 3] [--json OUT]
@@ -69,6 +73,12 @@ def decode_rate(path, threads, rounds):
     return statistics.median(rates), bound
 
 
+def kernel_roof(mats, threads):
+    """Tokens/s of one token's matrix products at the kernel rates measured now."""
+    rates = {cols: kernel_rates(cols) for cols in {c for _, c, _ in mats}}
+    return threads / sum(weights / rates[cols][fmt] for fmt, cols, weights in mats)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("files", nargs="+")
@@ -77,23 +87,27 @@ def main():
     p.add_argument("--json")
     a = p.parse_args()
     rows = []
-    print("| file | threads | decode tok/s | kernel roof tok/s | bandwidth bound tok/s | decode / min |")
+    print("| file | threads | decode tok/s | kernel roof tok/s | bandwidth bound tok/s | "
+          "decode / min (rounds' min - max) |")
     print("|---|---|---|---|---|---|")
-    cache = {}
     for threads in [int(t) for t in a.threads.split(",")]:
         for path in a.files:
-            seconds = 0.0
-            for fmt, cols, weights in matrices(path):
-                if cols not in cache:
-                    cache[cols] = kernel_rates(cols)
-                seconds += weights / cache[cols][fmt]
-            roof = threads / seconds
-            decode, bound = decode_rate(path, threads, a.rounds)
-            row = {"file": path, "threads": threads, "decode": decode, "kernel_roof": roof,
-                   "bandwidth_bound": bound, "ratio": decode / min(roof, bound)}
+            mats = matrices(path)
+            rounds = []
+            for _ in range(a.rounds):  # the roof and the decode measured in turn, each round
+                roof = kernel_roof(mats, threads)
+                decode, bound = decode_rate(path, threads, 1)
+                rounds.append({"decode": decode, "kernel_roof": roof, "bandwidth_bound": bound,
+                               "ratio": decode / min(roof, bound)})
+            row = {"file": path, "threads": threads, "rounds": rounds}
+            for key in ("decode", "kernel_roof", "bandwidth_bound", "ratio"):
+                row[key] = statistics.median(r[key] for r in rounds)
             rows.append(row)
+            ratios = [r["ratio"] for r in rounds]
             print(f"| {os.path.basename(os.path.dirname(path))}/{os.path.basename(path)} | {threads} | "
-                  f"{decode:.1f} | {roof:.1f} | {bound:.1f} | {100 * row['ratio']:.0f}% |", flush=True)
+                  f"{row['decode']:.1f} | {row['kernel_roof']:.1f} | {row['bandwidth_bound']:.1f} | "
+                  f"{100 * row['ratio']:.0f}% ({100 * min(ratios):.0f}-{100 * max(ratios):.0f}%) |",
+                  flush=True)
     if a.json:
         with open(a.json + ".tmp", "w") as f:
             json.dump(rows, f, indent=1)

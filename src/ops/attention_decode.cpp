@@ -150,12 +150,16 @@ struct FewQueryTask {
     add_values(scores, v + int64_t(j0) * s.ld_v, len, acc);
   }
 
+  // The vectors as the fp32 kernels take them.
+  FewQueryVectors vectors_for_kernels() const requires std::is_same_v<T, float> {
+    return {vs.queries.data(), vs.kv_offsets.data(), qv.count(), qv.group, s.head_dim};
+  }
+
   // scores[u * len + j] = scale * (query u . key row j) for the len rows from k0.
   void score(const KV* k0, int len, T* scores) const {
     const int d = s.head_dim;
     if constexpr (std::is_same_v<T, float>) {
-      const FewQueryVectors kernel_vectors{vs.queries.data(), vs.kv_offsets.data(), qv.count(),
-                                           qv.group, d};
+      [[maybe_unused]] const FewQueryVectors kernel_vectors = vectors_for_kernels();
 #ifdef GATTN_X86_KERNELS
       if (kernels == FewQueryKernels::avx512)
         return avx512::few_query_scores(scores, len, kernel_vectors, k0, s.ld_k, len, scale);
@@ -186,8 +190,7 @@ struct FewQueryTask {
   void add_values(const T* p, const KV* first, int len, T* acc) const {
     const int d = s.head_dim;
     if constexpr (std::is_same_v<T, float>) {
-      const FewQueryVectors kernel_vectors{vs.queries.data(), vs.kv_offsets.data(), qv.count(),
-                                           qv.group, d};
+      [[maybe_unused]] const FewQueryVectors kernel_vectors = vectors_for_kernels();
 #ifdef GATTN_X86_KERNELS
       if (kernels == FewQueryKernels::avx512)
         return avx512::few_query_values(acc, p, len, kernel_vectors, first, s.ld_v, len);
@@ -331,9 +334,8 @@ void attention_forward_few_queries(T* out, T* lse, const T* q, const KV* k, cons
       const int64_t kv_row0 = b * s.kv_stride;
       thread_local VectorPointers<T> vs;
       vs.make(qv, q, int64_t(b) * s.q_len, s);
-      const FewQueryTask<T, KV> task{
-          s,     qv,     vs, k + kv_row0 * s.ld_k, v + kv_row0 * s.ld_v, int64_t(b) * s.q_len,
-          scale, kernels};
+      const KV *k_seq = k + kv_row0 * s.ld_k, *v_seq = v + kv_row0 * s.ld_v;
+      const FewQueryTask<T, KV> task{s, qv, vs, k_seq, v_seq, int64_t(b) * s.q_len, scale, kernels};
       task.run(0, most_seen, scores, acc, row_max, row_sum);
       for (int u = 0; u < qv.count(); ++u)
         task.finish(u, acc + size_t(u) * d, row_max[u], row_sum[u], out, lse);

@@ -1,10 +1,8 @@
-// AVX2 passes of the few-query attention (ops/attention_few_avx2.h). The portable path calls dot4
-// once per query vector and four rows (a call, four horizontal sums) and loads each value row
-// once per query vector; here the four rows' sums are reduced together and the two vectors of a
-// kv head (GQA) share each value row's loads. Rows are visited as the portable path visits them
-// (four far-apart streams, every vector of a row while it is hot: a sweep per vector over a
-// chunk's rows, each taking one head's slice of every row, was slower), and every addition is
-// made in its order.
+// The AVX2 values pass of the few-query attention (ops/attention_few_avx2.h). The portable loop
+// loads each value row once per query vector; here the two vectors of a kv head (GQA) share each
+// value row's loads. Rows are visited as the portable path visits them (four far-apart streams,
+// every vector of a row while it is hot: a sweep per vector over a chunk's rows, each taking one
+// head's slice of every row, was slower), and every addition is made in its order.
 #include "ops/attention_few_avx2.h"
 
 #ifdef GATTN_DOT_AVX2
@@ -13,65 +11,6 @@
 namespace gattn::avx2 {
 
 namespace {
-// {hsum(s0), hsum(s1), hsum(s2), hsum(s3)} where hsum(s) is horizontal_sum(a, b, 0, 0) of
-// ops/dot.h for s = a + b: (s + 0), its halves added, then two pairwise adds; four at once.
-__m128 sums_of_four(__m256 s0, __m256 s1, __m256 s2, __m256 s3) {
-  const __m256 zero = _mm256_setzero_ps();
-  s0 = _mm256_add_ps(s0, zero);  // as horizontal_sum's (a + b) + (0 + 0): -0 becomes +0
-  s1 = _mm256_add_ps(s1, zero);
-  s2 = _mm256_add_ps(s2, zero);
-  s3 = _mm256_add_ps(s3, zero);
-  const __m256 t01 = _mm256_add_ps(_mm256_permute2f128_ps(s0, s1, 0x20),
-                                   _mm256_permute2f128_ps(s0, s1, 0x31));  // [halves 0 | 1]
-  const __m256 t23 =
-      _mm256_add_ps(_mm256_permute2f128_ps(s2, s3, 0x20), _mm256_permute2f128_ps(s2, s3, 0x31));
-  const __m256 h = _mm256_hadd_ps(t01, t23);
-  const __m256 h2 = _mm256_hadd_ps(h, h);  // [0, 2, 0, 2 | 1, 3, 1, 3]
-  return _mm_unpacklo_ps(_mm256_castps256_ps128(h2), _mm256_extractf128_ps(h2, 1));
-}
-
-// Query x against four key rows: dot4's two accumulators a row, 16 values at a time.
-template <typename KV>
-__m128 four_dots(const float* x, const KV* const k[4], int d) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-  for (int c = 0; c < d; c += 16) {
-    const __m256 x0 = _mm256_loadu_ps(x + c), x1 = _mm256_loadu_ps(x + c + 8);
-    a0 = _mm256_fmadd_ps(x0, load8(k[0] + c), a0);
-    b0 = _mm256_fmadd_ps(x1, load8(k[0] + c + 8), b0);
-    a1 = _mm256_fmadd_ps(x0, load8(k[1] + c), a1);
-    b1 = _mm256_fmadd_ps(x1, load8(k[1] + c + 8), b1);
-    a2 = _mm256_fmadd_ps(x0, load8(k[2] + c), a2);
-    b2 = _mm256_fmadd_ps(x1, load8(k[2] + c + 8), b2);
-    a3 = _mm256_fmadd_ps(x0, load8(k[3] + c), a3);
-    b3 = _mm256_fmadd_ps(x1, load8(k[3] + c + 8), b3);
-  }
-  return sums_of_four(_mm256_add_ps(a0, b0), _mm256_add_ps(a1, b1), _mm256_add_ps(a2, b2),
-                      _mm256_add_ps(a3, b3));
-}
-
-template <typename KV>
-void scores(float* out, int64_t ld, const FewQueryVectors& qv, const KV* k, int64_t ld_k, int n,
-            float scale) {
-  const __m128 scales = _mm_set1_ps(scale);
-  in_four_streams(
-      n,
-      [&](const int js[4]) {
-        for (int u = 0; u < qv.count; ++u) {
-          const KV* ku = k + qv.kv_offset[u];
-          const KV* const rows[4] = {ku + js[0] * ld_k, ku + js[1] * ld_k, ku + js[2] * ld_k,
-                                     ku + js[3] * ld_k};
-          alignas(16) float s[4];
-          _mm_store_ps(s, _mm_mul_ps(scales, four_dots(qv.queries[u], rows, qv.d)));
-          float* o = out + u * ld;
-          for (int i = 0; i < 4; ++i) o[js[i]] = s[i];
-        }
-      },
-      [&](int j) {
-        for (int u = 0; u < qv.count; ++u)
-          out[u * ld + j] = scale * dot(qv.queries[u], k + j * ld_k + qv.kv_offset[u], qv.d);
-      });
-}
-
 // acc[u] += the four rows' weighted sum for U vectors of one kv head at a time, each value chunk
 // loaded once for the U. The portable loop's operations in its order: GCC compiles its
 // p0 v0 + p1 v1 + p2 v2 + p3 v3 as p1 v1, then p0 v0, p2 v2 and p3 v3 fused in (seen in its code,
@@ -136,14 +75,6 @@ void values(float* acc, const float* p, int64_t ld, const FewQueryVectors& qv, c
 }
 }  // namespace
 
-void few_query_scores(float* out, int64_t ld, const FewQueryVectors& qv, const float* k,
-                      int64_t ld_k, int n, float scale) {
-  scores(out, ld, qv, k, ld_k, n, scale);
-}
-void few_query_scores(float* out, int64_t ld, const FewQueryVectors& qv, const uint16_t* k,
-                      int64_t ld_k, int n, float scale) {
-  scores(out, ld, qv, k, ld_k, n, scale);
-}
 void few_query_values(float* acc, const float* p, int64_t ld, const FewQueryVectors& qv,
                       const float* v, int64_t ld_v, int n) {
   values(acc, p, ld, qv, v, ld_v, n);

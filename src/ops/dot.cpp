@@ -33,6 +33,25 @@ float dot_any(const float* in, const W* w, int n) {
   return horizontal_sum(a0, a1, a2, a3) + tail(in, w, k, n);
 }
 
+// {horizontal_sum(s0, 0, 0, 0), .., horizontal_sum(s3, 0, 0, 0)} (ops/dot.h) at once: each s + 0
+// (as horizontal_sum's (a + b) + (0 + 0): -0 becomes +0), its halves added, two pairwise adds.
+__m128 horizontal_sums(__m256 s0, __m256 s1, __m256 s2, __m256 s3) {
+  const __m256 zero = _mm256_setzero_ps();
+  s0 = _mm256_add_ps(s0, zero);
+  s1 = _mm256_add_ps(s1, zero);
+  s2 = _mm256_add_ps(s2, zero);
+  s3 = _mm256_add_ps(s3, zero);
+  const __m256 t01 = _mm256_add_ps(_mm256_permute2f128_ps(s0, s1, 0x20),
+                                   _mm256_permute2f128_ps(s0, s1, 0x31));  // [s0's | s1's]
+  const __m256 t23 =
+      _mm256_add_ps(_mm256_permute2f128_ps(s2, s3, 0x20), _mm256_permute2f128_ps(s2, s3, 0x31));
+  const __m256 h = _mm256_hadd_ps(t01, t23);
+  const __m256 h2 = _mm256_hadd_ps(h, h);  // [0, 2, 0, 2 | 1, 3, 1, 3]
+  return _mm_unpacklo_ps(_mm256_castps256_ps128(h2), _mm256_extractf128_ps(h2, 1));
+}
+
+// Two accumulators a row, 16 values at a time; the four rows' sums reduced together (one
+// horizontal sum each took as long as the products of a 64-value row).
 template <typename W>
 void dot4_any(const float* in, const W* const w[4], int n, float out[4]) {
   __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
@@ -48,11 +67,10 @@ void dot4_any(const float* in, const W* const w[4], int n, float out[4]) {
     a3 = _mm256_fmadd_ps(x0, load8(w[3] + k), a3);
     b3 = _mm256_fmadd_ps(x1, load8(w[3] + k + 8), b3);
   }
-  const __m256 zero = _mm256_setzero_ps();
-  out[0] = horizontal_sum(a0, b0, zero, zero) + tail(in, w[0], k, n);
-  out[1] = horizontal_sum(a1, b1, zero, zero) + tail(in, w[1], k, n);
-  out[2] = horizontal_sum(a2, b2, zero, zero) + tail(in, w[2], k, n);
-  out[3] = horizontal_sum(a3, b3, zero, zero) + tail(in, w[3], k, n);
+  alignas(16) float sums[4];
+  _mm_store_ps(sums, horizontal_sums(_mm256_add_ps(a0, b0), _mm256_add_ps(a1, b1),
+                                     _mm256_add_ps(a2, b2), _mm256_add_ps(a3, b3)));
+  for (int i = 0; i < 4; ++i) out[i] = sums[i] + tail(in, w[i], k, n);
 }
 }  // namespace
 
@@ -62,6 +80,25 @@ template <typename W>
 float dot_any(const float* a, const W* b, int n) {
   return tail(a, b, 0, n);
 }
+// {horizontal_sum(s0, 0, 0, 0), .., horizontal_sum(s3, 0, 0, 0)} (ops/dot.h) at once: each s + 0
+// (as horizontal_sum's (a + b) + (0 + 0): -0 becomes +0), its halves added, two pairwise adds.
+__m128 horizontal_sums(__m256 s0, __m256 s1, __m256 s2, __m256 s3) {
+  const __m256 zero = _mm256_setzero_ps();
+  s0 = _mm256_add_ps(s0, zero);
+  s1 = _mm256_add_ps(s1, zero);
+  s2 = _mm256_add_ps(s2, zero);
+  s3 = _mm256_add_ps(s3, zero);
+  const __m256 t01 = _mm256_add_ps(_mm256_permute2f128_ps(s0, s1, 0x20),
+                                   _mm256_permute2f128_ps(s0, s1, 0x31));  // [s0's | s1's]
+  const __m256 t23 =
+      _mm256_add_ps(_mm256_permute2f128_ps(s2, s3, 0x20), _mm256_permute2f128_ps(s2, s3, 0x31));
+  const __m256 h = _mm256_hadd_ps(t01, t23);
+  const __m256 h2 = _mm256_hadd_ps(h, h);  // [0, 2, 0, 2 | 1, 3, 1, 3]
+  return _mm_unpacklo_ps(_mm256_castps256_ps128(h2), _mm256_extractf128_ps(h2, 1));
+}
+
+// Two accumulators a row, 16 values at a time; the four rows' sums reduced together (one
+// horizontal sum each took as long as the products of a 64-value row).
 template <typename W>
 void dot4_any(const float* x, const W* const rows[4], int n, float out[4]) {
   for (int i = 0; i < 4; ++i) out[i] = tail(x, rows[i], 0, n);

@@ -1,9 +1,10 @@
-// The AVX2 values pass of the few-query attention (ops/attention_few_avx2.h) against the portable
-// loop's arithmetic written out: values added four rows at a time as the loop's
-// p0 v0 + p1 v1 + p2 v2 + p3 v3 is compiled (p1 v1, then p0, p2 and p3 fused in: GCC's
-// contraction), then added to the accumulator, a row left over by one fused add; rows in the
-// four-stream order. Bit for bit, fp32
-// and bf16 rows, with GQA pairs (values loaded once for two vectors) and without.
+// The AVX2 passes of the few-query attention (ops/attention_few_avx2.h) against the portable
+// loops' arithmetic, bit for bit, fp32 and bf16 rows, with GQA pairs (rows loaded once for two
+// vectors) and without: the scores as the portable pass makes them (scale x dot4 for every four
+// rows of the four-stream order, scale x dot for a row left over); the values written out: added
+// four rows at a time as the loop's p0 v0 + p1 v1 + p2 v2 + p3 v3 is compiled (p1 v1, then p0, p2
+// and p3 fused in: GCC's contraction), then added to the accumulator, a row left over by one fused
+// add; rows in the four-stream order.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -76,6 +77,50 @@ void check(int group) {
       for (int c = 0; c < d; ++c) a[c] = std::fma(pu[j], widen(vu[j * ld + c]), a[c]);
   }
   expect_bits_equal(sums, want_sums);
+}
+
+template <typename KV>
+void check_scores(int group) {
+  const int d = 80, kv_heads = 3, n = 4 * 9 + 3, vectors = kv_heads * group;  // 3 rows left over
+  const int64_t ld_k = kv_heads * d + 16;                                     // padded rows
+  const float scale = 0.125f;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  std::vector<KV> k(n * ld_k);
+  for (auto& x : k) x = cached<KV>(normal(rng));
+  std::vector<float> q(size_t(vectors) * d);
+  for (auto& x : q) x = normal(rng);
+  std::vector<const float*> queries(vectors);
+  std::vector<int> kv_offset(vectors);
+  for (int u = 0; u < vectors; ++u) {
+    queries[u] = &q[size_t(u) * d];
+    kv_offset[u] = u / group * d;
+  }
+  const FewQueryVectors qv{queries.data(), kv_offset.data(), vectors, group, d};
+  std::vector<float> got(size_t(vectors) * n), want(got.size());
+  avx2::few_query_scores(got.data(), n, qv, k.data(), ld_k, n, scale);
+
+  const int part = n / 4;
+  for (int u = 0; u < vectors; ++u) {
+    auto key = [&](int j) { return k.data() + j * ld_k + kv_offset[u]; };
+    for (int j = 0; j < part; ++j) {
+      const int js[4] = {j, j + part, j + 2 * part, j + 3 * part};
+      const KV* const rows[4] = {key(js[0]), key(js[1]), key(js[2]), key(js[3])};
+      float dots[4];
+      dot4(queries[u], rows, d, dots);
+      for (int i = 0; i < 4; ++i) want[size_t(u) * n + js[i]] = scale * dots[i];
+    }
+    for (int j = 4 * part; j < n; ++j) want[size_t(u) * n + j] = scale * dot(queries[u], key(j), d);
+  }
+  expect_bits_equal(got, want);
+}
+
+TEST(FewQueryAvx2, ScoresPassMakesThePortableLoopsArithmeticBitForBit) {
+  for (int group : {1, 2, 3}) {
+    SCOPED_TRACE(group);
+    check_scores<float>(group);
+    check_scores<uint16_t>(group);
+  }
 }
 
 TEST(FewQueryAvx2, ValuesPassMakesThePortableLoopsArithmeticBitForBit) {

@@ -81,8 +81,8 @@ struct QueryVectors {
 };
 
 // Which code runs a task's passes: AVX-512's kernels (fp32 queries, the head size a multiple of
-// their 16 lanes), AVX2's values pass (the same head sizes: the portable loop's arithmetic, the
-// scores by the portable loop), or the portable loops (any other type: the float64 of the tests).
+// their 16 lanes), AVX2's (the same head sizes: the portable loops' arithmetic), or the portable
+// loops (any other type: the float64 of the tests).
 enum class FewQueryKernels { avx512, avx2, loops };
 
 template <typename T>
@@ -163,6 +163,10 @@ struct FewQueryTask {
 #ifdef GATTN_X86_KERNELS
       if (kernels == FewQueryKernels::avx512)
         return avx512::few_query_scores(scores, len, kernel_vectors, k0, s.ld_k, len, scale);
+#endif
+#ifdef GATTN_DOT_AVX2
+      if (kernels == FewQueryKernels::avx2)
+        return avx2::few_query_scores(scores, len, kernel_vectors, k0, s.ld_k, len, scale);
 #endif
     }
     auto key = [&](int j, int u) { return k0 + int64_t(j) * s.ld_k + vs.kv_offsets[u]; };

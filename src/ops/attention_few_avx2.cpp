@@ -1,8 +1,9 @@
-// The AVX2 values pass of the few-query attention (ops/attention_few_avx2.h). The portable loop
-// loads each value row once per query vector; here the two vectors of a kv head (GQA) share each
-// value row's loads. Rows are visited as the portable path visits them (four far-apart streams,
-// every vector of a row while it is hot: a sweep per vector over a chunk's rows, each taking one
-// head's slice of every row, was slower), and every addition is made in its order.
+// The AVX2 scores and values passes of the few-query attention (ops/attention_few_avx2.h). The
+// portable loops load each key and value row once per query vector and call dot4 (ops/dot.cpp) for
+// every four keys; here the two vectors of a kv head (GQA) share each row's loads, and the scores'
+// products are made in line. Rows are visited as the portable path visits them (four far-apart
+// streams, every vector of a row while it is hot: a sweep per vector over a chunk's rows, each
+// taking one head's slice of every row, was slower), and every addition is made in its order.
 #include "ops/attention_few_avx2.h"
 
 #ifdef GATTN_DOT_AVX2
@@ -11,6 +12,92 @@
 namespace gattn::avx2 {
 
 namespace {
+// Two accumulators per (vector, row) over the two halves of each 16 values, as dot4 makes them:
+// acc_a += x[c..c+8) row[c..c+8), acc_b += x[c+8..c+16) row[c+8..c+16), c = 0, 16, ...
+struct HalfSums {
+  __m256 a = _mm256_setzero_ps(), b = _mm256_setzero_ps();
+  __m256 sum() const { return _mm256_add_ps(a, b); }
+};
+
+// The scores of four (vector, row) pairs from their sums: dot4's reduction, its empty tail
+// (+ 0) and the scale, in that order; stored at out[i] for i < 4.
+inline void store_scores(const HalfSums s[4], float scale, float* const out[4]) {
+  alignas(16) float dots[4];
+  const __m128 sums = horizontal_sums(s[0].sum(), s[1].sum(), s[2].sum(), s[3].sum());
+  _mm_store_ps(dots, _mm_mul_ps(_mm_set1_ps(scale), _mm_add_ps(sums, _mm_setzero_ps())));
+  for (int i = 0; i < 4; ++i) *out[i] = dots[i];
+}
+
+// One vector against four rows (its kv head's slice of each): dot4's products in line.
+template <typename KV>
+[[gnu::always_inline]] inline void scores_one_vector(float* out, int64_t ld,
+                                                     const FewQueryVectors& qv, int u, const KV* k,
+                                                     int64_t ld_k, const int js[4], float scale) {
+  const float* q = qv.queries[u];
+  const KV* rows[4];
+  for (int i = 0; i < 4; ++i) rows[i] = k + js[i] * ld_k + qv.kv_offset[u];
+  HalfSums s[4];
+  for (int c = 0; c < qv.d; c += 16) {
+    const __m256 x0 = _mm256_loadu_ps(q + c), x1 = _mm256_loadu_ps(q + c + 8);
+    for (int i = 0; i < 4; ++i) {
+      s[i].a = _mm256_fmadd_ps(x0, load8(rows[i] + c), s[i].a);
+      s[i].b = _mm256_fmadd_ps(x1, load8(rows[i] + c + 8), s[i].b);
+    }
+  }
+  float* const at[4] = {out + u * ld + js[0], out + u * ld + js[1], out + u * ld + js[2],
+                        out + u * ld + js[3]};
+  store_scores(s, scale, at);
+}
+
+// Vectors u and u + 1 (one kv head) against rows r0 and r1: each row's values loaded once.
+template <typename KV>
+[[gnu::always_inline]] inline void scores_pair(float* out, int64_t ld, const FewQueryVectors& qv,
+                                               int u, const KV* k, int64_t ld_k, int r0, int r1,
+                                               float scale) {
+  const float *q0 = qv.queries[u], *q1 = qv.queries[u + 1];
+  const KV *k0 = k + r0 * ld_k + qv.kv_offset[u], *k1 = k + r1 * ld_k + qv.kv_offset[u];
+  HalfSums s[4];  // (u, r0), (u, r1), (u + 1, r0), (u + 1, r1)
+  for (int c = 0; c < qv.d; c += 16) {
+    const __m256 x0 = _mm256_loadu_ps(q0 + c), x1 = _mm256_loadu_ps(q0 + c + 8);
+    const __m256 y0 = _mm256_loadu_ps(q1 + c), y1 = _mm256_loadu_ps(q1 + c + 8);
+    const __m256 a0 = load8(k0 + c), b0 = load8(k0 + c + 8);
+    s[0].a = _mm256_fmadd_ps(x0, a0, s[0].a);
+    s[0].b = _mm256_fmadd_ps(x1, b0, s[0].b);
+    s[2].a = _mm256_fmadd_ps(y0, a0, s[2].a);
+    s[2].b = _mm256_fmadd_ps(y1, b0, s[2].b);
+    const __m256 a1 = load8(k1 + c), b1 = load8(k1 + c + 8);
+    s[1].a = _mm256_fmadd_ps(x0, a1, s[1].a);
+    s[1].b = _mm256_fmadd_ps(x1, b1, s[1].b);
+    s[3].a = _mm256_fmadd_ps(y0, a1, s[3].a);
+    s[3].b = _mm256_fmadd_ps(y1, b1, s[3].b);
+  }
+  float* const at[4] = {out + u * ld + r0, out + u * ld + r1, out + (u + 1) * ld + r0,
+                        out + (u + 1) * ld + r1};
+  store_scores(s, scale, at);
+}
+
+template <typename KV>
+void scores(float* out, int64_t ld, const FewQueryVectors& qv, const KV* k, int64_t ld_k, int n,
+            float scale) {
+  const bool pairs = qv.group % 2 == 0;  // two vectors share each key row
+  in_four_streams(
+      n,
+      [&](const int js[4]) {
+        if (pairs) {
+          for (int u = 0; u < qv.count; u += 2) {
+            scores_pair(out, ld, qv, u, k, ld_k, js[0], js[1], scale);
+            scores_pair(out, ld, qv, u, k, ld_k, js[2], js[3], scale);
+          }
+        } else {
+          for (int u = 0; u < qv.count; ++u) scores_one_vector(out, ld, qv, u, k, ld_k, js, scale);
+        }
+      },
+      [&](int j) {  // the portable path's dot for a row left over
+        for (int u = 0; u < qv.count; ++u)
+          out[u * ld + j] = scale * dot(qv.queries[u], k + j * ld_k + qv.kv_offset[u], qv.d);
+      });
+}
+
 // acc[u] += the four rows' weighted sum for U vectors of one kv head at a time, each value chunk
 // loaded once for the U. The portable loop's operations in its order: GCC compiles its
 // p0 v0 + p1 v1 + p2 v2 + p3 v3 as p1 v1, then p0 v0, p2 v2 and p3 v3 fused in (seen in its code,
@@ -75,6 +162,14 @@ void values(float* acc, const float* p, int64_t ld, const FewQueryVectors& qv, c
 }
 }  // namespace
 
+void few_query_scores(float* out, int64_t ld, const FewQueryVectors& qv, const float* k,
+                      int64_t ld_k, int n, float scale) {
+  scores(out, ld, qv, k, ld_k, n, scale);
+}
+void few_query_scores(float* out, int64_t ld, const FewQueryVectors& qv, const uint16_t* k,
+                      int64_t ld_k, int n, float scale) {
+  scores(out, ld, qv, k, ld_k, n, scale);
+}
 void few_query_values(float* acc, const float* p, int64_t ld, const FewQueryVectors& qv,
                       const float* v, int64_t ld_v, int n) {
   values(acc, p, ld, qv, v, ld_v, n);

@@ -1,7 +1,8 @@
-// The few-query attention's values pass over a cache's rows (ops/attention_decode.cpp) on AVX2
-// with FMA, fp32 or bf16 values: the portable loop's arithmetic exactly, each value row loaded
-// once for both query vectors of a GQA pair. (Its scores pass is the portable one: ops/dot's
-// dot4.) Defined where ops/dot.h defines GATTN_DOT_AVX2. (ops/attention_few_avx2.cpp)
+// The few-query attention's scores and values passes over a cache's rows
+// (ops/attention_decode.cpp) on AVX2 with FMA, fp32 or bf16 rows: the portable loops' arithmetic
+// exactly (the scores as ops/dot's dot4 and dot make them), each row loaded once for both query
+// vectors of a GQA pair. Defined where ops/dot.h defines GATTN_DOT_AVX2.
+// (ops/attention_few_avx2.cpp)
 #pragma once
 #include <cstdint>
 
@@ -10,6 +11,12 @@
 
 #ifdef GATTN_DOT_AVX2
 namespace gattn::avx2 {
+
+// out[u * ld + j] = scale * (query u . k[j][kv_offset[u] ..]) for rows j < n.
+void few_query_scores(float* out, int64_t ld, const FewQueryVectors& qv, const float* k,
+                      int64_t ld_k, int n, float scale);
+void few_query_scores(float* out, int64_t ld, const FewQueryVectors& qv, const uint16_t* k,
+                      int64_t ld_k, int n, float scale);
 
 // acc[u * d + c] += sum_j p[u * ld + j] v[j][kv_offset[u] + c] for rows j < n.
 void few_query_values(float* acc, const float* p, int64_t ld, const FewQueryVectors& qv,

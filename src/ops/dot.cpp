@@ -33,23 +33,6 @@ float dot_any(const float* in, const W* w, int n) {
   return horizontal_sum(a0, a1, a2, a3) + tail(in, w, k, n);
 }
 
-// {horizontal_sum(s0, 0, 0, 0), .., horizontal_sum(s3, 0, 0, 0)} (ops/dot.h) at once: each s + 0
-// (as horizontal_sum's (a + b) + (0 + 0): -0 becomes +0), its halves added, two pairwise adds.
-__m128 horizontal_sums(__m256 s0, __m256 s1, __m256 s2, __m256 s3) {
-  const __m256 zero = _mm256_setzero_ps();
-  s0 = _mm256_add_ps(s0, zero);
-  s1 = _mm256_add_ps(s1, zero);
-  s2 = _mm256_add_ps(s2, zero);
-  s3 = _mm256_add_ps(s3, zero);
-  const __m256 t01 = _mm256_add_ps(_mm256_permute2f128_ps(s0, s1, 0x20),
-                                   _mm256_permute2f128_ps(s0, s1, 0x31));  // [s0's | s1's]
-  const __m256 t23 =
-      _mm256_add_ps(_mm256_permute2f128_ps(s2, s3, 0x20), _mm256_permute2f128_ps(s2, s3, 0x31));
-  const __m256 h = _mm256_hadd_ps(t01, t23);
-  const __m256 h2 = _mm256_hadd_ps(h, h);  // [0, 2, 0, 2 | 1, 3, 1, 3]
-  return _mm_unpacklo_ps(_mm256_castps256_ps128(h2), _mm256_extractf128_ps(h2, 1));
-}
-
 // Two accumulators a row, 16 values at a time; the four rows' sums reduced together (one
 // horizontal sum each took as long as the products of a 64-value row).
 template <typename W>

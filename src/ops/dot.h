@@ -38,6 +38,23 @@ inline float horizontal_sum(__m256 a, __m256 b, __m256 c, __m256 d) {
   x = _mm_hadd_ps(x, x);
   return _mm_cvtss_f32(_mm_hadd_ps(x, x));
 }
+
+// {horizontal_sum(s0, 0, 0, 0), .., horizontal_sum(s3, 0, 0, 0)} at once: each s + 0
+// (as horizontal_sum's (a + b) + (0 + 0): -0 becomes +0), its halves added, two pairwise adds.
+inline __m128 horizontal_sums(__m256 s0, __m256 s1, __m256 s2, __m256 s3) {
+  const __m256 zero = _mm256_setzero_ps();
+  s0 = _mm256_add_ps(s0, zero);
+  s1 = _mm256_add_ps(s1, zero);
+  s2 = _mm256_add_ps(s2, zero);
+  s3 = _mm256_add_ps(s3, zero);
+  const __m256 t01 = _mm256_add_ps(_mm256_permute2f128_ps(s0, s1, 0x20),
+                                   _mm256_permute2f128_ps(s0, s1, 0x31));  // [s0's | s1's]
+  const __m256 t23 =
+      _mm256_add_ps(_mm256_permute2f128_ps(s2, s3, 0x20), _mm256_permute2f128_ps(s2, s3, 0x31));
+  const __m256 h = _mm256_hadd_ps(t01, t23);
+  const __m256 h2 = _mm256_hadd_ps(h, h);  // [0, 2, 0, 2 | 1, 3, 1, 3]
+  return _mm_unpacklo_ps(_mm256_castps256_ps128(h2), _mm256_extractf128_ps(h2, 1));
+}
 #endif
 
 }  // namespace gattn

@@ -10,7 +10,9 @@ bound, the integer dot kernel's own roof on L2-resident weights)):
   bandwidth it probes in the same process just before its rounds: this shared machine's bandwidth
   moves by 1.5x from minute to minute, so a bound probed elsewhere says little);
 - measured: build/gattn_bench_decode's decode tokens/s (prompt 512, 64 generated), the file read
-  as stored.
+  as stored, the KV cache in fp32 (--kv-dtype f32, gattn's default) or bf16 (--kv-dtype bf16: the
+  bytes of llama.cpp's default f16 cache). Neither bound counts the cache's bytes: at the 0.6B
+  shape and 560 positions an fp32 cache is 126 MB a token, a third of the Q4_0 file's weights.
 The kernel rates and the decode are measured in turn, ROUNDS times (this shared machine's rates
 move by a third within an hour: a roof measured once at the start and decodes measured minutes
 later gave ratios from 58% to 110% for one code); each round gives decode / min(bounds).
@@ -18,7 +20,7 @@ Prints one table row per file and thread count: the medians over the rounds, and
 range.
 
 usage: tools/reference/.venv/bin/python bench/decode_roof.py FILE.gguf... [--threads 1,2]
-           [--rounds 3] [--json OUT]
+           [--rounds 3] [--kv-dtype f32|bf16] [--json OUT]
 (from the repository root; OPENBLAS_CORETYPE as for every bench)"""
 import argparse
 import json
@@ -64,10 +66,11 @@ def kernel_rates(cols):
     return rates
 
 
-def decode_rate(path, threads, rounds):
+def decode_rate(path, threads, rounds, kv_dtype):
     """Median decode tokens/s and the bench's own bandwidth bound (tokens/s)."""
-    text = subprocess.run([DECODE_BENCH, path, "", "512", "64", str(threads), str(rounds), "bf16"],
-                          check=True, capture_output=True, text=True).stdout
+    kv = ["--kv-bf16"] if kv_dtype == "bf16" else []
+    text = subprocess.run([DECODE_BENCH, path, "", "512", "64", str(threads), str(rounds), "bf16"]
+                          + kv, check=True, capture_output=True, text=True).stdout
     rates = [64 / float(m) for m in re.findall(r"^round \d+:.*decode ([0-9.]+) s", text, re.M)]
     bound = float(re.search(r"bandwidth bound ([0-9.]+) tok/s", text).group(1))
     return statistics.median(rates), bound
@@ -84,6 +87,8 @@ def main():
     p.add_argument("files", nargs="+")
     p.add_argument("--threads", default="1,2")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--kv-dtype", choices=["f32", "bf16"], default="f32",
+                   help="the decode's KV cache (bf16: the bytes of llama.cpp's default f16 cache)")
     p.add_argument("--json")
     a = p.parse_args()
     rows = []
@@ -96,7 +101,7 @@ def main():
             rounds = []
             for _ in range(a.rounds):  # the roof and the decode measured in turn, each round
                 roof = kernel_roof(mats, threads)
-                decode, bound = decode_rate(path, threads, 1)
+                decode, bound = decode_rate(path, threads, 1, a.kv_dtype)
                 rounds.append({"decode": decode, "kernel_roof": roof, "bandwidth_bound": bound,
                                "ratio": decode / min(roof, bound)})
             row = {"file": path, "threads": threads, "rounds": rounds}

@@ -7,11 +7,14 @@
 # baseline (no gate) and G1 (elementwise sigmoid gate after SDPA), seeds 0..SEEDS-1 paired (same
 # initial values for shared tensors, same data order).
 #
-# Not committed: the models are rebuilt by this script and cached under runs/ref/<kind>-<gate>-s<seed>
-# (train/ holds the run; its final model is the one checkpoint kept, train/checkpoints/step_<steps>). Resumable: run it again after an
-# interruption and each run continues from its newest checkpoint; finished runs are skipped. The
-# step count (configs/ref/run_<kind>.json) was chosen so that one run takes at least 60 minutes at
-# 2 threads on the machine it was sized on (see configs/ref/README.md). When every run of a kind has
+# Not committed: the models are rebuilt by this script and cached under
+# runs/ref/<kind>-<gate>-s<seed> (train/ holds the run; its final model is the one checkpoint kept,
+# train/checkpoints/step_<steps>). Resumable: run it again after an interruption and each run
+# continues from its newest checkpoint; finished runs are skipped. Instances started side by side
+# share the work: each run is locked (runs/ref/<run>/lock) by the instance training it, and the
+# others go on to the next run (on 2 cores, two instances at THREADS=1 train two runs at once).
+# The step count (configs/ref/run_<kind>.json) was chosen so that one run takes at least 60
+# minutes at 2 threads on the machine it was sized on (see configs/ref/README.md). When every run of a kind has
 # finished, runs/ref/hashes.txt records the SHA-256 of each final model.safetensors: training is
 # deterministic for a given thread count and CPU, so a rebuild on the same machine type reproduces
 # them.
@@ -28,6 +31,9 @@ gattn=${GATTN:-build/gattn}
 [ -x "$gattn" ] || scripts/setup.sh release
 
 data=data/ref
+mkdir -p data
+exec 8>data/ref.lock
+flock 8  # one instance prepares the data; the others wait for it
 if [ ! -f "$data/val.bin" ]; then
   [ -f data/default/val.jsonl ] || "$gattn" corpus --out data/default
   mkdir -p "$data"
@@ -38,6 +44,7 @@ if [ ! -f "$data/val.bin" ]; then
       --out "$data/$split.bin"
   done
 fi
+exec 8>&-
 
 export OMP_NUM_THREADS=$threads
 [ "$threads" = 0 ] && unset OMP_NUM_THREADS
@@ -47,6 +54,8 @@ for kind in $kinds; do
       run=runs/ref/$kind-$gate-s$seed
       [ -f "$run/train/summary.json" ] && continue  # finished
       mkdir -p "$run"
+      exec 9>"$run/lock"
+      flock -n 9 || { echo "== $run: another instance trains it"; continue; }
       args=(train --config "configs/ref/run_$kind.json" --seed "$seed" --out "$run/train")
       [ "$gate" = baseline ] && args+=(--gate '{"position": "none"}')
       [ -d "$run/train/checkpoints" ] && args+=(--resume)
@@ -56,6 +65,7 @@ for kind in $kinds; do
         tail -5 "$run/log.txt" >&2
         exit 1
       }
+      exec 9>&-
     done
   done
 done

@@ -2,10 +2,13 @@
 """Decode speed of GGUF files against what bounds it (issue 34: decode >= 75% of min(bandwidth
 bound, the integer dot kernel's own roof on L2-resident weights)):
 - kernel roof: one token's matrix products at the rates build/gattn_bench_quant_kernels measures
-  for each (type, row length) on an L2-resident matrix (one input row, one thread): the sum over
-  the file's matrices (the output matrix, or the embedding when tied, included; the embedding
-  lookup, norms and attention not) of weights / rate, times the threads (each core its own L2:
-  perfect scaling, an upper bound);
+  for each (type, row length) on an L2-resident matrix (one input row): the sum over the file's
+  matrices (the output matrix, or the embedding when tied, included; the embedding lookup, norms
+  and attention not) of weights / rate, the rate that of one copy of the kernel per thread running
+  at once (one single-thread process per core, each on its own matrix in its own L2: no fork or
+  join; on this shared host two cores at once do not always give twice one core's rate). The
+  table also gives the roof of one copy alone times the threads (perfect scaling), and the ratio
+  to it;
 - bandwidth bound: gattn_bench_decode's own (the file's weights read once per token at the read
   bandwidth it probes in the same process just before its rounds: this shared machine's bandwidth
   moves by 1.5x from minute to minute, so a bound probed elsewhere says little);
@@ -53,16 +56,20 @@ def matrices(path):
     return out
 
 
-def kernel_rates(cols):
-    """{format: weights/s} of one-row products on an L2-resident matrix of `cols`-value rows, one
-    thread (gattn_bench_quant_kernels)."""
-    text = subprocess.run([QUANT_BENCH, "1", "1", "5", str(cols)], check=True, capture_output=True,
-                          text=True).stdout
+def kernel_rates(cols, copies):
+    """{format: weights/s} of one-row products on an L2-resident matrix of `cols`-value rows:
+    `copies` single-thread gattn_bench_quant_kernels processes at once, their rates added."""
+    cmd = [QUANT_BENCH, "1", "1", "100", str(cols), "l2"]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(copies)]
     rates = {}
-    for line in text.splitlines():
-        c = [x.strip() for x in line.strip().strip("|").split("|")]
-        if len(c) == 6 and c[3] == "process's" and c[1].startswith("192 x"):
-            rates[c[0]] = float(c[4]) * 1e9
+    for proc in procs:
+        text = proc.communicate()[0]
+        if proc.returncode != 0:
+            sys.exit(f"{' '.join(cmd)} failed ({proc.returncode})")
+        for line in text.splitlines():
+            c = [x.strip() for x in line.strip().strip("|").split("|")]
+            if len(c) == 6 and c[3] == "process's" and c[1].startswith("192 x"):
+                rates[c[0]] = rates.get(c[0], 0.0) + float(c[4]) * 1e9
     return rates
 
 
@@ -76,10 +83,11 @@ def decode_rate(path, threads, rounds, kv_dtype):
     return statistics.median(rates), bound
 
 
-def kernel_roof(mats, threads):
-    """Tokens/s of one token's matrix products at the kernel rates measured now."""
-    rates = {cols: kernel_rates(cols) for cols in {c for _, c, _ in mats}}
-    return threads / sum(weights / rates[cols][fmt] for fmt, cols, weights in mats)
+def kernel_roof(mats, copies, scale=1):
+    """Tokens/s of one token's matrix products at the kernel rates measured now (`copies` at once),
+    times `scale`."""
+    rates = {cols: kernel_rates(cols, copies) for cols in {c for _, c, _ in mats}}
+    return scale / sum(weights / rates[cols][fmt] for fmt, cols, weights in mats)
 
 
 def main():
@@ -93,26 +101,29 @@ def main():
     a = p.parse_args()
     rows = []
     print("| file | threads | decode tok/s | kernel roof tok/s | bandwidth bound tok/s | "
-          "decode / min (rounds' min - max) |")
-    print("|---|---|---|---|---|---|")
+          "decode / min (rounds' min - max) | one copy x threads: roof, decode / min |")
+    print("|---|---|---|---|---|---|---|")
     for threads in [int(t) for t in a.threads.split(",")]:
         for path in a.files:
             mats = matrices(path)
             rounds = []
             for _ in range(a.rounds):  # the roof and the decode measured in turn, each round
                 roof = kernel_roof(mats, threads)
+                scaled = kernel_roof(mats, 1, threads)
                 decode, bound = decode_rate(path, threads, 1, a.kv_dtype)
                 rounds.append({"decode": decode, "kernel_roof": roof, "bandwidth_bound": bound,
-                               "ratio": decode / min(roof, bound)})
-            row = {"file": path, "threads": threads, "rounds": rounds}
-            for key in ("decode", "kernel_roof", "bandwidth_bound", "ratio"):
+                               "ratio": decode / min(roof, bound), "scaled_roof": scaled,
+                               "scaled_ratio": decode / min(scaled, bound)})
+            row = {"file": path, "threads": threads, "kv_dtype": a.kv_dtype, "rounds": rounds}
+            for key in ("decode", "kernel_roof", "bandwidth_bound", "ratio", "scaled_roof",
+                        "scaled_ratio"):
                 row[key] = statistics.median(r[key] for r in rounds)
             rows.append(row)
             ratios = [r["ratio"] for r in rounds]
             print(f"| {os.path.basename(os.path.dirname(path))}/{os.path.basename(path)} | {threads} | "
                   f"{row['decode']:.1f} | {row['kernel_roof']:.1f} | {row['bandwidth_bound']:.1f} | "
-                  f"{100 * row['ratio']:.0f}% ({100 * min(ratios):.0f}-{100 * max(ratios):.0f}%) |",
-                  flush=True)
+                  f"{100 * row['ratio']:.0f}% ({100 * min(ratios):.0f}-{100 * max(ratios):.0f}%) | "
+                  f"{row['scaled_roof']:.1f}, {100 * row['scaled_ratio']:.0f}% |", flush=True)
     if a.json:
         with open(a.json + ".tmp", "w") as f:
             json.dump(rows, f, indent=1)

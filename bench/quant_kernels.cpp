@@ -2,7 +2,9 @@
 // one or a few input rows, on a matrix resident in the L2 cache (the kernel's roof: nothing but
 // its arithmetic) and on one far larger than the caches (what decode sees: memory-bound), next
 // to the read bandwidth of a buffer of the same size. Weights are random blocks (finite scales).
-//   gattn_bench_quant_kernels [ROWS=1] [THREADS=1] [REPEATS=5] [COLS=1024]
+//   gattn_bench_quant_kernels [ROWS=1] [THREADS=1] [REPEATS=5] [COLS=1024] [l2]
+// l2: the L2-resident matrix and the process's kernels only (bench/decode_roof.py runs one copy
+// per core at once: the cores' rates when all of them work, on this shared host).
 // Prints per format: weights / s and bytes / s for each size, and the kernel (reference, avx2,
 // avx512 where the CPU has VNNI).
 #include <omp.h>
@@ -80,10 +82,12 @@ int main(int argc, char** argv) {
   const int threads = argc > 2 ? std::atoi(argv[2]) : 1;
   const int repeats = argc > 3 ? std::atoi(argv[3]) : 5;
   const int64_t cols = argc > 4 ? std::atoll(argv[4]) : 1024;
-  if (rows < 1 || threads < 1 || repeats < 1 || cols < 256 || cols % 256) {
+  const bool l2_only = argc > 5 && std::string(argv[5]) == "l2";
+  if (rows < 1 || threads < 1 || repeats < 1 || cols < 256 || cols % 256 ||
+      (argc > 5 && !l2_only)) {
     std::fprintf(stderr,
                  "usage: gattn_bench_quant_kernels [ROWS=1] [THREADS=1] [REPEATS=5] "
-                 "[COLS=1024, a multiple of 256]\n");
+                 "[COLS=1024, a multiple of 256] [l2]\n");
     return 2;
   }
   gattn::set_num_threads(threads);
@@ -96,12 +100,13 @@ int main(int argc, char** argv) {
        {WeightDtype::q8_0, WeightDtype::q4_0, WeightDtype::q4_k, WeightDtype::q6_k}) {
     // 256 KiB-ish (L2-resident) and ~600 MB (memory)
     for (int64_t out_dim : {int64_t(192), int64_t(3072) * 150}) {
+      if (l2_only && out_dim > 10000) continue;
       const auto data = random_blocks(dtype, out_dim, cols);
       const gattn::WeightView w{.dtype = dtype, .data = data.data(), .rows = out_dim, .cols = cols};
       const double bytes = double(data.size());
       const int reps = out_dim > 10000 ? repeats : repeats * 200;
       for (bool reference : {false, true}) {
-        if (reference && out_dim > 10000) continue;
+        if (reference && (out_dim > 10000 || l2_only)) continue;
         const double s = time_product(w, rows, reps, reference);
         std::printf("| %s | %lld x %lld | %.1f MB | %s | %.2f | %.2f |\n",
                     gattn::weight_dtype_name(dtype), static_cast<long long>(out_dim),

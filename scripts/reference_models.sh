@@ -65,6 +65,12 @@ for kind in $kinds; do
         tail -5 "$run/log.txt" >&2
         exit 1
       }
+      # gattn train exits 0 when a signal stops it (after writing a checkpoint): stop here too
+      # rather than go on to the next run
+      if [ ! -f "$run/train/summary.json" ]; then
+        echo "reference_models: $run stopped before its last step; run the script again to resume" >&2
+        exit 1
+      fi
       exec 9>&-
     done
   done

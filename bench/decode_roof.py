@@ -9,13 +9,19 @@ bound, the integer dot kernel's own roof on L2-resident weights)):
   join; on this shared host two cores at once do not always give twice one core's rate). The
   table also gives the roof of one copy alone times the threads (perfect scaling), and the ratio
   to it;
-- bandwidth bound: gattn_bench_decode's own (the file's weights read once per token at the read
-  bandwidth it probes in the same process just before its rounds: this shared machine's bandwidth
-  moves by 1.5x from minute to minute, so a bound probed elsewhere says little);
-- measured: build/gattn_bench_decode's decode tokens/s (prompt 512, 64 generated), the file read
-  as stored, the KV cache in fp32 (--kv-dtype f32, gattn's default) or bf16 (--kv-dtype bf16: the
-  bytes of llama.cpp's default f16 cache). Neither bound counts the cache's bytes: at the 0.6B
-  shape and 560 positions an fp32 cache is 126 MB a token, a third of the Q4_0 file's weights.
+- bandwidth bound: gattn_bench_decode's own (the file's weights and the KV cache up to the mean
+  generated position read once per token at the read bandwidth it probes in the same process just
+  before its rounds: this shared machine's bandwidth moves by 1.5x from minute to minute, so a
+  bound probed elsewhere says little);
+- measured: build/gattn_bench_decode's decode tokens/s (prompt PROMPT, default 512, then 64
+  generated), the file read as stored, the KV cache in fp32 (--kv-dtype f32, gattn's default) or
+  bf16 (--kv-dtype bf16: the bytes of llama.cpp's default f16 cache). The kernel roof does not
+  count the cache: at the 0.6B shape and 560 positions an fp32 cache is 126 MB a token, a third
+  of the Q4_0 file's weights. The last column ("kernel roof + cache") adds the time of reading the
+  cache once at the probed bandwidth to the kernel roof's time (what the attention, ~1 flop a
+  byte, costs when nothing overlaps it; not a lower bound: a cache read overlapped with the
+  kernel-bound matrix products could hide); --prompt 1 measures decode nearly as llama-bench's tg does
+  (from an empty cache), where the cache is small.
 The kernel rates and the decode are measured in turn, ROUNDS times (this shared machine's rates
 move by a third within an hour: a roof measured once at the start and decodes measured minutes
 later gave ratios from 58% to 110% for one code); each round gives decode / min(bounds).
@@ -23,7 +29,7 @@ Prints one table row per file and thread count: the medians over the rounds, and
 range.
 
 usage: tools/reference/.venv/bin/python bench/decode_roof.py FILE.gguf... [--threads 1,2]
-           [--rounds 3] [--kv-dtype f32|bf16] [--json OUT]
+           [--rounds 3] [--kv-dtype f32|bf16] [--prompt 512] [--json OUT]
 (from the repository root; OPENBLAS_CORETYPE as for every bench)"""
 import argparse
 import json
@@ -73,14 +79,19 @@ def kernel_rates(cols, copies):
     return rates
 
 
-def decode_rate(path, threads, rounds, kv_dtype):
-    """Median decode tokens/s and the bench's own bandwidth bound (tokens/s)."""
+def decode_rate(path, threads, rounds, kv_dtype, prompt):
+    """Median decode tokens/s, the bench's own bandwidth bound (tokens/s) and the seconds a token
+    takes to read its KV cache at the bench's probed bandwidth."""
     kv = ["--kv-bf16"] if kv_dtype == "bf16" else []
-    text = subprocess.run([DECODE_BENCH, path, "", "512", "64", str(threads), str(rounds), "bf16"]
-                          + kv, check=True, capture_output=True, text=True).stdout
+    text = subprocess.run([DECODE_BENCH, path, "", str(prompt), "64", str(threads), str(rounds),
+                           "bf16"] + kv, check=True, capture_output=True, text=True).stdout
     rates = [64 / float(m) for m in re.findall(r"^round \d+:.*decode ([0-9.]+) s", text, re.M)]
     bound = float(re.search(r"bandwidth bound ([0-9.]+) tok/s", text).group(1))
-    return statistics.median(rates), bound
+    bandwidth = float(re.search(r"read bandwidth ([0-9.]+) GB/s", text).group(1))
+    weights = float(re.search(r"\(([0-9.]+) GB of weights a token\)", text).group(1))
+    # bound = bandwidth / (weights + cache): the cache's seconds a token at that bandwidth
+    cache_s = max(0.0, 1 / bound - weights / bandwidth)
+    return statistics.median(rates), bound, cache_s
 
 
 def kernel_roof(mats, copies, scale=1):
@@ -97,12 +108,15 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--kv-dtype", choices=["f32", "bf16"], default="f32",
                    help="the decode's KV cache (bf16: the bytes of llama.cpp's default f16 cache)")
+    p.add_argument("--prompt", type=int, default=512,
+                   help="prompt tokens before the 64 decoded ones (1: near llama-bench's tg)")
     p.add_argument("--json")
     a = p.parse_args()
     rows = []
     print("| file | threads | decode tok/s | kernel roof tok/s | bandwidth bound tok/s | "
-          "decode / min (rounds' min - max) | one copy x threads: roof, decode / min |")
-    print("|---|---|---|---|---|---|---|")
+          "decode / min (rounds' min - max) | one copy x threads: roof, decode / min | "
+          "kernel roof + cache tok/s, decode / min |")
+    print("|---|---|---|---|---|---|---|---|")
     for threads in [int(t) for t in a.threads.split(",")]:
         for path in a.files:
             mats = matrices(path)
@@ -110,20 +124,26 @@ def main():
             for _ in range(a.rounds):  # the roof and the decode measured in turn, each round
                 roof = kernel_roof(mats, threads)
                 scaled = kernel_roof(mats, 1, threads)
-                decode, bound = decode_rate(path, threads, 1, a.kv_dtype)
+                decode, bound, cache_s = decode_rate(path, threads, 1, a.kv_dtype, a.prompt)
+                with_cache = 1 / (1 / roof + cache_s)
                 rounds.append({"decode": decode, "kernel_roof": roof, "bandwidth_bound": bound,
                                "ratio": decode / min(roof, bound), "scaled_roof": scaled,
-                               "scaled_ratio": decode / min(scaled, bound)})
-            row = {"file": path, "threads": threads, "kv_dtype": a.kv_dtype, "rounds": rounds}
+                               "scaled_ratio": decode / min(scaled, bound),
+                               "roof_with_cache": with_cache,
+                               "ratio_with_cache": decode / min(with_cache, bound)})
+            row = {"file": path, "threads": threads, "kv_dtype": a.kv_dtype, "prompt": a.prompt,
+                   "rounds": rounds}
             for key in ("decode", "kernel_roof", "bandwidth_bound", "ratio", "scaled_roof",
-                        "scaled_ratio"):
+                        "scaled_ratio", "roof_with_cache", "ratio_with_cache"):
                 row[key] = statistics.median(r[key] for r in rounds)
             rows.append(row)
             ratios = [r["ratio"] for r in rounds]
             print(f"| {os.path.basename(os.path.dirname(path))}/{os.path.basename(path)} | {threads} | "
                   f"{row['decode']:.1f} | {row['kernel_roof']:.1f} | {row['bandwidth_bound']:.1f} | "
                   f"{100 * row['ratio']:.0f}% ({100 * min(ratios):.0f}-{100 * max(ratios):.0f}%) | "
-                  f"{row['scaled_roof']:.1f}, {100 * row['scaled_ratio']:.0f}% |", flush=True)
+                  f"{row['scaled_roof']:.1f}, {100 * row['scaled_ratio']:.0f}% | "
+                  f"{row['roof_with_cache']:.1f}, {100 * row['ratio_with_cache']:.0f}% |",
+                  flush=True)
     if a.json:
         with open(a.json + ".tmp", "w") as f:
             json.dump(rows, f, indent=1)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs gattn's dependencies from Debian's packages (idempotent) and builds it.
-#   scripts/setup.sh [release|asan]...   (default: release)
+#   scripts/setup.sh [release|asan|python]...   (default: release)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,13 +25,32 @@ if ! "$venv/bin/python" -c "import openai" 2>/dev/null; then
     echo "setup: could not install openai from PyPI; the cli.serve_openai test will fail" >&2
 fi
 
+# The Python extension's build and test dependencies (PyPI, pinned), for the python flavour: the
+# module (-DGATTN_PYTHON=ON, every library position-independent) built with this venv's
+# interpreter in build-python, apart from the release build, whose binaries stay as they were.
+pyvenv=python/.venv
+if [[ " $* " == *" python "* ]] && ! "$pyvenv/bin/python" -c "import nanobind, numpy, pytest" 2>/dev/null; then
+  echo "setup: installing nanobind==3.1.0 numpy==2.4.6 pytest==9.2.0 into $pyvenv (PyPI)"
+  python3 -m venv "$pyvenv" &&
+    "$pyvenv/bin/python" -m pip install -q nanobind==3.1.0 numpy==2.4.6 pytest==9.2.0 || {
+    echo "setup: could not install the Python extension's dependencies from PyPI into $pyvenv" >&2
+    exit 1
+  }
+fi
+
 jobs=$(nproc)
 for flavour in "${@:-release}"; do
   case "$flavour" in
-    release) dir=build; flags=(-DCMAKE_BUILD_TYPE=Release) ;;
-    asan) dir=build-asan; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DGATTN_SANITIZE=ON) ;;
-    *) echo "setup: unknown build flavour '$flavour' (expected release or asan)" >&2; exit 2 ;;
+    release) dir=build; flags=(-DCMAKE_BUILD_TYPE=Release -DGATTN_PYTHON=OFF); targets=() ;;
+    asan) dir=build-asan; targets=()
+          flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DGATTN_SANITIZE=ON -DGATTN_PYTHON=OFF) ;;
+    # the module and what its tests run (tests/python)
+    python) dir=build-python; targets=(--target _gattn gattn gattn_infer_bits)
+            flags=(-DCMAKE_BUILD_TYPE=Release -DGATTN_PYTHON=ON
+                   "-DPython_EXECUTABLE=$PWD/$pyvenv/bin/python") ;;
+    *) echo "setup: unknown build flavour '$flavour' (expected release, asan or python)" >&2
+       exit 2 ;;
   esac
   cmake -S . -B "$dir" "${flags[@]}" >/dev/null
-  cmake --build "$dir" -j "$jobs"
+  cmake --build "$dir" -j "$jobs" "${targets[@]}"
 done

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Sets up, builds gattn twice (release, and ASan+UBSan) and runs the whole test suite in both;
+# Sets up, builds gattn twice (release, and ASan+UBSan) and runs the whole test suite in both, and
+# the Python extension (a third, position-independent build of its targets) with its tests;
 # prints each build's ten slowest tests. Exits non-zero when a test fails or a must-run test skips.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh release asan
+scripts/setup.sh release asan python
 failed=0
+# The Python extension's tests in build-python (its own position-independent build; not the ASan
+# one: ASan would have to be preloaded into the interpreter).
+echo "== Python tests in build-python (none in build-asan)"
+(cd build-python && ctest --output-on-failure -R '^python\.') || failed=1
 for dir in build build-asan; do
   echo "== tests in $dir"
   log="$dir/Testing/ctest-output.log"

@@ -114,13 +114,15 @@ TensorBytes tensor_bytes(const Weights& model, const Weights* quantized, const T
   if (spec.elementwise || type == "f32")
     return {.type = GgmlType::f32,
             .data = reinterpret_cast<const uint8_t*>(values),
-            .size = uint64_t(spec.numel) * 4};
+            .size = uint64_t(spec.numel) * 4,
+            .owned = {}};
   if (type == "bf16") return TensorBytes::copy(GgmlType::bf16, bf16_bytes(values, spec.numel));
   const int64_t cols = spec.shape.back(), rows = spec.numel / cols;
   const WeightView v = quantized->matrix(spec.offset, rows, cols);
   return {.type = GgmlType(ggml_type_of(v.dtype)),
           .data = static_cast<const uint8_t*>(v.data),
-          .size = uint64_t(rows * v.row_bytes())};
+          .size = uint64_t(rows * v.row_bytes()),
+          .owned = {}};
 }
 
 // qwen35's attn_q: per head, head_dim query rows then head_dim gate rows.

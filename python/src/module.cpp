@@ -2,70 +2,163 @@
 // in and out. Engine errors (gattn::Error: bad files, bad input) reach Python as ValueError with
 // the engine's message; the GIL is released while a pass runs.
 #include <nanobind/nanobind.h>
-#include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
 
-#include <cstdint>
-#include <memory>
 #include <nlohmann/json.hpp>
-#include <string>
-#include <vector>
 
-#include "io/hf_weights.h"
+#include "infer/model_files.h"
+#include "model.h"
 #include "model/config.h"
-#include "model/train_state.h"
 #include "util/error.h"
+#include "util/threads.h"
 
 namespace nb = nanobind;
+using namespace nb::literals;
+using gattn::python::GenerateArgs;
+using gattn::python::Model;
+using gattn::python::TextIterator;
 
 namespace {
-
-using IdArray = nb::ndarray<const int32_t, nb::c_contig, nb::device::cpu>;
-
-// A loaded model: its weights, read-only once loaded, shared by the passes that run on them.
-class Model {
- public:
-  explicit Model(const std::string& path) : weights_(gattn::load_any_model(path)) {}
-
-  const gattn::Config& config() const { return weights_->config(); }
-
-  // Logits [batch, seq, vocab] (float32) of a rectangular forward pass over ids [seq] or
-  // [batch, seq] (int32): every position sees the positions before it in its own row.
-  nb::ndarray<nb::numpy, float> forward(const IdArray& ids) const {
-    if (ids.ndim() != 1 && ids.ndim() != 2)
-      gattn::fail("forward: ids must have 1 or 2 dimensions (seq or batch x seq), got ",
-                  ids.ndim());
-    if (ids.size() > size_t(INT32_MAX))
-      gattn::fail("forward: ", ids.size(), " ids are more than one pass takes (", INT32_MAX, ")");
-    const int batch = ids.ndim() == 2 ? int(ids.shape(0)) : 1;
-    const int seq = int(ids.shape(ids.ndim() - 1));
-    if (batch < 1 || seq < 1) gattn::fail("forward: ids are empty (", batch, " x ", seq, ")");
-    const int vocab = config().vocab_size;
-    const int32_t* data = ids.data();
-    for (int64_t i = 0; i < int64_t(batch) * seq; ++i)
-      if (data[i] < 0 || data[i] >= vocab)
-        gattn::fail("forward: token id ", data[i], " at index ", i,
-                    " is outside the vocabulary [0, ", vocab, ")");
-    auto* logits = new std::vector<float>(size_t(batch) * seq * vocab);
-    nb::capsule owner(logits, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
-    {
-      const std::vector<int32_t> copy(data, data + int64_t(batch) * seq);  // outlives the GIL
-      nb::gil_scoped_release released;
-      gattn::TrainState state(*weights_);
-      state.forward({copy.data(), nullptr, batch, seq}, logits->data());
-    }
-    const size_t shape[3] = {size_t(batch), size_t(seq), size_t(vocab)};
-    return nb::ndarray<nb::numpy, float>(logits->data(), 3, shape, owner);
-  }
-
- private:
-  std::unique_ptr<gattn::Weights> weights_;
-};
 
 // The model's config as config.json has it (model/config.h config_to_json), as a Python dict.
 nb::object config_dict(const gattn::Config& c) {
   return nb::module_::import_("json").attr("loads")(gattn::config_to_json(c).dump());
+}
+
+// interventions as Model.forward takes them: None, one spec or a sequence of specs.
+std::vector<std::string> intervention_specs(nb::handle specs) {
+  if (specs.is_none()) return {};
+  if (nb::isinstance<nb::str>(specs)) return {nb::cast<std::string>(specs)};
+  return nb::cast<std::vector<std::string>>(specs);
+}
+
+// Bytes as text; bytes that are not UTF-8 (a token's part of a character) become U+FFFD.
+nb::str text_of(const std::string& bytes) {
+  return nb::steal<nb::str>(
+      PyUnicode_DecodeUTF8(bytes.data(), Py_ssize_t(bytes.size()), "replace"));
+}
+
+void bind_tokenizer(nb::module_& m) {
+  nb::class_<gattn::Tokenizer>(m, "Tokenizer",
+                               "A byte-level BPE tokenizer (tokenizer.json or a GGUF file's).")
+      .def_static(
+          "load", [](const std::string& path) { return gattn::load_tokenizer_file(path); },
+          "path"_a, "Reads a tokenizer.json, or the tokenizer in a GGUF file's metadata.")
+      .def(
+          "encode",
+          [](const gattn::Tokenizer& t, const std::string& text) {
+            const std::vector<uint32_t> ids = t.encode(text);
+            return std::vector<int32_t>(ids.begin(), ids.end());
+          },
+          "text"_a, "The token ids of text (a list of int).")
+      .def(
+          "decode",
+          [](const gattn::Tokenizer& t, const std::vector<uint32_t>& ids) {
+            return text_of(t.decode(ids));
+          },
+          "ids"_a, "The text of ids (bytes that are not whole UTF-8 characters become U+FFFD).")
+      .def_prop_ro("vocab_size", &gattn::Tokenizer::vocab_size, "One more than the largest id.");
+}
+
+void bind_generation(nb::module_& m) {
+  nb::class_<TextIterator>(m, "TextIterator",
+                           "The text of a generation, piece by piece (whole UTF-8 characters).")
+      .def(
+          "__iter__", [](nb::handle self) { return self; }, nb::rv_policy::reference)
+      .def("__next__", [](TextIterator& it) { return text_of(it.next()); })
+      .def_prop_ro(
+          "finish_reason", [](const TextIterator& it) { return it.result().finish_reason; },
+          "'' while running; then 'length' (max_tokens) or 'stop' (end token or stop string).")
+      .def_prop_ro(
+          "tokens",
+          [](const TextIterator& it) {
+            const std::vector<uint32_t> ids = it.result().tokens;
+            return std::vector<int32_t>(ids.begin(), ids.end());
+          },
+          "The generated token ids so far (an end token included).")
+      .def_prop_ro(
+          "text_bytes",
+          [](const TextIterator& it) {
+            const std::string text = it.result().text;
+            return nb::bytes(text.data(), text.size());
+          },
+          "The text so far as bytes, exactly as `gattn generate` prints it (the pieces are str: "
+          "bytes that are not UTF-8 become U+FFFD there).")
+      .def_prop_ro(
+          "timings",
+          [](const TextIterator& it) {
+            const gattn::GenerateResult r = it.result();
+            nb::dict d;
+            d["prompt_tokens"] = r.prompt_tokens;
+            d["prefill_seconds"] = r.prefill_seconds;
+            d["decode_seconds"] = r.decode_seconds;
+            return d;
+          },
+          "The engine's times so far: prompt_tokens, prefill_seconds, decode_seconds (sampling "
+          "and decoding, as `gattn generate --stats` reports them).");
+}
+
+void bind_model(nb::module_& m) {
+  nb::class_<Model>(m, "Model",
+                    "A loaded model (gattn checkpoint or run folder, Hugging Face folder or GGUF "
+                    "file).")
+      .def_prop_ro(
+          "config", [](const Model& model) { return config_dict(model.config()); },
+          "The model's config as its config.json has it (a dict: vocab_size, gate, ...).")
+      .def_prop_ro("path", &Model::folder, "The folder or file the weights were read from.")
+      .def_prop_ro("tokenizer", &Model::tokenizer, nb::rv_policy::reference_internal,
+                   "The model's tokenizer (ValueError when it has none).")
+      .def(
+          "forward",
+          [](const Model& model, const gattn::python::IdArray& ids,
+             const std::vector<std::string>& capture,
+             const std::vector<std::pair<int, int>>& attention,
+             const std::map<std::string, nb::object>& hooks, nb::handle interventions,
+             int64_t max_capture_bytes) {
+            const gattn::python::CaptureRequest request = {.sites = capture,
+                                                           .attention = attention,
+                                                           .hooks = hooks,
+                                                           .max_bytes = max_capture_bytes};
+            return model.forward(ids, request, intervention_specs(interventions));
+          },
+          "ids"_a, nb::kw_only(), "capture"_a = std::vector<std::string>{},
+          "attention"_a = std::vector<std::pair<int, int>>{},
+          "hooks"_a = std::map<std::string, nb::object>{}, "interventions"_a = nb::none(),
+          "max_capture_bytes"_a = int64_t(1) << 30,
+          "Logits (float32, [batch, seq, vocab]) of ids (int32, [seq] or [batch, seq]; each row a "
+          "sequence from position 0).\n\n"
+          "capture: site names (gattn.SITES) whose tensors come back, [batch, seq, width] per "
+          "layer. attention: (layer, head) pairs whose probabilities [batch, seq (query), seq "
+          "(key)] are recomputed from the pass's q, k and log-sum-exp. With either, the result "
+          "is (logits, {site: {layer: array}, 'attention': {(layer, head): array}}); a capture "
+          "above max_capture_bytes raises ValueError naming its size.\n"
+          "hooks: {site: fn(layer, array)} called during the pass with a view of the pass's own "
+          "tensor, valid only during the call; at attention_v, gate_output and delta_net_gate "
+          "it is writable and the model reads on what fn leaves there. interventions: the CLI's "
+          "--intervene specs (a string or a list), e.g. 'layer:0:gate=closed'.")
+      .def(
+          "generate",
+          [](const Model& model, nb::handle prompt, int max_tokens, double temperature, int top_k,
+             double top_p, double min_p, double repeat_penalty, uint64_t seed,
+             const std::vector<std::string>& stop, const std::string& kv_dtype) {
+            const GenerateArgs args = {
+                .max_tokens = max_tokens,
+                .sampling = {temperature, top_k, top_p, min_p, repeat_penalty, seed},
+                .stop = stop,
+                .kv_dtype = kv_dtype};
+            return model.generate(gattn::python::prompt_ids(model, prompt), args);
+          },
+          "prompt"_a, nb::kw_only(), "max_tokens"_a = 128, "temperature"_a = 1.0, "top_k"_a = 0,
+          "top_p"_a = 1.0, "min_p"_a = 0.0, "repeat_penalty"_a = 1.0, "seed"_a = 0,
+          "stop"_a = std::vector<std::string>{}, "kv_dtype"_a = "f32", nb::keep_alive<0, 1>(),
+          "An iterator over the generated text, piece by piece, as `gattn generate` prints it "
+          "(prompt: text, or a list of token ids; temperature 0: greedy). It ends at "
+          "max_tokens, the tokenizer's end-of-text token or a stop string; Ctrl-C stops it "
+          "between tokens with KeyboardInterrupt.");
 }
 
 }  // namespace
@@ -79,15 +172,21 @@ NB_MODULE(_gattn, m) {
       PyErr_SetString(PyExc_ValueError, e.what());
     }
   });
-  nb::class_<Model>(m, "Model",
-                    "A loaded model (gattn checkpoint, Hugging Face folder or GGUF file).")
-      .def_prop_ro(
-          "config", [](const Model& model) { return config_dict(model.config()); },
-          "The model's config as its config.json has it (a dict: vocab_size, gate, ...).")
-      .def("forward", &Model::forward, nb::arg("ids"),
-           "Logits (float32, [batch, seq, vocab]) of ids (int32, [seq] or [batch, seq]).");
+  bind_tokenizer(m);
+  bind_generation(m);
+  bind_model(m);
   m.def(
-      "load", [](const std::string& path) { return std::make_unique<Model>(path); },
-      nb::arg("path"),
-      "Loads a model: a gattn checkpoint folder, a Hugging Face folder or a GGUF file.");
+      "load",
+      [](const std::string& path, const std::string& dtype, const std::string& tokenizer) {
+        return std::make_unique<Model>(path, dtype, tokenizer);
+      },
+      "path"_a, "dtype"_a = "auto", "tokenizer"_a = "",
+      "Loads a model: a gattn checkpoint folder, a run folder (its newest checkpoint), a Hugging "
+      "Face folder or a GGUF file. dtype: as gattn's --weights-dtype (auto, f32, bf16, q8_0, "
+      "q4_0, q4_k_m). tokenizer: a tokenizer file (default: the model's).");
+  m.def(
+      "set_threads", [](int threads) { return gattn::set_num_threads(threads); }, "threads"_a,
+      "Sets the threads passes use (at most the cores the process may use); returns the count.");
+  m.def("threads", &gattn::num_threads, "The threads passes use.");
+  m.attr("SITES") = gattn::python::site_names();
 }

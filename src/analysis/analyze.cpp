@@ -39,18 +39,6 @@ double uniform_first_token(int from, int seq_len) {
   return seq_len > from ? sum / (seq_len - from) : 0;
 }
 
-// The attention probability of query row `query` on key row `key` in head h, recomputed from the
-// q, k and log-sum-exp the forward pass kept: exp(q . k / sqrt(d) - lse).
-double attention_probability(const LayerView& v, int64_t query, int64_t key, int h, int d,
-                             int group, int heads) {
-  const float* q = v.q + query * v.ld_q + h * d;
-  const float* k = v.k + key * v.ld_k + (h / group) * d;
-  float dot = 0;
-  for (int i = 0; i < d; ++i) dot += q[i] * k[i];
-  const float scale = 1.0f / std::sqrt(float(d));
-  return std::exp(double(dot * scale) - double(v.attn_lse[query * heads + h]));
-}
-
 struct LayerSums {
   std::vector<double> first_token, first_token_late;  // summed probabilities per head
   int64_t queries = 0, late_queries = 0;              // per head

@@ -1,5 +1,7 @@
 #include "analysis/layer_views.h"
 
+#include <cmath>
+
 namespace gattn {
 
 void LayerViewRecorder::on_tensor(const HookEvent& e) {
@@ -49,6 +51,16 @@ void LayerViewRecorder::on_tensor(const HookEvent& e) {
     case HookSite::mlp_down_input:
       break;  // ProjectionInputRecorder's (analysis/projection_inputs.h)
   }
+}
+
+double attention_probability(const LayerView& v, int64_t query, int64_t key, int h, int d,
+                             int group, int heads) {
+  const float* q = v.q + query * v.ld_q + h * d;
+  const float* k = v.k + key * v.ld_k + (h / group) * d;
+  float dot = 0;
+  for (int i = 0; i < d; ++i) dot += q[i] * k[i];
+  const float scale = 1.0f / std::sqrt(float(d));
+  return std::exp(double(dot * scale) - double(v.attn_lse[query * heads + h]));
 }
 
 }  // namespace gattn

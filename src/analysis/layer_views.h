@@ -31,6 +31,12 @@ struct LayerView {
   const float *router_probs = nullptr, *shared_expert_gate = nullptr;
 };
 
+// The attention probability of query row `query` on key row `key` in head h (of `heads`, `group`
+// query heads per key head, head dimension d), recomputed from the q, k and log-sum-exp the
+// forward pass kept: exp(q . k / sqrt(d) - lse).
+double attention_probability(const LayerView& v, int64_t query, int64_t key, int h, int d,
+                             int group, int heads);
+
 class LayerViewRecorder final : public PassHooks {
  public:
   // interventions: the pass's (a forced gate's scores are not what it applied: no gate_z).

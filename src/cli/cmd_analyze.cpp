@@ -8,6 +8,7 @@
 #include "analysis/report_html.h"
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "cli/stderr_log.h"
 #include "cli/validators.h"
 #include "io/file.h"
 #include "model/intervention.h"
@@ -80,7 +81,7 @@ void add_analyze_command(CLI::App& app) {
       }
     }
     std::string folder;
-    const auto weights = load_checkpoint_model(checkpoint, folder);
+    const auto weights = load_checkpoint_model(checkpoint, folder, stderr_log());
     for (const std::string& spec : intervene)
       add_intervention(o.interventions, spec, weights->config().num_hidden_layers, o.seq_len);
     const HeldOutTokens tokens(data, tokenizer_path, weights->config().vocab_size);

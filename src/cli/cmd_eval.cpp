@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "cli/stderr_log.h"
 #include "cli/validators.h"
 #include "model/intervention.h"
 #include "train/evaluate.h"
@@ -49,8 +50,8 @@ void add_eval_command(CLI::App& app) {
   cmd->callback([] {
     use_threads(threads);
     std::string folder;
-    const auto weights =
-        with_context(load_inference_model(checkpoint, weights_dtype, folder), seq, rope_scaling);
+    const auto weights = with_context(
+        load_inference_model(checkpoint, weights_dtype, folder, stderr_log()), seq, rope_scaling);
     TrainState state(*weights);
     if (weights_dtype == "w8a8") {
       ExecContext exec = state.exec();

@@ -63,7 +63,7 @@ void add_generate_command(CLI::App& app) {
     if (f.prompt.empty() == f.prompt_file.empty())
       fail("give the prompt with --prompt or --prompt-file");
     std::string folder;
-    const auto weights = load_inference_model(f.checkpoint, f.weights_dtype, folder);
+    const auto weights = load_inference_model(f.checkpoint, f.weights_dtype, folder, stderr_log());
     const Tokenizer tokenizer = load_model_tokenizer(f.tokenizer, folder);
     const std::string text = f.prompt_file.empty() ? f.prompt : read_text_file(f.prompt_file);
     GenerateOptions options = f.options;

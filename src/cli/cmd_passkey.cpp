@@ -6,6 +6,7 @@
 #include "analysis/passkey.h"
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "cli/stderr_log.h"
 #include "cli/validators.h"
 #include "io/file.h"
 #include "util/threads.h"
@@ -38,8 +39,8 @@ void add_passkey_command(CLI::App& app) {
     const Tokenizer tokenizer = Tokenizer::load(tokenizer_path);
     std::string folder;
     const int longest = *std::max_element(lengths.begin(), lengths.end());
-    const auto weights =
-        with_context(load_checkpoint_model(checkpoint, folder), longest, rope_scaling);
+    const auto weights = with_context(load_checkpoint_model(checkpoint, folder, stderr_log()),
+                                      longest, rope_scaling);
     const auto results = passkey_retrieval(*weights, tokenizer, lengths, trials, seed);
     std::printf("checkpoint %s%s%s\n  length  retrieved  answer nats\n", folder.c_str(),
                 rope_scaling.empty() ? "" : ", rope scaling ", rope_scaling.c_str());

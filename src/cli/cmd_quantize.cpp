@@ -60,7 +60,7 @@ void add_quantize_command(CLI::App& app) {
     if (fs::exists(out) && fs::equivalent(out, checkpoint, ec))
       fail(out, ": is the checkpoint being read; write another file");
     std::string folder;
-    const auto model = load_checkpoint_model(checkpoint, folder, WeightDtype::f32);
+    const auto model = load_checkpoint_model(checkpoint, folder, stderr_log(), WeightDtype::f32);
     const TokenizerSpec spec = tokenizer_spec_for(tokenizer, folder);
     export_gguf(*model, &spec, type, out, stderr_log());
     std::printf("wrote %s (qwen3, %s, %.1f MB)\n", out.c_str(), type.c_str(),

@@ -163,7 +163,7 @@ void add_serve_command(CLI::App& app) {
     pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
     use_threads(f.threads);
     std::string folder;
-    const auto weights = load_inference_model(f.checkpoint, f.weights_dtype, folder);
+    const auto weights = load_inference_model(f.checkpoint, f.weights_dtype, folder, stderr_log());
     const Tokenizer tokenizer = load_model_tokenizer(f.tokenizer, folder);
     ServeOptions options = f.options;
     options.exec = inference_exec();

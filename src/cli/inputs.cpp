@@ -9,13 +9,7 @@
 #include <optional>
 
 #include "cli/stderr_log.h"
-#include "infer/gguf_tokenizer.h"
-#include "io/checkpoint.h"
-#include "io/gguf_model.h"
-#include "io/hf_weights.h"
-#include "model/quantize_model.h"
 #include "train/prepare_data.h"
-#include "train/train_checkpoint.h"
 #include "util/error.h"
 #include "util/json_parse.h"
 #include "util/threads.h"
@@ -42,13 +36,6 @@ void use_threads(int threads) {
   if (used < threads)
     stderr_log().info("gattn: ", threads, " threads requested, using ", used,
                       " (the cores this process may use)");
-}
-
-std::unique_ptr<Weights> load_checkpoint_model(const std::string& path, std::string& folder,
-                                               WeightDtype storage) {
-  folder = fs::exists(fs::path(path) / "checkpoints") ? latest_checkpoint(path) : path;
-  if (folder.empty()) fail(path, ": the run has no checkpoint");
-  return load_any_model(folder, stderr_log(), storage);
 }
 
 CLI::Option* add_weights_dtype_option(CLI::App* cmd, std::string& dtype, bool with_w8a8) {
@@ -87,36 +74,6 @@ CLI::Option* add_kv_dtype_option(CLI::App* cmd, std::string& dtype) {
 
 CacheDtype cache_dtype(const std::string& dtype) {
   return dtype == "bf16" ? CacheDtype::bf16 : CacheDtype::f32;
-}
-
-ExecContext inference_exec() { return {.bf16_weights_on_bf16_gemm = true}; }
-
-std::unique_ptr<Weights> load_inference_model(const std::string& path, const std::string& dtype,
-                                              std::string& folder) {
-  if (dtype == "w8a8") {
-    auto model = load_checkpoint_model(path, folder, WeightDtype::f32);
-    round_weights_to_int8_rows(*model);
-    return model;
-  }
-  QuantMix mix;
-  if (quant_mix_of(dtype, &mix)) {
-    const auto model = load_checkpoint_model(path, folder, WeightDtype::f32);
-    return quantize_model(*model, mix);
-  }
-  const bool as_stored = dtype == "bf16" || (dtype == "auto" && is_gguf_file(path));
-  return load_checkpoint_model(path, folder, as_stored ? WeightDtype::bf16 : WeightDtype::f32);
-}
-
-Tokenizer load_tokenizer_file(const std::string& path) {
-  return is_gguf_file(path) ? gguf_tokenizer(path) : Tokenizer::load(path);
-}
-
-Tokenizer load_model_tokenizer(const std::string& flag, const std::string& folder) {
-  if (!flag.empty()) return load_tokenizer_file(flag);
-  if (is_gguf_file(folder)) return gguf_tokenizer(folder);
-  const std::string beside = folder + "/tokenizer.json";
-  if (fs::exists(beside)) return Tokenizer::load(beside);
-  fail(folder, ": no tokenizer.json in the checkpoint folder; pass --tokenizer");
 }
 
 std::unique_ptr<Weights> with_context(std::unique_ptr<Weights> weights, int positions,

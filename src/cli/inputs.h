@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "infer/model_files.h"
 #include "io/token_shard.h"
 #include "model/weights.h"
 #include "ops/exec_context.h"
@@ -17,32 +18,13 @@ namespace gattn {
 // said so on stderr).
 void use_threads(int threads);
 
-// `path` is a checkpoint folder, a run folder (its newest checkpoint) or a Hugging Face model
-// folder (docs/INTEROP.md). Sets `folder` to the one read.
-std::unique_ptr<Weights> load_checkpoint_model(const std::string& path, std::string& folder,
-                                               WeightDtype storage = WeightDtype::f32);
-
-// How the inference commands compute: bf16 weights prefill on the CPU's bf16 GEMM where it has
-// one (ExecContext::bf16_weights_on_bf16_gemm).
-ExecContext inference_exec();
-
-// The inference commands' --weights-dtype (f32, or bf16: Weights' bf16 storage), and
-// load_checkpoint_model reading the model straight into it.
+// The inference commands' --weights-dtype (infer/model_files.h load_inference_model).
 // with_w8a8: also "w8a8" (eval: an accuracy model, model/quantize_model.h
 // round_weights_to_int8_rows with ExecContext::int8_projection_inputs, which the command sets).
 CLI::Option* add_weights_dtype_option(CLI::App* cmd, std::string& dtype, bool with_w8a8 = false);
 // The inference commands' --kv-dtype (f32, or bf16: model/block.h CacheDtype) and its value.
 CLI::Option* add_kv_dtype_option(CLI::App* cmd, std::string& dtype);
 CacheDtype cache_dtype(const std::string& dtype);
-std::unique_ptr<Weights> load_inference_model(const std::string& path, const std::string& dtype,
-                                              std::string& folder);
-
-// A tokenizer.json, or the tokenizer in a GGUF file's metadata (infer/gguf_tokenizer.h).
-Tokenizer load_tokenizer_file(const std::string& path);
-
-// The tokenizer `flag` names, else the tokenizer.json in the model's folder (a GGUF file: the
-// tokenizer in its metadata, infer/gguf_tokenizer.h).
-Tokenizer load_model_tokenizer(const std::string& flag, const std::string& folder);
 
 // The same weights with a context of at least `positions` and, when rope_scaling_json is not
 // empty, that RoPE scaling (an HF `rope_scaling` object): evaluation beyond the trained length.

@@ -9,6 +9,7 @@
 
 #include "infer/continuation.h"
 #include "infer/sampler.h"
+#include "model/infer_state.h"
 #include "model/weights.h"
 #include "ops/exec_context.h"
 #include "tokenizer/tokenizer.h"
@@ -34,8 +35,31 @@ struct GenerateResult {
   int64_t working_set_bytes = 0, decode_memory_bytes = 0;  // the inference state's memory plan
 };
 
-// on_text receives the text as it is produced, in whole UTF-8 characters, never a part of a stop
-// string. An error if the prompt and max_tokens do not fit in the model's context.
+// One generation run a pass at a time (a prompt chunk, or one generated token), so that a host
+// can stop between passes (the Python module's iterator). on_text receives the text as it is
+// produced, in whole UTF-8 characters, never a part of a stop string. An error if the prompt and
+// max_tokens do not fit in the model's context.
+class Generation {
+ public:
+  Generation(const Weights& weights, const Tokenizer& tokenizer, std::vector<uint32_t> prompt,
+             const GenerateOptions& options, std::function<void(std::string_view)> on_text = {});
+  // Runs the next pass; false once generation has ended (then result() is final).
+  bool step();
+  bool done() const { return continuation_.done(); }
+  GenerateResult result() const;
+
+ private:
+  GenerateOptions o_;
+  std::vector<int32_t> prompt_;
+  size_t prefilled_ = 0;
+  int chunk_;
+  InferState state_;
+  std::vector<float> logits_;
+  Continuation continuation_;
+  double prefill_seconds_ = 0, decode_seconds_ = 0;
+};
+
+// A whole Generation.
 GenerateResult generate(const Weights& weights, const Tokenizer& tokenizer,
                         const std::vector<uint32_t>& prompt, const GenerateOptions& options,
                         const std::function<void(std::string_view)>& on_text = {});

@@ -4,7 +4,9 @@ from Python equal bit for bit those gattn_infer_bits writes for the same rectang
 (2 sequences of 40), and bad input raises ValueError with the engine's message."""
 import json
 import os
+import signal
 import subprocess
+import threading
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ import gattn
 
 BUILD = os.environ.get("GATTN_BUILD", "build")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOKENIZER = os.path.join(ROOT, "tests", "fixtures", "tokenizer", "gattn_trained.json")
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +54,8 @@ def test_forward_equals_the_engine_bit_for_bit(model_dir, tmp_path):
 def test_bad_input_raises_value_error_with_the_engines_message(model_dir, tmp_path):
     model = gattn.load(model_dir)
     vocab = model.config["vocab_size"]
-    with pytest.raises(ValueError, match=f"token id {vocab} at index 1 is outside the vocabulary"):
+    with pytest.raises(ValueError,
+                       match=f"token id {vocab} at position 1 is outside the vocabulary"):
         model.forward(np.array([0, vocab], dtype=np.int32))
     with pytest.raises(ValueError, match="ids must have 1 or 2 dimensions"):
         model.forward(np.zeros((1, 2, 3), dtype=np.int32))
@@ -59,3 +63,150 @@ def test_bad_input_raises_value_error_with_the_engines_message(model_dir, tmp_pa
         model.forward(np.zeros((0,), dtype=np.int32))
     with pytest.raises(ValueError, match="nowhere"):
         gattn.load(str(tmp_path / "nowhere"))
+    with pytest.raises(ValueError, match="no tokenizer.json in the checkpoint folder"):
+        model.tokenizer
+    with pytest.raises(ValueError, match="weights dtype 'q5'"):
+        gattn.load(model_dir, dtype="q5")
+    with pytest.raises(ValueError, match="top_p"):
+        gattn.load(model_dir, tokenizer=TOKENIZER).generate("x", top_p=2.0)
+    with pytest.raises(ValueError, match="exceeds the model's context"):
+        gattn.load(model_dir, tokenizer=TOKENIZER).generate("x", max_tokens=10**6)
+
+
+PROMPT = "And God said, Let there be light: and there was light. And God saw the light"
+
+
+def cli_generate(model, max_tokens):
+    out = subprocess.run([os.path.join(BUILD, "gattn"), "generate", "--checkpoint", model,
+                          "--tokenizer", TOKENIZER, "--prompt", PROMPT, "--max-tokens",
+                          str(max_tokens), "--temperature", "0"], check=True, capture_output=True)
+    return out.stdout[:-1]  # the CLI ends with a newline
+
+
+@pytest.fixture(scope="module")
+def wide_model(tmp_path_factory):
+    # configs/default.json with the fixture tokenizer's 8192 ids, in a run folder's layout
+    run = tmp_path_factory.mktemp("run")
+    with open(os.path.join(ROOT, "configs", "default.json")) as f:
+        config = dict(json.load(f), vocab_size=8192)
+    (run / "config.json").write_text(json.dumps(config))
+    subprocess.run([os.path.join(BUILD, "gattn"), "init", "--config", str(run / "config.json"),
+                    "--seed", "5", "--out", str(run / "checkpoints" / "step_00000007")],
+                   check=True, capture_output=True)
+    return str(run)
+
+
+def test_generate_equals_the_clis_greedy_text(wide_model):
+    model = gattn.load(wide_model, tokenizer=TOKENIZER)  # a run folder: its newest checkpoint
+    assert model.path.endswith("step_00000007")
+    it = model.generate(PROMPT, max_tokens=40, temperature=0)
+    pieces = list(it)
+    want = cli_generate(wide_model, 40)
+    assert it.text_bytes == want and "".join(pieces) == want.decode("utf-8", "replace")
+    assert it.finish_reason == "length" and len(it.tokens) == 40 and len(pieces) > 1
+    ids = model.tokenizer.encode(PROMPT)  # the same prompt as ids
+    assert list(model.generate(ids, max_tokens=40, temperature=0)) == pieces
+    assert model.tokenizer.decode(ids) == PROMPT
+
+
+def test_ctrl_c_stops_generate_between_tokens_and_the_model_goes_on(wide_model):
+    model = gattn.load(wide_model, tokenizer=TOKENIZER)
+    it = model.generate(PROMPT, max_tokens=900, temperature=0)
+    timer = threading.Timer(0.02, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        for _ in it:
+            pass
+    timer.join()
+    assert it.finish_reason == "" and len(it.tokens) < 900  # stopped inside the engine's loop
+    it = model.generate(PROMPT, max_tokens=40, temperature=0)
+    list(it)
+    assert it.text_bytes == cli_generate(wide_model, 40)
+
+
+IDS = np.array([[(i * 37 + 11 * b) % 8192 for i in range(12)] for b in range(2)], dtype=np.int32)
+
+
+def test_attention_probabilities_equal_a_numpy_recomputation_from_captured_q_and_k(wide_model):
+    model = gattn.load(wide_model)
+    c = model.config
+    heads, kv, d = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
+    pairs = [(1, h) for h in range(heads)]
+    logits, got = model.forward(IDS, capture=["attention_q", "attention_k"], attention=pairs)
+    assert np.array_equal(logits, model.forward(IDS))  # capturing changes nothing
+    q = got["attention_q"][1].reshape(2, 12, heads, d)
+    k = got["attention_k"][1].reshape(2, 12, kv, d)
+    causal = np.tril(np.ones((12, 12), dtype=bool))
+    for layer, h in pairs:
+        s = np.einsum("bid,bjd->bij", q[:, :, h].astype(np.float64),
+                      k[:, :, h // (heads // kv)].astype(np.float64)) / np.sqrt(d)
+        s = np.where(causal, s, -np.inf)
+        p = np.exp(s - s.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        assert got["attention"][(layer, h)].shape == (2, 12, 12)
+        np.testing.assert_allclose(got["attention"][(layer, h)], p, rtol=0, atol=2e-6)
+
+
+def test_hooks_see_and_change_the_pass(wide_model):
+    model = gattn.load(wide_model)
+    base = model.forward(IDS)
+    seen = []
+    assert np.array_equal(model.forward(IDS, hooks={"layer_output": lambda l, a: seen.append(
+        (l, a.shape))}), base)
+    assert seen == [(l, (2, 12, 192)) for l in range(4)]
+
+    def close_layer_2(layer, gated):  # the gate's output, as attention's heads leave it
+        if layer == 2:
+            gated[...] = 0
+    hooked = model.forward(IDS, hooks={"gate_output": close_layer_2})
+    # the CLI's --intervene grammar, through the engine's own intervention hooks
+    assert np.array_equal(hooked, model.forward(IDS, interventions="layer:2:gate=closed"))
+    assert not np.array_equal(hooked, base)
+    d = model.config["head_dim"]
+
+    def close_head_1(layer, gated):
+        gated[:, :, d:2 * d] = 0
+    _, got = model.forward(IDS, hooks={"gate_output": close_head_1}, capture=["gate_output"])
+    assert not got["gate_output"][0][:, :, d:2 * d].any() and got["gate_output"][0][:, :, :d].any()
+
+
+def test_capture_and_hook_errors(wide_model):
+    model = gattn.load(wide_model)
+    base = model.forward(IDS)
+    with pytest.raises(ValueError, match="the capture takes 73728 bytes, above max_capture_bytes 1000"):
+        model.forward(IDS, capture=["layer_output"], max_capture_bytes=1000)
+    with pytest.raises(ValueError, match="attention probabilities of 1 heads take 1152 bytes"):
+        model.forward(IDS, attention=[(0, 0)], max_capture_bytes=1000)
+    with pytest.raises(ValueError, match="unknown site 'nope': the sites are attention_q"):
+        model.forward(IDS, capture=["nope"])
+    with pytest.raises(ValueError, match="head 3 is outside the model's 3"):
+        model.forward(IDS, attention=[(0, 3)])
+    with pytest.raises(ValueError, match="read-only"):  # not read on by the model: no writes
+        model.forward(IDS, hooks={"layer_output": lambda l, a: a.fill(0)})
+
+    def fails(layer, a):
+        raise RuntimeError("hook failed")
+    with pytest.raises(RuntimeError, match="hook failed"):
+        model.forward(IDS, hooks={"gate_output": fails})
+    assert np.array_equal(model.forward(IDS), base)  # the model is unchanged
+
+
+def test_two_models_in_two_threads_give_their_single_threaded_results(model_dir, wide_model):
+    # and a third thread on the second model: a pass that finds the model's state in use
+    models = [gattn.load(model_dir), gattn.load(wide_model)]
+    ids = [infer_bits_ids(64, 4096, 2).reshape(2, 32), IDS]
+    alone = [m.forward(x) for m, x in zip(models, ids)]
+    got = [[], [], []]
+
+    def passes(thread, i):
+        for _ in range(20):
+            got[thread].append(models[i].forward(ids[i]))
+    threads = [threading.Thread(target=passes, args=(t, i)) for t, i in enumerate([0, 1, 1])]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for thread, i in enumerate([0, 1, 1]):
+        assert len(got[thread]) == 20
+        assert all(np.array_equal(g.view(np.uint32), alone[i].view(np.uint32))
+                   for g in got[thread])

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up, builds gattn twice (release, and ASan+UBSan) and runs the whole test suite in both, and
-# the Python extension (a third, position-independent build of its targets) with its tests;
+# the Python extension (a third, position-independent build of its targets) with its tests, and
+# `pip install .` into a fresh venv (a fourth build) with the example run there;
 # prints each build's ten slowest tests. Exits non-zero when a test fails or a must-run test skips.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +11,13 @@ failed=0
 # one: ASan would have to be preloaded into the interpreter).
 echo "== Python tests in build-python (none in build-asan)"
 (cd build-python && ctest --output-on-failure -R '^python\.') || failed=1
+# As a user installs it: `pip install .` into a fresh venv (scikit-build-core, nanobind, numpy and
+# matplotlib from PyPI; the CMake build in build-pip/), then the example there.
+echo "== pip install . into a fresh venv, and examples/sinks.py with it"
+rm -rf build-pip/venv
+{ python3 -m venv build-pip/venv &&
+  build-pip/venv/bin/python -m pip install -q . matplotlib==3.11.2 &&
+  bash tests/python/example_sinks.sh build-pip/venv/bin/python build/gattn "$PWD"; } || failed=1
 for dir in build build-asan; do
   echo "== tests in $dir"
   log="$dir/Testing/ctest-output.log"

@@ -54,6 +54,7 @@ class Model {
   Model(const std::string& path, const std::string& dtype, const std::string& tokenizer);
 
   const Config& config() const { return weights_->config(); }
+  Weights& weights() { return *weights_; }
   const std::string& folder() const { return folder_; }
   // The model's tokenizer; a ValueError saying why when it has none.
   const Tokenizer& tokenizer() const;

@@ -8,11 +8,15 @@
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "infer/model_files.h"
+#include "io/token_shard.h"
 #include "model.h"
 #include "model/config.h"
+#include "parameters.h"
+#include "train.h"
 #include "util/error.h"
 #include "util/threads.h"
 
@@ -113,6 +117,17 @@ void bind_model(nb::module_& m) {
       .def_prop_ro("tokenizer", &Model::tokenizer, nb::rv_policy::reference_internal,
                    "The model's tokenizer (ValueError when it has none).")
       .def(
+          "parameters",
+          [](nb::handle self, bool writable) {
+            return gattn::python::parameters(nb::cast<Model&>(self).weights(), self, writable);
+          },
+          nb::kw_only(), "writable"_a = false,
+          "The model's tensors, {name: array} (Hugging Face names), views of the engine's own "
+          "storage: f32 as float32, bf16 as ml_dtypes.bfloat16 where installed (else uint16 "
+          "bits), llama.cpp block formats as their raw bytes (uint8 [rows, row bytes]). "
+          "Read-only; writable=True gives float32 views to change in place (f32 storage only: "
+          "load with dtype='f32'; not while another thread runs a pass).")
+      .def(
           "forward",
           [](const Model& model, const gattn::python::IdArray& ids,
              const std::vector<std::string>& capture,
@@ -184,6 +199,51 @@ NB_MODULE(_gattn, m) {
       "Loads a model: a gattn checkpoint folder, a run folder (its newest checkpoint), a Hugging "
       "Face folder or a GGUF file. dtype: as gattn's --weights-dtype (auto, f32, bf16, q8_0, "
       "q4_0, q4_k_m). tokenizer: a tokenizer file (default: the model's).");
+  m.def(
+      "train",
+      [](const std::string& config, nb::handle callback, const std::string& out, int64_t seed,
+         const std::string& gate, const std::string& init_from, bool resume,
+         bool allow_config_change, int64_t stop_at_step) {
+        return gattn::python::train({.config = config,
+                                     .out = out,
+                                     .gate = gate,
+                                     .init_from = init_from,
+                                     .seed = seed,
+                                     .resume = resume,
+                                     .allow_config_change = allow_config_change,
+                                     .stop_at_step = stop_at_step},
+                                    callback);
+      },
+      "config"_a, nb::kw_only(), "callback"_a = nb::none(), "out"_a = "", "seed"_a = -1,
+      "gate"_a = "", "init_from"_a = "", "resume"_a = false, "allow_config_change"_a = false,
+      "stop_at_step"_a = 0,
+      "Trains the run config as `gattn train` does (out, seed, gate (JSON), init_from, resume, "
+      "allow_config_change, stop_at_step: its flags). callback(record) gets each step's metrics "
+      "(step, loss, lr, grad_norm, tokens_per_s, ...); returning False ends the session after "
+      "that step with a checkpoint (resume=True goes on). Ctrl-C ends it at the next step with "
+      "a checkpoint and raises KeyboardInterrupt. Returns {'steps_done', "
+      "'stopped_by_callback', 'summary'}.");
+  m.def(
+      "read_tokens",
+      [](const std::string& path, int64_t count) {
+        const gattn::TokenShard shard(path);
+        const gattn::ShardInfo& info = shard.info();
+        const uint64_t n = count < 0 ? info.tokens : std::min<uint64_t>(count, info.tokens);
+        auto* ids = new std::vector<int32_t>(n);
+        nb::capsule owner(ids,
+                          [](void* p) noexcept { delete static_cast<std::vector<int32_t>*>(p); });
+        shard.read(0, n, ids->data());
+        nb::dict out;
+        const size_t shape[1] = {size_t(n)};
+        out["ids"] = nb::ndarray<nb::numpy, int32_t>(ids->data(), 1, shape, owner);
+        out["bos_id"] = info.bos_id;
+        out["vocab_size"] = info.vocab_size;
+        out["documents"] = info.documents;
+        return out;
+      },
+      "path"_a, "count"_a = -1,
+      "The first `count` token ids (all: -1) of a token shard (`gattn data`, `gattn "
+      "synthetic`) as int32, with its bos_id, vocab_size and document count.");
   m.def(
       "set_threads", [](int threads) { return gattn::set_num_threads(threads); }, "threads"_a,
       "Sets the threads passes use (at most the cores the process may use); returns the count.");

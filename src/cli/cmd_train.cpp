@@ -4,7 +4,6 @@
 
 #include "cli/commands.h"
 #include "cli/stderr_log.h"
-#include "train/prepare_data.h"
 #include "train/run_config.h"
 #include "train/trainer.h"
 
@@ -39,13 +38,7 @@ void add_train_command(CLI::App& app) {
     if (!out.empty()) run.out = out;
     if (seed >= 0) run.seed = uint64_t(seed);
     if (!init_from.empty()) run.init_from = init_from;
-    std::vector<uint32_t> token_bytes;
-    if (!run.tokenizer.empty()) {
-      const Tokenizer tokenizer = Tokenizer::load(run.tokenizer);
-      if (!run.val_data.empty())
-        require_shard_tokenizer(TokenShard(run.val_data), tokenizer, run.tokenizer);
-      token_bytes = token_byte_lengths(tokenizer);
-    }
+    const std::vector<uint32_t> token_bytes = run_token_bytes(run);
     const TrainOutcome outcome = train(run,
                                        {.resume = resume,
                                         .allow_config_change = allow_config_change,

@@ -22,6 +22,7 @@
 #include "train/evaluate.h"
 #include "train/loader.h"
 #include "train/metrics_writer.h"
+#include "train/prepare_data.h"
 #include "train/step.h"
 #include "train/train_checkpoint.h"
 #include "util/error.h"
@@ -341,9 +342,15 @@ TrainOutcome TrainingRun::run(const TrainSession& session) {
     const json record = take_step();
     metrics_->append(record.dump());
     report(record);
-    if (progress_.step == run_.steps ||
+    const bool go_on = !session.on_step || session.on_step(record);
+    if (progress_.step == run_.steps || !go_on ||
         (run_.checkpoint_every > 0 && progress_.step % run_.checkpoint_every == 0))
       checkpoint();
+    if (!go_on && progress_.step < run_.steps) {
+      outcome.stopped_by_callback = true;
+      outcome.steps_done = progress_.step;
+      return outcome;
+    }
   }
   outcome.steps_done = progress_.step;
   outcome.summary = summary(std::chrono::duration<double>(Clock::now() - start_).count());
@@ -352,6 +359,14 @@ TrainOutcome TrainingRun::run(const TrainSession& session) {
   return outcome;
 }
 }  // namespace
+
+std::vector<uint32_t> run_token_bytes(const RunConfig& run) {
+  if (run.tokenizer.empty()) return {};
+  const Tokenizer tokenizer = Tokenizer::load(run.tokenizer);
+  if (!run.val_data.empty())
+    require_shard_tokenizer(TokenShard(run.val_data), tokenizer, run.tokenizer);
+  return token_byte_lengths(tokenizer);
+}
 
 TrainOutcome train(const RunConfig& run, const TrainSession& session,
                    const std::vector<uint32_t>& token_bytes, LogSink& log) {

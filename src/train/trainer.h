@@ -1,6 +1,7 @@
 // The training loop: gradient accumulation, clipping, AdamW on a schedule, periodic validation and
 // checkpoints, JSONL metrics, a live progress line, and a clean stop on SIGINT/SIGTERM.
 #pragma once
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -13,7 +14,8 @@ namespace gattn {
 struct TrainOutcome {
   int64_t steps_done = 0;
   bool stopped_by_signal = false;
-  nlohmann::json summary;  // also written to <out>/summary.json when the run completes
+  bool stopped_by_callback = false;  // TrainSession::on_step returned false
+  nlohmann::json summary;            // also written to <out>/summary.json when the run completes
 };
 
 struct TrainSession {
@@ -27,7 +29,15 @@ struct TrainSession {
   // Test hook (> 0): hold the run at that step until a stop signal arrives (at most 60 s), so a
   // test's signal always lands mid-run. The CLI takes it from GATTN_TEST_AWAIT_SIGNAL_AT_STEP.
   int64_t await_signal_at_step = 0;
+  // Called after each step with its metrics record (step, loss, lr, grad_norm, tokens_per_s,
+  // ...: what metrics.jsonl gets); false ends the session after that step with a checkpoint, as
+  // stop_at_step does (the Python module's callback).
+  std::function<bool(const nlohmann::json& record)> on_step = {};
 };
+
+// train()'s token_bytes for a run: the UTF-8 bytes of each id of its tokenizer, once its
+// validation shard is checked to be that tokenizer's (an Error otherwise); empty without one.
+std::vector<uint32_t> run_token_bytes(const RunConfig& run);
 
 // Trains from scratch or resumes. token_bytes[id] (UTF-8 bytes of each token, from the tokenizer)
 // enables bits per byte; empty disables it. Resuming a complete run writes nothing: its summary

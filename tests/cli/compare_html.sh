@@ -6,13 +6,7 @@ set -euo pipefail
 gattn=$1 config=$2 check=$3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$gattn" synthetic --out "$work/data" --train-tokens 20000 --val-tokens 4000 >/dev/null
-cat >"$work/run.json" <<JSON
-{"model": "$config",
- "data": {"train": "$work/data/train.bin", "val": "$work/data/val.bin", "seq_len": 32, "window": "bos"},
- "batch_size": 4, "steps": 6, "eval": {"every": 0, "windows": 8},
- "checkpoint": {"every": 0, "keep": 1}, "threads": 1, "out": "unused", "optimizer": {"lr": 0.01}, "schedule": {"warmup_steps": 2}}
-JSON
+bash "$(dirname "$0")/tiny_run.sh" "$gattn" "$config" "$work"
 for seed in 0 1; do
   "$gattn" train --config "$work/run.json" --seed $seed --gate '{"position": "none"}' \
     --out "$work/baseline-s$seed" >/dev/null

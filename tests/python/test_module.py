@@ -210,3 +210,103 @@ def test_two_models_in_two_threads_give_their_single_threaded_results(model_dir,
         assert len(got[thread]) == 20
         assert all(np.array_equal(g.view(np.uint32), alone[i].view(np.uint32))
                    for g in got[thread])
+
+
+@pytest.fixture(scope="module")
+def run_config(tmp_path_factory):
+    work = tmp_path_factory.mktemp("train")
+    subprocess.run([os.path.join(BUILD, "gattn"), "synthetic", "--out", str(work / "data"),
+                    "--train-tokens", "20000", "--val-tokens", "4000"], check=True,
+                   capture_output=True)
+    run = {"model": os.path.join(ROOT, "tests", "cli", "tiny_g1_65.json"),
+           "data": {"train": str(work / "data" / "train.bin"), "val": str(work / "data" / "val.bin"),
+                    "seq_len": 32, "window": "bos"},
+           "batch_size": 4, "steps": 6, "eval": {"every": 3, "windows": 8},
+           "checkpoint": {"every": 0, "keep": 1}, "threads": 1, "out": "unused",
+           "optimizer": {"lr": 0.01}, "schedule": {"warmup_steps": 2}}
+    (work / "run.json").write_text(json.dumps(run))
+    subprocess.run([os.path.join(BUILD, "gattn"), "train", "--config", str(work / "run.json"),
+                    "--out", str(work / "cli")], check=True, capture_output=True)
+    return work
+
+
+def final_weights(run_dir):
+    return (run_dir / "checkpoints" / "step_00000006" / "model.safetensors").read_bytes()
+
+
+def losses(run_dir):
+    with open(run_dir / "metrics.jsonl") as f:
+        return [r["loss"] for r in map(json.loads, f) if "loss" in r]
+
+
+def test_train_equals_the_clis_run_bit_for_bit(run_config):
+    records = []
+    result = gattn.train(str(run_config / "run.json"), out=str(run_config / "py"),
+                         callback=records.append)
+    assert result["steps_done"] == 6 and not result["stopped_by_callback"]
+    assert [r["step"] for r in records] == [1, 2, 3, 4, 5, 6]
+    assert all(k in records[0] for k in ("loss", "lr", "grad_norm", "tokens_per_s"))
+    assert final_weights(run_config / "py") == final_weights(run_config / "cli")
+    assert losses(run_config / "py") == losses(run_config / "cli")
+    assert result["summary"]["final_train_loss"] == records[-1]["loss"]
+
+
+def test_train_stops_from_the_callback_and_ctrl_c_and_resumes(run_config):
+    out = str(run_config / "stopped")
+    result = gattn.train(str(run_config / "run.json"), out=out,
+                         callback=lambda r: r["step"] < 2)
+    assert result["stopped_by_callback"] and result["steps_done"] == 2
+    assert os.path.isdir(os.path.join(out, "checkpoints", "step_00000002"))
+
+    def interrupt(record):  # the signal lands during step 3's callback
+        if record["step"] == 3:
+            os.kill(os.getpid(), signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        gattn.train(str(run_config / "run.json"), out=out, resume=True, callback=interrupt)
+    assert os.path.isdir(os.path.join(out, "checkpoints", "step_00000003"))
+
+    def fails(record):
+        raise RuntimeError("callback failed")
+    with pytest.raises(RuntimeError, match="callback failed"):
+        gattn.train(str(run_config / "run.json"), out=out, resume=True, callback=fails)
+    assert gattn.train(str(run_config / "run.json"), out=out, resume=True)["steps_done"] == 6
+    assert final_weights(run_config / "stopped") == final_weights(run_config / "cli")
+    with pytest.raises(ValueError, match="nowhere"):
+        gattn.train(str(run_config / "nowhere.json"))
+
+
+def safetensors(path):
+    with open(path, "rb") as f:
+        size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(size))
+        data = f.read()
+    return {name: np.frombuffer(data[t["data_offsets"][0]:t["data_offsets"][1]],
+                                dtype=np.float32).reshape(t["shape"])
+            for name, t in header.items() if name != "__metadata__"}
+
+
+def test_parameters_view_the_engines_weights(wide_model):
+    folder = os.path.join(wide_model, "checkpoints", "step_00000007")
+    model = gattn.load(folder)
+    params = model.parameters()
+    stored = safetensors(os.path.join(folder, "model.safetensors"))
+    assert set(params) == set(stored)
+    assert all(np.array_equal(params[n], stored[n]) for n in stored)
+    name = "model.layers.1.self_attn.o_proj.weight"
+    with pytest.raises(ValueError, match="read-only"):
+        params[name][0, 0] = 1
+    base = model.forward(IDS)
+    writable = model.parameters(writable=True)
+    kept = writable[name].copy()
+    writable[name][...] = 0
+    assert not np.array_equal(model.forward(IDS), base)
+    writable[name][...] = kept
+    assert np.array_equal(model.forward(IDS), base)
+
+    bf16 = gattn.load(folder, dtype="bf16").parameters()
+    bits = stored[name].view(np.uint32).astype(np.uint64)
+    nearest_even = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    got = bf16[name].view(np.uint16)
+    assert got.shape == stored[name].shape and np.array_equal(got, nearest_even)
+    with pytest.raises(ValueError, match="stored as bf16; load the model with dtype='f32'"):
+        gattn.load(folder, dtype="bf16").parameters(writable=True)

@@ -30,11 +30,12 @@ def windows(run_config, count, seq):
     return shard["ids"].reshape(count, seq)
 
 
-def first_token_attention(model, ids):
-    """[layers, heads]: mean attention on position 0 of the queries after it."""
+def first_token_attention(model, ids, **forward):
+    """[layers, heads]: mean attention on position 0 of the queries after it (forward: more
+    keywords of Model.forward, such as hooks)."""
     c = model.config
     pairs = [(l, h) for l in range(c["num_hidden_layers"]) for h in range(c["num_attention_heads"])]
-    _, got = model.forward(ids, attention=pairs)
+    _, got = model.forward(ids, attention=pairs, **forward)
     out = np.zeros((c["num_hidden_layers"], c["num_attention_heads"]))
     for (l, h), p in got["attention"].items():
         out[l, h] = p[:, 1:, 0].mean()
@@ -65,15 +66,21 @@ def absolute(path, base):
     return path if os.path.isabs(path) else os.path.normpath(os.path.join(base, path))
 
 
-def fine_tune_config(run_config_path, steps, out):
-    """The run config with its paths made absolute, `steps` steps, eval and checkpoints off."""
-    with open(run_config_path) as f:
+def read_run_config(path):
+    """The run config with its paths made absolute (they are relative to its folder)."""
+    with open(path) as f:
         run = json.load(f)
-    base = os.path.dirname(os.path.abspath(run_config_path))
+    base = os.path.dirname(os.path.abspath(path))
     if isinstance(run["model"], str):
         run["model"] = absolute(run["model"], base)
     run["data"] = {k: absolute(v, base) if k in ("train", "val", "tokenizer") else v
                    for k, v in run["data"].items()}
+    return run
+
+
+def fine_tune_config(run_config, steps, out):
+    """The run config for `steps` steps into out, eval and checkpoints off."""
+    run = json.loads(json.dumps(run_config))
     run.update(steps=steps, out=out, eval={"every": 0, "windows": 8},
                checkpoint={"every": 0, "keep": 1})
     run["schedule"] = dict(run.get("schedule", {}), warmup_steps=max(1, steps // 5))
@@ -90,10 +97,7 @@ def main():
     p.add_argument("--steps", type=int, default=30, help="fine-tuning steps of the retrofit")
     p.add_argument("--out", default="sinks.png")
     a = p.parse_args()
-    with open(a.run_config) as f:
-        run_config = json.load(f)
-    run_config["data"] = {k: absolute(v, os.path.dirname(os.path.abspath(a.run_config)))
-                          if k in ("train", "val") else v for k, v in run_config["data"].items()}
+    run_config = read_run_config(a.run_config)
     ids = windows(run_config, a.windows, a.seq)
     baseline, g1 = gattn.load(a.baseline), gattn.load(a.g1)
     maps, losses = {}, {}
@@ -105,21 +109,17 @@ def main():
     opened = g1.forward(ids, hooks=gates_held_open())
     assert np.array_equal(opened, g1.forward(ids, interventions="gate=open"))
     losses["G1, gates held open"] = next_token_loss(opened, ids)
-    c = g1.config
-    pairs = [(l, h) for l in range(c["num_hidden_layers"]) for h in range(c["num_attention_heads"])]
-    _, got = g1.forward(ids, attention=pairs, hooks=gates_held_open())
-    maps["G1, gates held open"] = np.array([[got["attention"][(l, h)][:, 1:, 0].mean()
-                                             for h in range(c["num_attention_heads"])]
-                                            for l in range(c["num_hidden_layers"])])
+    maps["G1, gates held open"] = first_token_attention(g1, ids, hooks=gates_held_open())
 
     # the baseline with G1's gate retrofitted, fine-tuned; "init": "identity": the gate starts at
     # 0.5 with each o_proj doubled, so the first logits are the baseline's (docs/TRAINING.md)
     with tempfile.TemporaryDirectory() as work:
         config_path = os.path.join(work, "run.json")
         with open(config_path, "w") as f:
-            json.dump(fine_tune_config(a.run_config, a.steps, os.path.join(work, "run")), f)
+            json.dump(fine_tune_config(run_config, a.steps, os.path.join(work, "run")), f)
         records = []
-        gattn.train(config_path, init_from=baseline.path, gate=json.dumps(dict(c["gate"], init="identity")),
+        gate = json.dumps(dict(g1.config["gate"], init="identity"))
+        gattn.train(config_path, init_from=baseline.path, gate=gate,
                     callback=records.append)
         tuned = gattn.load(os.path.join(work, "run"))
         name = f"baseline + G1 gate, {a.steps} steps"

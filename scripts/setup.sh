@@ -29,9 +29,9 @@ fi
 # module (-DGATTN_PYTHON=ON, every library position-independent) built with this venv's
 # interpreter in build-python, apart from the release build, whose binaries stay as they were.
 pyvenv=python/.venv
-pypackages=(nanobind==3.1.0 numpy==2.4.6 pytest==9.2.0 matplotlib==3.11.2)
+pypackages=(nanobind==3.1.0 numpy==2.4.6 pytest==9.2.0 matplotlib==3.11.2 ml_dtypes==0.7.0)
 if [[ " $* " == *" python "* ]] &&
-  ! "$pyvenv/bin/python" -c "import nanobind, numpy, pytest, matplotlib" 2>/dev/null; then
+  ! "$pyvenv/bin/python" -c "import nanobind, numpy, pytest, matplotlib, ml_dtypes" 2>/dev/null; then
   echo "setup: installing ${pypackages[*]} into $pyvenv (PyPI)"
   python3 -m venv "$pyvenv" && "$pyvenv/bin/python" -m pip install -q "${pypackages[@]}" || {
     echo "setup: could not install the Python extension's dependencies from PyPI into $pyvenv" >&2

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up, builds gattn twice (release, and ASan+UBSan) and runs the whole test suite in both, and
 # the Python extension (a third, position-independent build of its targets) with its tests, and
-# `pip install .` into a fresh venv (a fourth build) with the example run there;
+# `pip install .` into a fresh venv (a fourth build) with the example run there, and
+# `pip install -e .` into another (a fifth);
 # prints each build's ten slowest tests. Exits non-zero when a test fails or a must-run test skips.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,14 @@ rm -rf build-pip/venv
 { python3 -m venv build-pip/venv &&
   build-pip/venv/bin/python -m pip install -q . matplotlib==3.11.2 &&
   bash tests/python/example_sinks.sh build-pip/venv/bin/python build/gattn "$PWD"; } || failed=1
+# `pip install -e .` into a second fresh venv (a fifth build: pip's new isolated environment
+# makes scikit-build-core start build-pip/'s CMake folder afresh).
+echo "== pip install -e . into a fresh venv"
+rm -rf build-pip/venv-editable
+{ python3 -m venv build-pip/venv-editable &&
+  build-pip/venv-editable/bin/python -m pip install -q -e . &&
+  build-pip/venv-editable/bin/python tests/python/editable_check.py "$PWD" build/gattn; } ||
+  failed=1
 for dir in build build-asan; do
   echo "== tests in $dir"
   log="$dir/Testing/ctest-output.log"

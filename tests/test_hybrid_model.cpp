@@ -1,14 +1,19 @@
 // A hybrid model (Gated DeltaNet layers beside full-attention ones, model/blocks/gated_delta_net.h)
 // as a whole: decoding in chunks against each block's decode memory (the DeltaNet's convolution
 // and recurrent state) equals one full forward pass; every gradient of a DeltaNet layer matches a
-// central difference of the loss along a random direction; bad DeltaNet fields are named.
+// central difference of the loss along a random direction; the recurrent state a pass shows at
+// its hook site is the decode memory's; bad DeltaNet fields are named.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 
 #include "io/hf_export.h"
+#include "model/batched_infer_state.h"
+#include "model/hooks.h"
 #include "model/infer_state.h"
 #include "model/layout.h"
 #include "model/train_state.h"
@@ -49,6 +54,54 @@ TEST(HybridModel, ChunkedDecodeEqualsTheFullForward) {
        {std::vector<int>{70, 80}, std::vector<int>{1, 2, 63, 64, 20}, std::vector<int>(T, 1)}) {
     EXPECT_LT(chunked_decode_error(w, t.ids, chunks, full, 160, 80), 2e-5)
         << chunks.size() << " chunks";
+  }
+}
+
+// Copies each layer's delta_net_state as a pass shows it.
+struct StateRecorder final : PassHooks {
+  std::map<int, std::vector<float>> states;
+  void on_tensor(const HookEvent& e) override {
+    if (e.site != HookSite::delta_net_state) return;
+    std::vector<float>& s = states[e.layer];
+    for (int64_t r = 0; r < e.tensor.rows; ++r)
+      s.insert(s.end(), e.tensor.data + r * e.tensor.ld,
+               e.tensor.data + r * e.tensor.ld + e.tensor.cols);
+  }
+};
+
+// The recurrent state a full pass shows at delta_net_state (the chunked form over the whole
+// sequence) equals the state the decode memory holds after the same tokens were prefilled in
+// chunks (model/block.h DecodeMemory::save: each DeltaNet layer's convolution rows, then its
+// state).
+TEST(HybridModel, TheStateAPassShowsEqualsTheDecodeMemorysState) {
+  const ThreadScope threads(2);
+  Weights w(config_from_json(hybrid_json(), "test"));
+  w.init(3);
+  const int T = 150, V = w.config().vocab_size;
+  const Tokens t(1, T, V, 4);
+  StateRecorder recorder;
+  TrainState train(w);
+  train.set_hooks(&recorder);
+  std::vector<float> logits(size_t(T) * V);
+  train.forward(t.b, logits.data());
+  ASSERT_EQ(recorder.states.size(), 2u);  // layers 0 and 1; layer 2 is full attention
+  const int64_t conv = 3 * (2 * 2 * 12 + 4 * 10), state = 4 * 12 * 10;
+  ASSERT_EQ(recorder.states[0].size(), size_t(state));
+
+  BatchedInferState decode(w, 1, 160, 80);
+  decode.prefill(0, t.ids.data(), 70, nullptr);
+  decode.prefill(0, t.ids.data() + 70, 80, nullptr);
+  const std::vector<float> piece = decode.save(0, T);
+  ASSERT_EQ(piece.size(), size_t(2 * (conv + state)));
+  for (int layer = 0; layer < 2; ++layer) {
+    const float* kept = piece.data() + layer * (conv + state) + conv;
+    float largest = 0, worst = 0;
+    for (int64_t i = 0; i < state; ++i) {
+      largest = std::max(largest, std::abs(kept[i]));
+      worst = std::max(worst, std::abs(kept[i] - recorder.states[layer][i]));
+    }
+    EXPECT_GT(largest, 0.0f);
+    EXPECT_LT(worst, 1e-4f * largest) << "layer " << layer;
   }
 }
 

@@ -8,8 +8,9 @@ file), run it numpy in and out, and generate text (docs/PYTHON.md).
         print(piece, end="", flush=True)
 
 Bad input raises ValueError with the engine's message."""
+from . import analysis
 from ._gattn import (SITES, Model, TextIterator, Tokenizer, load, read_tokens, set_threads,
                      threads, train)
 
-__all__ = ["SITES", "Model", "TextIterator", "Tokenizer", "load", "read_tokens", "set_threads",
+__all__ = ["analysis", "SITES", "Model", "TextIterator", "Tokenizer", "load", "read_tokens", "set_threads",
            "threads", "train"]

@@ -6,6 +6,7 @@
 
 #include "infer/model_files.h"
 #include "model/intervention.h"
+#include "owned_array.h"
 #include "python_log.h"
 #include "util/error.h"
 
@@ -31,6 +32,7 @@ std::string TextIterator::next() {
 
 Model::Model(const std::string& path, const std::string& dtype, const std::string& tokenizer)
     : weights_(load_inference_model(path, dtype, folder_, python_log())) {
+  tokenizer_path_ = model_tokenizer_path(tokenizer, folder_);
   try {
     tokenizer_ = load_model_tokenizer(tokenizer, folder_);
   } catch (const Error& e) {
@@ -82,7 +84,7 @@ nb::object Model::forward(const IdArray& ids, const CaptureRequest& request,
   HookChain hooks(chain);
 
   const int vocab = config().vocab_size;
-  auto logits = std::make_unique<std::vector<float>>(size_t(batch) * seq * vocab);
+  std::vector<float> logits(size_t(batch) * seq * vocab);
   // a copy: without the GIL, another thread may change the array while the pass runs
   const std::vector<int32_t> copy(ids.data(), ids.data() + int64_t(batch) * seq);
   std::unique_lock lock(state_mutex_, std::try_to_lock);  // never waits: no deadlock on the GIL
@@ -93,14 +95,12 @@ nb::object Model::forward(const IdArray& ids, const CaptureRequest& request,
   {
     nb::gil_scoped_release released;
     HooksSet set(state, chain.empty() ? nullptr : &hooks);
-    state.forward({copy.data(), nullptr, batch, seq}, logits->data());
+    state.forward({copy.data(), nullptr, batch, seq}, logits.data());
   }
   // results() reads the state's activations (attention): before another pass can run on it
   nb::object captured = python_hooks ? nb::object(python_hooks->results()) : nb::none();
-  const size_t shape[3] = {size_t(batch), size_t(seq), size_t(vocab)};
-  std::vector<float>* raw = logits.release();
-  nb::capsule owner(raw, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
-  nb::object out = nb::cast(FloatArray(raw->data(), 3, shape, owner));
+  nb::object out =
+      nb::cast(owned_array(std::move(logits), {size_t(batch), size_t(seq), size_t(vocab)}));
   return wants_results ? nb::make_tuple(out, captured) : out;
 }
 

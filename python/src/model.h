@@ -20,7 +20,6 @@ namespace gattn::python {
 
 namespace nb = nanobind;
 using IdArray = nb::ndarray<const int32_t, nb::c_contig, nb::device::cpu>;
-using FloatArray = nb::ndarray<nb::numpy, float>;
 
 // The sampling and stopping options of Model.generate, as the CLI's generate flags name them.
 struct GenerateArgs {
@@ -40,7 +39,7 @@ class TextIterator {
   TextIterator(const TextIterator&) = delete;  // the generation writes into pending_
   TextIterator& operator=(const TextIterator&) = delete;
   std::string next();  // raises StopIteration at the end
-  GenerateResult result() const { return generation_->result(); }
+  const Generation& generation() const { return *generation_; }
 
  private:
   std::string pending_;
@@ -55,9 +54,12 @@ class Model {
 
   const Config& config() const { return weights_->config(); }
   Weights& weights() { return *weights_; }
+  const Weights& weights() const { return *weights_; }
   const std::string& folder() const { return folder_; }
   // The model's tokenizer; a ValueError saying why when it has none.
   const Tokenizer& tokenizer() const;
+  // The file the tokenizer was read from ("" when the model has none).
+  const std::string& tokenizer_path() const { return tokenizer_path_; }
 
   // Logits [batch, seq, vocab] of ids [seq] or [batch, seq]; with interventions (the CLI's
   // grammar, model/intervention.h) and the request's hooks. With captures or attention asked
@@ -75,7 +77,7 @@ class Model {
   mutable std::mutex state_mutex_;
   mutable std::unique_ptr<TrainState> state_;
   std::optional<Tokenizer> tokenizer_;
-  std::string tokenizer_error_;
+  std::string tokenizer_path_, tokenizer_error_;
 };
 
 // The ids of a prompt given as text (encoded by the model's tokenizer) or as a sequence of ids.

@@ -11,10 +11,12 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "analyze.h"
 #include "infer/model_files.h"
 #include "io/token_shard.h"
 #include "model.h"
 #include "model/config.h"
+#include "owned_array.h"
 #include "parameters.h"
 #include "train.h"
 #include "util/error.h"
@@ -33,11 +35,23 @@ nb::object config_dict(const gattn::Config& c) {
   return nb::module_::import_("json").attr("loads")(gattn::config_to_json(c).dump());
 }
 
-// interventions as Model.forward takes them: None, one spec or a sequence of specs.
+// interventions as Model.forward takes them: None, one spec, a sequence of specs, or a dict
+// {"[layer:L:]TARGET[@POSITION]": ACTION} with ACTION a string or a number (constant:X).
 std::vector<std::string> intervention_specs(nb::handle specs) {
   if (specs.is_none()) return {};
   if (nb::isinstance<nb::str>(specs)) return {nb::cast<std::string>(specs)};
-  return nb::cast<std::vector<std::string>>(specs);
+  if (!nb::isinstance<nb::dict>(specs)) return nb::cast<std::vector<std::string>>(specs);
+  std::vector<std::string> out;
+  for (auto [target, action] : nb::borrow<nb::dict>(specs)) {
+    const std::string left = nb::cast<std::string>(target);
+    if (nb::isinstance<nb::str>(action))
+      out.push_back(left + "=" + nb::cast<std::string>(action));
+    else if (nb::isinstance<nb::float_>(action) || nb::isinstance<nb::int_>(action))
+      out.push_back(left + "=constant:" + nb::cast<std::string>(nb::repr(action)));
+    else
+      gattn::fail("interventions: the action of '", left, "' must be a string or a number");
+  }
+  return out;
 }
 
 // Bytes as text; bytes that are not UTF-8 (a token's part of a character) become U+FFFD.
@@ -75,19 +89,19 @@ void bind_generation(nb::module_& m) {
           "__iter__", [](nb::handle self) { return self; }, nb::rv_policy::reference)
       .def("__next__", [](TextIterator& it) { return text_of(it.next()); })
       .def_prop_ro(
-          "finish_reason", [](const TextIterator& it) { return it.result().finish_reason; },
+          "finish_reason", [](const TextIterator& it) { return it.generation().finish_reason(); },
           "'' while running; then 'length' (max_tokens) or 'stop' (end token or stop string).")
       .def_prop_ro(
           "tokens",
           [](const TextIterator& it) {
-            const std::vector<uint32_t> ids = it.result().tokens;
+            const std::vector<uint32_t>& ids = it.generation().tokens();
             return std::vector<int32_t>(ids.begin(), ids.end());
           },
           "The generated token ids so far (an end token included).")
       .def_prop_ro(
           "text_bytes",
           [](const TextIterator& it) {
-            const std::string text = it.result().text;
+            const std::string& text = it.generation().text();
             return nb::bytes(text.data(), text.size());
           },
           "The text so far as bytes, exactly as `gattn generate` prints it (the pieces are str: "
@@ -95,7 +109,7 @@ void bind_generation(nb::module_& m) {
       .def_prop_ro(
           "timings",
           [](const TextIterator& it) {
-            const gattn::GenerateResult r = it.result();
+            const gattn::GenerateResult r = it.generation().result();
             nb::dict d;
             d["prompt_tokens"] = r.prompt_tokens;
             d["prefill_seconds"] = r.prefill_seconds;
@@ -153,8 +167,12 @@ void bind_model(nb::module_& m) {
           "above max_capture_bytes raises ValueError naming its size.\n"
           "hooks: {site: fn(layer, array)} called during the pass with a view of the pass's own "
           "tensor, valid only during the call; at attention_v, gate_output and delta_net_gate "
-          "it is writable and the model reads on what fn leaves there. interventions: the CLI's "
-          "--intervene specs (a string or a list), e.g. 'layer:0:gate=closed'.")
+          "it is writable and the model reads on what fn leaves there. delta_net_state is "
+          "[batch, value heads, key dim, value dim]: each sequence's recurrent state after its "
+          "last token.\n"
+          "interventions: the CLI's --intervene specs (a string or a list), e.g. "
+          "'layer:0:gate=closed', or a dict {target: action}, e.g. {'layer:0:gate': 'closed', "
+          "'gate@first': 0.15} (a number: constant:X).")
       .def(
           "generate",
           [](const Model& model, nb::handle prompt, int max_tokens, double temperature, int top_k,
@@ -173,7 +191,40 @@ void bind_model(nb::module_& m) {
           "An iterator over the generated text, piece by piece, as `gattn generate` prints it "
           "(prompt: text, or a list of token ids; temperature 0: greedy). It ends at "
           "max_tokens, the tokenizer's end-of-text token or a stop string; Ctrl-C stops it "
-          "between tokens with KeyboardInterrupt.");
+          "between tokens with KeyboardInterrupt.")
+      .def(
+          "analyze",
+          [](const Model& model, nb::handle data, const std::string& tokenizer, int sequences,
+             int seq, bool bos, int from_position, double sink_threshold, int batch,
+             const std::vector<std::pair<int, int>>& maps, int map_size, nb::handle interventions) {
+            gattn::python::AnalyzeArgs args;
+            args.data = nb::isinstance<nb::str>(data)
+                            ? std::vector<std::string>{nb::cast<std::string>(data)}
+                            : nb::cast<std::vector<std::string>>(data);
+            args.tokenizer = tokenizer;
+            args.options.sequences = sequences;
+            args.options.seq_len = seq;
+            args.options.bos = bos;
+            args.options.from_position = from_position;
+            args.options.sink_threshold = sink_threshold;
+            args.options.batch = batch;
+            args.options.maps = maps;
+            args.options.map_size = map_size;
+            args.interventions = intervention_specs(interventions);
+            return gattn::python::analyze(model, args);
+          },
+          "data"_a, nb::kw_only(), "tokenizer"_a = "", "sequences"_a = 64, "seq"_a = 256,
+          "bos"_a = true, "from_position"_a = 16, "sink_threshold"_a = 0.3, "batch"_a = 8,
+          "maps"_a = std::vector<std::pair<int, int>>{}, "map_size"_a = 64,
+          "interventions"_a = nb::none(),
+          "`gattn analyze` (docs/ANALYSIS.md) as a gattn.analysis.Analysis: first-token "
+          "attention per layer and head (F-Attn, Sink^eps), gate scores, massive activations "
+          "(M-Act), Gated DeltaNet and router statistics, attention maps, on the first "
+          "`sequences` windows of `seq` tokens of data (a token shard, or text files / folders "
+          "/ .jsonl read with the model's tokenizer or `tokenizer`). bos=False: plain windows; "
+          "maps: (layer, head) attention maps of the first window; interventions: as forward "
+          "takes them (the loss is then reported beside the unmodified one). Its .json is what "
+          "`gattn analyze --out` writes.");
 }
 
 }  // namespace
@@ -229,13 +280,10 @@ NB_MODULE(_gattn, m) {
         const gattn::TokenShard shard(path);
         const gattn::ShardInfo& info = shard.info();
         const uint64_t n = count < 0 ? info.tokens : std::min<uint64_t>(count, info.tokens);
-        auto* ids = new std::vector<int32_t>(n);
-        nb::capsule owner(ids,
-                          [](void* p) noexcept { delete static_cast<std::vector<int32_t>*>(p); });
-        shard.read(0, n, ids->data());
+        std::vector<int32_t> ids(n);
+        shard.read(0, n, ids.data());
         nb::dict out;
-        const size_t shape[1] = {size_t(n)};
-        out["ids"] = nb::ndarray<nb::numpy, int32_t>(ids->data(), 1, shape, owner);
+        out["ids"] = gattn::python::owned_array(std::move(ids), {size_t(n)});
         out["bos_id"] = info.bos_id;
         out["vocab_size"] = info.vocab_size;
         out["documents"] = info.documents;

@@ -52,14 +52,16 @@ class PythonPassHooks final : public PassHooks {
  private:
   struct Copy {
     std::string site;
-    int layer, cols;
-    std::unique_ptr<std::vector<float>> data;  // [batch * seq, cols], until results()
+    int layer;
+    std::vector<size_t> shape;
+    std::vector<float> data;  // [batch * seq, cols], until results()
   };
-  void call_hook(const nb::object& fn, int layer, const HookTensor& t, bool writable);
-  void copy(const std::string& site, int layer, const HookTensor& t);
+  void call_hook(const nb::object& fn, int layer, const HookTensor& t, const SiteName& site);
+  void copy(const std::string& site, int layer, const HookTensor& t, HookSite hook_site);
 
   const Config& config_;
-  CaptureRequest request_;
+  std::vector<std::pair<int, int>> attention_;  // (layer, head) probabilities to recompute
+  int64_t max_bytes_;
   std::vector<std::pair<SiteName, std::string>> captured_sites_;
   std::vector<std::pair<SiteName, nb::object>> hooks_;
   int batch_, seq_;

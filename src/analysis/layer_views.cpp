@@ -45,6 +45,9 @@ void LayerViewRecorder::on_tensor(const HookEvent& e) {
     case HookSite::shared_expert_gate:
       v.shared_expert_gate = t.data;
       break;
+    case HookSite::delta_net_qkv:
+    case HookSite::delta_net_state:
+      break;  // not used by the analyses
     case HookSite::mixer_input:
     case HookSite::mixer_output_input:
     case HookSite::mlp_input:

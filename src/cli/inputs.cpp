@@ -1,34 +1,14 @@
 #include "cli/inputs.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <optional>
 
 #include "cli/stderr_log.h"
-#include "train/prepare_data.h"
 #include "util/error.h"
 #include "util/json_parse.h"
 #include "util/threads.h"
 
 namespace gattn {
-
-namespace {
-namespace fs = std::filesystem;
-
-// A shard by its content: a file that looks like one is opened as one (so bad magic bytes, a bad
-// version or size is an error naming it), anything else is text.
-bool is_shard(const std::string& path) {
-  if (fs::is_directory(path)) return false;
-  std::ifstream in(path, std::ios::binary);
-  char head[64] = {};
-  in.read(head, sizeof head);
-  return looks_like_token_shard(std::string_view(head, size_t(in.gcount())), fs::file_size(path));
-}
-}  // namespace
 
 void use_threads(int threads) {
   if (threads <= 0) return;
@@ -39,12 +19,12 @@ void use_threads(int threads) {
 }
 
 CLI::Option* add_weights_dtype_option(CLI::App* cmd, std::string& dtype, bool with_w8a8) {
-  std::vector<std::string> choices = {"auto", "f32", "bf16", "q8_0", "q4_0", "q4_k_m"};
-  if (with_w8a8) choices.push_back("w8a8");
+  std::vector<std::string> choices = kWeightDtypes;
+  if (!with_w8a8) choices.pop_back();  // w8a8 is the last
   return cmd
       ->add_option(
           "--weights-dtype", dtype,
-          "auto, f32, bf16, q8_0, q4_0 or q4_k_m" + std::string(with_w8a8 ? ", w8a8" : "") +
+          weight_dtype_list(with_w8a8) +
               ". bf16: weights stored as bfloat16 (rounded to nearest even; no f32 copy): decode "
               "reads half the bytes; prefill runs on the CPU's bf16 GEMM where it has one "
               "(activations rounded to bf16), else on fp32 panels widened from them. A GGUF "
@@ -93,36 +73,6 @@ std::unique_ptr<Weights> with_context(std::unique_ptr<Weights> weights, int posi
                                             "--rope-scaling");
   }
   return std::make_unique<Weights>(c, std::move(*weights).release());
-}
-
-HeldOutTokens::HeldOutTokens(const std::vector<std::string>& data, const std::string& tokenizer,
-                             int vocab_size) {
-  for (const std::string& path : data)
-    if (!fs::exists(path)) fail(path, ": no such file or folder");
-  std::string shard_path = data.size() == 1 && is_shard(data[0]) ? data[0] : "";
-  std::optional<Tokenizer> t;
-  if (!tokenizer.empty()) {
-    t = load_tokenizer_file(tokenizer);
-    token_bytes_ = token_byte_lengths(*t);
-  }
-  if (shard_path.empty()) {
-    if (!t) fail("--tokenizer is needed to read text (", data[0], " is not a token shard)");
-    temporary_ = (fs::temp_directory_path() / ("gattn_text_" + std::to_string(::getpid()) + ".bin"))
-                     .string();
-    write_shard_from_text(data, *t, temporary_);
-    shard_path = temporary_;
-  }
-  shard_ = std::make_unique<TokenShard>(shard_path);
-  if (t) require_shard_tokenizer(*shard_, *t, tokenizer);
-  // For text, name the tokenizer whose ids these are, not the temporary shard.
-  if (int64_t(shard_->info().vocab_size) > vocab_size)
-    fail(temporary_.empty() ? shard_path : tokenizer, ": tokens go up to ",
-         shard_->info().vocab_size, " but the model's vocab_size is ", vocab_size);
-}
-
-HeldOutTokens::~HeldOutTokens() {
-  shard_.reset();
-  if (!temporary_.empty()) fs::remove(temporary_);
 }
 
 }  // namespace gattn

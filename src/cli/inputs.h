@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "infer/held_out_tokens.h"
 #include "infer/model_files.h"
 #include "io/token_shard.h"
 #include "model/weights.h"
@@ -30,24 +31,5 @@ CacheDtype cache_dtype(const std::string& dtype);
 // empty, that RoPE scaling (an HF `rope_scaling` object): evaluation beyond the trained length.
 std::unique_ptr<Weights> with_context(std::unique_ptr<Weights> weights, int positions,
                                       const std::string& rope_scaling_json);
-
-// A shard, or text files / folders / .jsonl tokenized into a temporary shard (removed with this
-// object). token_bytes (UTF-8 bytes per token id) is filled when a tokenizer is given.
-class HeldOutTokens {
- public:
-  HeldOutTokens(const std::vector<std::string>& data, const std::string& tokenizer, int vocab_size);
-  ~HeldOutTokens();
-  HeldOutTokens(const HeldOutTokens&) = delete;
-  HeldOutTokens& operator=(const HeldOutTokens&) = delete;
-  const TokenShard& shard() const { return *shard_; }
-  const std::vector<uint32_t>* token_bytes() const {
-    return token_bytes_.empty() ? nullptr : &token_bytes_;
-  }
-
- private:
-  std::string temporary_;
-  std::unique_ptr<TokenShard> shard_;
-  std::vector<uint32_t> token_bytes_;
-};
 
 }  // namespace gattn

@@ -47,6 +47,10 @@ class Generation {
   bool step();
   bool done() const { return continuation_.done(); }
   GenerateResult result() const;
+  // result()'s parts without its copies
+  const std::vector<uint32_t>& tokens() const { return continuation_.tokens(); }
+  const std::string& text() const { return continuation_.text(); }
+  const std::string& finish_reason() const { return continuation_.finish_reason(); }
 
  private:
   GenerateOptions o_;

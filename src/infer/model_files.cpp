@@ -20,6 +20,14 @@ std::unique_ptr<Weights> load_checkpoint_model(const std::string& path, std::str
   return load_any_model(folder, log, storage);
 }
 
+std::string weight_dtype_list(bool with_w8a8) {
+  const size_t n = kWeightDtypes.size() - (with_w8a8 ? 0 : 1);  // w8a8 is the last
+  std::string list;
+  for (size_t i = 0; i < n; ++i)
+    list += (i == 0 ? "" : i + 1 == n ? " or " : ", ") + kWeightDtypes[i];
+  return list;
+}
+
 std::unique_ptr<Weights> load_inference_model(const std::string& path, const std::string& dtype,
                                               std::string& folder, LogSink& log) {
   if (dtype == "w8a8") {
@@ -33,7 +41,7 @@ std::unique_ptr<Weights> load_inference_model(const std::string& path, const std
     return quantize_model(*model, mix);
   }
   if (dtype != "auto" && dtype != "f32" && dtype != "bf16")
-    fail("weights dtype '", dtype, "': use auto, f32, bf16, q8_0, q4_0, q4_k_m or w8a8");
+    fail("weights dtype '", dtype, "': use ", weight_dtype_list(true));
   const bool as_stored = dtype == "bf16" || (dtype == "auto" && is_gguf_file(path));
   return load_checkpoint_model(path, folder, log, as_stored ? WeightDtype::bf16 : WeightDtype::f32);
 }
@@ -44,12 +52,16 @@ Tokenizer load_tokenizer_file(const std::string& path) {
   return is_gguf_file(path) ? gguf_tokenizer(path) : Tokenizer::load(path);
 }
 
-Tokenizer load_model_tokenizer(const std::string& path, const std::string& folder) {
-  if (!path.empty()) return load_tokenizer_file(path);
-  if (is_gguf_file(folder)) return gguf_tokenizer(folder);
+std::string model_tokenizer_path(const std::string& path, const std::string& folder) {
+  if (!path.empty() || is_gguf_file(folder)) return path.empty() ? folder : path;
   const std::string beside = folder + "/tokenizer.json";
-  if (fs::exists(beside)) return Tokenizer::load(beside);
-  fail(folder, ": no tokenizer.json in the checkpoint folder; pass --tokenizer");
+  return fs::exists(beside) ? beside : "";
+}
+
+Tokenizer load_model_tokenizer(const std::string& path, const std::string& folder) {
+  const std::string file = model_tokenizer_path(path, folder);
+  if (file.empty()) fail(folder, ": no tokenizer.json in the checkpoint folder; pass --tokenizer");
+  return load_tokenizer_file(file);
 }
 
 }  // namespace gattn

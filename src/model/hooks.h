@@ -19,10 +19,16 @@ enum class HookSite {
   layer_output,   // the layer's output hidden state [rows, hidden]
   // A Gated DeltaNet layer: its output gate silu(z) [rows, value heads * value dim] (writable: the
   // model multiplies by what it holds afterwards), its log decay g and its beta [rows, value
-  // heads].
+  // heads]; read only: q, k and v as the delta rule reads them (after the convolution and silu,
+  // q and k l2-normalised, q scaled by key_dim^-1/2) [rows, 2 * key width + value width], and
+  // each sequence's recurrent state after its last token [sequences, value heads * key dim *
+  // value dim] (S [key dim, value dim] per head; shown by passes from position 0 without decode
+  // memory: training, analysis, the Python module's forward).
   delta_net_gate,
   delta_net_log_decay,
   delta_net_beta,
+  delta_net_qkv,
+  delta_net_state,
   // A mixture-of-experts block: the router's softmax [rows, experts] (its top-k are the token's
   // experts: ops/moe_routing.h) and the shared expert's gate sigmoid(x . w) [rows, 1].
   router_probs,

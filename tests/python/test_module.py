@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -191,6 +192,67 @@ def test_capture_and_hook_errors(wide_model):
     assert np.array_equal(model.forward(IDS), base)  # the model is unchanged
 
 
+def test_interventions_as_a_dict_equal_the_clis_grammar(wide_model):
+    model = gattn.load(wide_model)
+    both = model.forward(IDS, interventions=["layer:2:gate=closed", "layer:1:gate=constant:0.25",
+                                             "value@first=zero"])
+    assert np.array_equal(model.forward(IDS, interventions={
+        "layer:2:gate": "closed", "layer:1:gate": 0.25, "value@first": "zero"}), both)
+    assert not np.array_equal(both, model.forward(IDS))
+    with pytest.raises(ValueError, match="the action of 'gate' must be a string or a number"):
+        model.forward(IDS, interventions={"gate": None})
+
+
+@pytest.fixture(scope="module")
+def hybrid_model(tmp_path_factory):
+    # a Gated DeltaNet layer and a full-attention layer (vocabulary 65)
+    out = tmp_path_factory.mktemp("hybrid") / "model"
+    subprocess.run([os.path.join(BUILD, "gattn"), "init", "--config",
+                    os.path.join(ROOT, "tests", "cli", "tiny_hybrid_65.json"), "--seed", "5",
+                    "--out", str(out)], check=True, capture_output=True)
+    return str(out)
+
+
+def delta_rule_final_state(k, v, g, beta):
+    """The gated delta rule's state after the last token (float64), one sequence and value head:
+    S <- exp(g) S; S <- S + k (beta (v - S^T k))^T."""
+    state = np.zeros((k.shape[1], v.shape[1]))
+    for t in range(len(k)):
+        state *= np.exp(g[t])
+        state += np.outer(k[t], beta[t] * (v[t] - state.T @ k[t]))
+    return state
+
+
+def test_delta_net_state_equals_a_numpy_delta_rule_from_captured_inputs(hybrid_model):
+    model = gattn.load(hybrid_model)
+    c = model.config
+    kh, vh = c["linear_num_key_heads"], c["linear_num_value_heads"]
+    kd, vd = c["linear_key_head_dim"], c["linear_value_head_dim"]
+    ids = np.random.default_rng(4).integers(0, c["vocab_size"], (2, 50)).astype(np.int32)
+    seen = []
+    logits, got = model.forward(
+        ids, capture=["delta_net_qkv", "delta_net_log_decay", "delta_net_beta", "delta_net_state"],
+        hooks={"delta_net_state": lambda layer, s: seen.append((layer, s.copy(), s.flags.writeable))})
+    assert np.array_equal(logits, model.forward(ids))
+    assert list(got["delta_net_state"]) == [0]  # layer 1 is full attention
+    state = got["delta_net_state"][0]
+    assert state.shape == (2, vh, kd, vd)
+    assert len(seen) == 1 and seen[0][0] == 0 and np.array_equal(seen[0][1], state)
+    assert not seen[0][2]  # read only
+    qkv = got["delta_net_qkv"][0].astype(np.float64)
+    assert qkv.shape == (2, 50, 2 * kh * kd + vh * vd)
+    g, beta = got["delta_net_log_decay"][0], got["delta_net_beta"][0]
+    for b in range(2):
+        for h in range(vh):
+            key = h // (vh // kh)
+            k = qkv[b, :, kh * kd + key * kd:kh * kd + (key + 1) * kd]
+            v = qkv[b, :, 2 * kh * kd + h * vd:2 * kh * kd + (h + 1) * vd]
+            want = delta_rule_final_state(k, v, g[b, :, h], beta[b, :, h])
+            scale = np.abs(want).max()
+            assert scale > 0
+            np.testing.assert_allclose(state[b, h], want, rtol=0, atol=1e-4 * scale)
+
+
 def test_two_models_in_two_threads_give_their_single_threaded_results(model_dir, wide_model):
     # and a third thread on the second model: a pass that finds the model's state in use
     models = [gattn.load(model_dir), gattn.load(wide_model)]
@@ -308,5 +370,46 @@ def test_parameters_view_the_engines_weights(wide_model):
     nearest_even = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
     got = bf16[name].view(np.uint16)
     assert got.shape == stored[name].shape and np.array_equal(got, nearest_even)
+    import ml_dtypes  # scripts/setup.sh installs it; without it the views are uint16 bits
+    assert bf16[name].dtype == ml_dtypes.bfloat16
+    assert np.array_equal(bf16[name].astype(np.float32).view(np.uint32),
+                          nearest_even.astype(np.uint32) << 16)
+    without = subprocess.run([sys.executable, "-c", (
+        "import sys; sys.modules['ml_dtypes'] = None; import gattn; "
+        f"print(gattn.load({folder!r}, dtype='bf16').parameters()[{name!r}].dtype)")],
+        check=True, capture_output=True, text=True)
+    assert without.stdout.strip() == "uint16"
     with pytest.raises(ValueError, match="stored as bf16; load the model with dtype='f32'"):
         gattn.load(folder, dtype="bf16").parameters(writable=True)
+
+
+def test_analyze_equals_the_clis_analysis(run_config, hybrid_model, tmp_path):
+    val = str(run_config / "data" / "val.bin")
+    out = tmp_path / "analysis.json"
+    subprocess.run([os.path.join(BUILD, "gattn"), "analyze", "--checkpoint",
+                    str(run_config / "cli"), "--data", val, "--sequences", "8", "--seq", "32",
+                    "--map", "0:1", "--intervene", "layer:0:gate=closed", "--threads",
+                    str(gattn.threads()), "--out", str(out)], check=True, capture_output=True)
+    with open(out) as f:
+        want = json.load(f)
+    got = gattn.load(str(run_config / "cli")).analyze(
+        val, sequences=8, seq=32, maps=[(0, 1)], interventions={"layer:0:gate": "closed"})
+    assert isinstance(got, gattn.analysis.Analysis) and got.json == want
+    assert got.f_attn == want["f_attn"] and got.loss == want["loss"]
+    assert got.unmodified_loss == want["unmodified_loss"] and got.interventions
+    layer = got.layers[1]
+    assert np.array_equal(layer.first_token_attention, want["layers"][1]["first_token_attention"])
+    assert np.array_equal(got.first_token_attention()[1], layer.first_token_attention)
+    assert np.array_equal(layer.gate.mean_score, want["layers"][1]["gate"]["mean_score"])
+    attention_map = got.attention_maps[(0, 1)]
+    assert attention_map.shape == (32, 32)
+    np.testing.assert_allclose(attention_map.sum(axis=1), 1, rtol=0, atol=1e-5)
+    # a Gated DeltaNet layer: no attention, its gate statistics
+    hybrid = gattn.load(hybrid_model).analyze(val, sequences=4, seq=32)
+    assert [l.kind for l in hybrid.layers] == ["linear_attention", "full_attention"]
+    assert hybrid.layers[0].first_token_attention is None and hybrid.layers[0].delta_net
+    assert np.isnan(hybrid.first_token_attention()[0]).all()
+    with pytest.raises(ValueError, match="seq must be in"):
+        gattn.load(hybrid_model).analyze(val, seq=1)
+    with pytest.raises(ValueError, match="attention map 5:0 is outside"):
+        gattn.load(hybrid_model).analyze(val, seq=32, maps=[(5, 0)])

@@ -181,6 +181,13 @@ void GatedDeltaNet::mix(const PassContext& pass, GatedDeltaNetActivations& a,
     std::vector<float> state(size_t(B * s.state_size()), 0.0f);
     delta_rule_chunked(pass.exec, s, delta_rule_inputs(d_, a.qkv, a.g, a.beta, 0), state.data(),
                        a.core, static_cast<float*>(nullptr));
+    if (pass.hooks) {
+      show(pass, HookSite::delta_net_qkv, a.qkv, int(ch));
+      const int64_t size = s.state_size();
+      pass.hooks->on_tensor(tensor_event(layer_, HookSite::delta_net_state,
+                                         {state.data(), B, int(size), size}, pass.positions,
+                                         pass.seq_len));
+    }
     return;
   }
   for (int b = 0; b < B; ++b) {
@@ -194,6 +201,7 @@ void GatedDeltaNet::mix(const PassContext& pass, GatedDeltaNetActivations& a,
     else
       delta_rule_chunked<float>(pass.exec, s, in, state, a.core + row0 * vw, nullptr);
   }
+  if (pass.hooks) show(pass, HookSite::delta_net_qkv, a.qkv, int(ch));
 }
 
 void GatedDeltaNet::show(const PassContext& pass, HookSite site, float* data, int cols) const {

@@ -46,7 +46,7 @@ for flavour in "${@:-release}"; do
     asan) dir=build-asan; targets=()
           flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DGATTN_SANITIZE=ON -DGATTN_PYTHON=OFF) ;;
     # the module and what its tests run (tests/python)
-    python) dir=build-python; targets=(--target _gattn gattn gattn_infer_bits)
+    python) dir=build-python; targets=(--target _gattn _gattn_stub gattn gattn_infer_bits)
             flags=(-DCMAKE_BUILD_TYPE=Release -DGATTN_PYTHON=ON
                    "-DPython_EXECUTABLE=$PWD/$pyvenv/bin/python") ;;
     *) echo "setup: unknown build flavour '$flavour' (expected release, asan or python)" >&2

@@ -31,9 +31,15 @@ using gattn::python::TextIterator;
 namespace {
 
 // The model's config as config.json has it (model/config.h config_to_json), as a Python dict.
-nb::object config_dict(const gattn::Config& c) {
-  return nb::module_::import_("json").attr("loads")(gattn::config_to_json(c).dump());
+nb::dict config_dict(const gattn::Config& c) {
+  return nb::borrow<nb::dict>(
+      nb::module_::import_("json").attr("loads")(gattn::config_to_json(c).dump()));
 }
+
+// Type annotations of the stubs (nanobind's stubgen) where the C++ types say "object" (a macro:
+// nb::sig keeps a pointer, so the signatures are string literals).
+#define GATTN_INTERVENTIONS_TYPE \
+  "str | collections.abc.Sequence[str] | collections.abc.Mapping[str, str | float] | None"
 
 // interventions as Model.forward takes them: None, one spec, a sequence of specs, or a dict
 // {"[layer:L:]TARGET[@POSITION]": ACTION} with ACTION a string or a number (constant:X).
@@ -158,6 +164,15 @@ void bind_model(nb::module_& m) {
           "attention"_a = std::vector<std::pair<int, int>>{},
           "hooks"_a = std::map<std::string, nb::object>{}, "interventions"_a = nb::none(),
           "max_capture_bytes"_a = int64_t(1) << 30,
+          nb::sig("def forward(self, ids: typing.Annotated[numpy.typing.NDArray[numpy.int32], "
+                  "dict(order='C', device='cpu')], *, capture: collections.abc.Sequence[str] = "
+                  "[], attention: collections.abc.Sequence[tuple[int, int]] = [], hooks: "
+                  "collections.abc.Mapping[str, collections.abc.Callable[[int, "
+                  "numpy.typing.NDArray[numpy.float32]], None]] = {}, "
+                  "interventions: " GATTN_INTERVENTIONS_TYPE
+                  " = None, max_capture_bytes: int = 1073741824) -> "
+                  "numpy.typing.NDArray[numpy.float32] | tuple[numpy.typing.NDArray["
+                  "numpy.float32], dict]"),
           "Logits (float32, [batch, seq, vocab]) of ids (int32, [seq] or [batch, seq]; each row a "
           "sequence from position 0).\n\n"
           "capture: site names (gattn.SITES) whose tensors come back, [batch, seq, width] per "
@@ -166,8 +181,9 @@ void bind_model(nb::module_& m) {
           "is (logits, {site: {layer: array}, 'attention': {(layer, head): array}}); a capture "
           "above max_capture_bytes raises ValueError naming its size.\n"
           "hooks: {site: fn(layer, array)} called during the pass with a view of the pass's own "
-          "tensor, valid only during the call; at attention_v, gate_output and delta_net_gate "
-          "it is writable and the model reads on what fn leaves there. delta_net_state is "
+          "tensor, valid only during the call; at attention_v, gate_output, delta_net_gate, "
+          "mlp_output and layer_output it is writable and the model reads on what fn leaves "
+          "there. delta_net_state is "
           "[batch, value heads, key dim, value dim]: each sequence's recurrent state after its "
           "last token.\n"
           "interventions: the CLI's --intervene specs (a string or a list), e.g. "
@@ -188,6 +204,11 @@ void bind_model(nb::module_& m) {
           "prompt"_a, nb::kw_only(), "max_tokens"_a = 128, "temperature"_a = 1.0, "top_k"_a = 0,
           "top_p"_a = 1.0, "min_p"_a = 0.0, "repeat_penalty"_a = 1.0, "seed"_a = 0,
           "stop"_a = std::vector<std::string>{}, "kv_dtype"_a = "f32", nb::keep_alive<0, 1>(),
+          nb::sig("def generate(self, prompt: str | collections.abc.Sequence[int], *, "
+                  "max_tokens: int = 128, temperature: float = 1.0, top_k: int = 0, top_p: "
+                  "float = 1.0, min_p: float = 0.0, repeat_penalty: float = 1.0, seed: int = 0, "
+                  "stop: collections.abc.Sequence[str] = [], kv_dtype: str = 'f32') -> "
+                  "TextIterator"),
           "An iterator over the generated text, piece by piece, as `gattn generate` prints it "
           "(prompt: text, or a list of token ids; temperature 0: greedy). It ends at "
           "max_tokens, the tokenizer's end-of-text token or a stop string; Ctrl-C stops it "
@@ -217,6 +238,12 @@ void bind_model(nb::module_& m) {
           "bos"_a = true, "from_position"_a = 16, "sink_threshold"_a = 0.3, "batch"_a = 8,
           "maps"_a = std::vector<std::pair<int, int>>{}, "map_size"_a = 64,
           "interventions"_a = nb::none(),
+          nb::sig("def analyze(self, data: str | collections.abc.Sequence[str], *, tokenizer: "
+                  "str = '', sequences: int = 64, seq: int = 256, bos: bool = True, "
+                  "from_position: int = 16, sink_threshold: float = 0.3, batch: int = 8, maps: "
+                  "collections.abc.Sequence[tuple[int, int]] = [], map_size: int = 64, "
+                  "interventions: " GATTN_INTERVENTIONS_TYPE " = None) -> "
+                  "gattn.analysis.Analysis"),
           "`gattn analyze` (docs/ANALYSIS.md) as a gattn.analysis.Analysis: first-token "
           "attention per layer and head (F-Attn, Sink^eps), gate scores, massive activations "
           "(M-Act), Gated DeltaNet and router statistics, attention maps, on the first "
@@ -268,6 +295,10 @@ NB_MODULE(_gattn, m) {
       "config"_a, nb::kw_only(), "callback"_a = nb::none(), "out"_a = "", "seed"_a = -1,
       "gate"_a = "", "init_from"_a = "", "resume"_a = false, "allow_config_change"_a = false,
       "stop_at_step"_a = 0,
+      nb::sig("def train(config: str, *, callback: collections.abc.Callable[[dict], bool | None] "
+              "| None = None, out: str = '', seed: int = -1, gate: str = '', init_from: str = "
+              "'', resume: bool = False, allow_config_change: bool = False, stop_at_step: int = "
+              "0) -> dict"),
       "Trains the run config as `gattn train` does (out, seed, gate (JSON), init_from, resume, "
       "allow_config_change, stop_at_step: its flags). callback(record) gets each step's metrics "
       "(step, loss, lr, grad_norm, tokens_per_s, ...); returning False ends the session after "

@@ -37,6 +37,7 @@ const NamedSite kSites[] = {
     {"mixer_output_input", {HookSite::mixer_output_input}},
     {"mlp_input", {HookSite::mlp_input}},
     {"mlp_down_input", {HookSite::mlp_down_input}},
+    {"mlp_output", {HookSite::mlp_output}},
 };
 
 // The sites whose tensor the model reads on after the hooks: a hook's change there changes the
@@ -44,7 +45,8 @@ const NamedSite kSites[] = {
 bool writable(const SiteName& s) {
   return !s.gate_input && !s.gate_scores &&
          (s.site == HookSite::attention_v || s.site == HookSite::gate_output ||
-          s.site == HookSite::delta_net_gate);
+          s.site == HookSite::delta_net_gate || s.site == HookSite::layer_output ||
+          s.site == HookSite::mlp_output);
 }
 
 // How Python sees a site's tensor: [batch, seq, cols], or for delta_net_state [batch, value heads,

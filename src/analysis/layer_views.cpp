@@ -45,6 +45,7 @@ void LayerViewRecorder::on_tensor(const HookEvent& e) {
     case HookSite::shared_expert_gate:
       v.shared_expert_gate = t.data;
       break;
+    case HookSite::mlp_output:
     case HookSite::delta_net_qkv:
     case HookSite::delta_net_state:
       break;  // not used by the analyses

@@ -16,7 +16,10 @@ enum class HookSite {
   attention_v,    // v as attention reads it (after any value gate) [rows, K heads]; writable
   attention_lse,  // after attention: each query's log-sum-exp of its scaled scores [rows, H]
   gate_output,    // the gate's output [rows, width]; writable (read on by the model afterwards)
-  layer_output,   // the layer's output hidden state [rows, hidden]
+  layer_output,   // the layer's output hidden state [rows, hidden]; writable (the next layer,
+                  // or the final norm, reads it)
+  mlp_output,     // an MLP block's output before the residual add (and any sandwich norm)
+                  // [rows, hidden]; writable (the residual add reads it)
   // A Gated DeltaNet layer: its output gate silu(z) [rows, value heads * value dim] (writable: the
   // model multiplies by what it holds afterwards), its log decay g and its beta [rows, value
   // heads]; read only: q, k and v as the delta rule reads them (after the convolution and silu,

@@ -21,4 +21,8 @@ with tempfile.TemporaryDirectory() as work:
                     "--out", os.path.join(work, "model")], check=True, capture_output=True)
     logits = gattn.load(os.path.join(work, "model")).forward(np.arange(10, dtype=np.int32))
     assert logits.shape == (1, 10, 65) and np.isfinite(logits).all()
+extension = os.path.dirname(gattn._gattn.__file__)
+for shipped in ("_gattn.pyi", "py.typed"):  # the type stubs, beside the extension
+    if not os.path.exists(os.path.join(extension, shipped)):
+        sys.exit(f"no {shipped} beside {gattn._gattn.__file__}")
 print("editable install: gattn from", package, "and its extension", gattn._gattn.__file__)

@@ -183,13 +183,37 @@ def test_capture_and_hook_errors(wide_model):
     with pytest.raises(ValueError, match="head 3 is outside the model's 3"):
         model.forward(IDS, attention=[(0, 3)])
     with pytest.raises(ValueError, match="read-only"):  # not read on by the model: no writes
-        model.forward(IDS, hooks={"layer_output": lambda l, a: a.fill(0)})
+        model.forward(IDS, hooks={"mixer_input": lambda l, a: a.fill(0)})
 
     def fails(layer, a):
         raise RuntimeError("hook failed")
     with pytest.raises(RuntimeError, match="hook failed"):
         model.forward(IDS, hooks={"gate_output": fails})
     assert np.array_equal(model.forward(IDS), base)  # the model is unchanged
+
+
+def test_hooks_change_the_residual_stream_and_the_mlp_output(wide_model):
+    model = gattn.load(os.path.join(wide_model, "checkpoints", "step_00000007"))
+    base = model.forward(IDS)
+
+    def zero_layer_1(layer, a):
+        if layer == 1:
+            a[...] = 0
+    # the MLP's output zeroed by a hook equals layer 1's down_proj zeroed in the weights
+    hooked = model.forward(IDS, hooks={"mlp_output": zero_layer_1})
+    assert not np.array_equal(hooked, base)
+    down = model.parameters(writable=True)["model.layers.1.mlp.down_proj.weight"]
+    kept = down.copy()
+    down[...] = 0
+    try:
+        assert np.array_equal(model.forward(IDS), hooked)
+    finally:
+        down[...] = kept
+    # the last layer's output zeroed: the final norm reads zeros, so every logit is 0
+    last = model.config["num_hidden_layers"] - 1
+    zeroed = model.forward(IDS, hooks={"layer_output": lambda l, a: a.fill(0) if l == last
+                                       else None})
+    assert not zeroed.any() and np.array_equal(model.forward(IDS), base)
 
 
 def test_interventions_as_a_dict_equal_the_clis_grammar(wide_model):
@@ -413,3 +437,16 @@ def test_analyze_equals_the_clis_analysis(run_config, hybrid_model, tmp_path):
         gattn.load(hybrid_model).analyze(val, seq=1)
     with pytest.raises(ValueError, match="attention map 5:0 is outside"):
         gattn.load(hybrid_model).analyze(val, seq=32, maps=[(5, 0)])
+
+
+def test_the_package_ships_type_stubs():
+    import ast
+    folder = os.path.dirname(gattn._gattn.__file__)
+    assert os.path.exists(os.path.join(folder, "py.typed"))
+    with open(os.path.join(folder, "_gattn.pyi")) as f:
+        stub = ast.parse(f.read())
+    model = next(n for n in stub.body if isinstance(n, ast.ClassDef) and n.name == "Model")
+    methods = {n.name: n for n in model.body if isinstance(n, ast.FunctionDef)}
+    assert ast.unparse(methods["analyze"].returns) == "gattn.analysis.Analysis"
+    assert "NDArray[numpy.float32]" in ast.unparse(methods["forward"].returns)
+    assert ast.get_docstring(methods["forward"]).startswith("Logits")

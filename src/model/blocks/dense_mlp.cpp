@@ -58,6 +58,8 @@ void DenseMlp::forward(const PassContext& pass, BlockActivations& activations, D
     const int I = c_.intermediate;
     pass.hooks->on_tensor(tensor_event(layer_, HookSite::mlp_down_input, {a.act, N, I, I},
                                        pass.positions, pass.seq_len));
+    pass.hooks->on_tensor(tensor_event(layer_, HookSite::mlp_output, {a.down_out, N, C, C},
+                                       pass.positions, pass.seq_len));
   }
   ops.next("residual (and sandwich norm, clip)");
   block_output_forward(c_.output, w, p_.output_norm, N, out, in, a.down_out, a.output);

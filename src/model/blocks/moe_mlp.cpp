@@ -124,6 +124,7 @@ void MoeMlp::forward(const PassContext& pass, BlockActivations& activations, Dec
   ops.next(nullptr);  // the experts' and shared expert's sections are their own
   experts_forward(pass, a);
   if (c_.moe.shared_intermediate > 0) shared_forward(pass, a);
+  if (pass.hooks) show(pass, HookSite::mlp_output, a.moe_out, C);
   ops.next("residual (and sandwich norm, clip)");
   block_output_forward(c_.output, w, p_.output_norm, N, out, in, a.moe_out, a.output);
 }

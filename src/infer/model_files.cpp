@@ -53,7 +53,8 @@ Tokenizer load_tokenizer_file(const std::string& path) {
 }
 
 std::string model_tokenizer_path(const std::string& path, const std::string& folder) {
-  if (!path.empty() || is_gguf_file(folder)) return path.empty() ? folder : path;
+  if (!path.empty()) return path;
+  if (is_gguf_file(folder)) return folder;
   const std::string beside = folder + "/tokenizer.json";
   return fs::exists(beside) ? beside : "";
 }

@@ -19,14 +19,14 @@ std::unique_ptr<Weights> load_checkpoint_model(const std::string& path, std::str
                                                LogSink& log,
                                                WeightDtype storage = WeightDtype::f32);
 
-// load_checkpoint_model in the storage `dtype` names: auto (a GGUF file's blocks as stored, f32
-// otherwise), f32, bf16, q8_0, q4_0, q4_k_m (quantized in memory as llama.cpp's quantizer writes
-// them) or w8a8 (model/quantize_model.h round_weights_to_int8_rows).
 // The dtypes load_inference_model takes, in the order a help text lists them.
 inline const std::vector<std::string> kWeightDtypes = {"auto", "f32",    "bf16", "q8_0",
                                                        "q4_0", "q4_k_m", "w8a8"};
 std::string weight_dtype_list(bool with_w8a8);  // "auto, f32, ... or w8a8"
 
+// load_checkpoint_model in the storage `dtype` names: auto (a GGUF file's blocks as stored, f32
+// otherwise), f32, bf16, q8_0, q4_0, q4_k_m (quantized in memory as llama.cpp's quantizer writes
+// them) or w8a8 (model/quantize_model.h round_weights_to_int8_rows).
 std::unique_ptr<Weights> load_inference_model(const std::string& path, const std::string& dtype,
                                               std::string& folder, LogSink& log);
 

@@ -42,12 +42,20 @@ nlohmann::json hybrid_json() {
           {"gate", {{"position", "sdpa"}}}};
 }
 
+// The decode tests' model (seed 3) and 150 tokens, on two threads.
+struct HybridRun {
+  HybridRun() : w(config_from_json(hybrid_json(), "test")), t(1, T, V, 4) { w.init(3); }
+  const ThreadScope threads{2};
+  Weights w;
+  const int T = 150, V = 200;
+  const Tokens t;
+};
+
 TEST(HybridModel, ChunkedDecodeEqualsTheFullForward) {
-  const ThreadScope threads(2);
-  Weights w(config_from_json(hybrid_json(), "test"));
-  w.init(3);
-  const int T = 150, V = w.config().vocab_size;
-  const Tokens t(1, T, V, 4);
+  const HybridRun run;
+  const Weights& w = run.w;
+  const int T = run.T, V = run.V;
+  const Tokens& t = run.t;
   std::vector<float> full(size_t(T) * V);
   TrainState(w).forward(t.b, full.data());
   for (const std::vector<int>& chunks :
@@ -74,11 +82,10 @@ struct StateRecorder final : PassHooks {
 // chunks (model/block.h DecodeMemory::save: each DeltaNet layer's convolution rows, then its
 // state).
 TEST(HybridModel, TheStateAPassShowsEqualsTheDecodeMemorysState) {
-  const ThreadScope threads(2);
-  Weights w(config_from_json(hybrid_json(), "test"));
-  w.init(3);
-  const int T = 150, V = w.config().vocab_size;
-  const Tokens t(1, T, V, 4);
+  const HybridRun run;
+  const Weights& w = run.w;
+  const int T = run.T, V = run.V;
+  const Tokens& t = run.t;
   StateRecorder recorder;
   TrainState train(w);
   train.set_hooks(&recorder);

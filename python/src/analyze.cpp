@@ -11,11 +11,6 @@ namespace gattn::python {
 nanobind::object analyze(const Model& model, const AnalyzeArgs& args) {
   AnalysisOptions options = args.options;
   if (args.data.empty()) fail("analyze: no data");
-  if (options.sequences < 1) fail("analyze: sequences must be at least 1, got ", options.sequences);
-  if (options.seq_len < 2 || options.seq_len > (1 << 20))
-    fail("analyze: seq must be in [2, 2^20], got ", options.seq_len);
-  if (options.batch < 1) fail("analyze: batch must be at least 1, got ", options.batch);
-  if (options.map_size < 1) fail("analyze: map_size must be at least 1, got ", options.map_size);
   const Config& c = model.config();
   for (const std::string& spec : args.interventions)
     add_intervention(options.interventions, spec, c.num_hidden_layers, options.seq_len);

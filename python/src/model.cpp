@@ -34,7 +34,7 @@ Model::Model(const std::string& path, const std::string& dtype, const std::strin
     : weights_(load_inference_model(path, dtype, folder_, python_log())) {
   tokenizer_path_ = model_tokenizer_path(tokenizer, folder_);
   try {
-    tokenizer_ = load_model_tokenizer(tokenizer, folder_);
+    tokenizer_ = load_model_tokenizer(tokenizer_path_, folder_);
   } catch (const Error& e) {
     if (!tokenizer.empty()) throw;  // the file asked for must load
     tokenizer_error_ = e.what();

@@ -342,6 +342,11 @@ double unmodified_loss(const Weights& weights, DataLoader& loader, int64_t seque
 }
 
 void check_options(const Config& c, const AnalysisOptions& o) {
+  if (o.sequences < 1) fail("analyze: sequences must be at least 1, got ", o.sequences);
+  if (o.seq_len < 2 || o.seq_len > (1 << 20))
+    fail("analyze: seq must be in [2, 2^20], got ", o.seq_len);
+  if (o.batch < 1) fail("analyze: batch must be at least 1, got ", o.batch);
+  if (o.map_size < 1) fail("analyze: map_size must be at least 1, got ", o.map_size);
   if (o.from_position < 1 || o.from_position >= o.seq_len)
     fail("--from-position must be in [1, ", o.seq_len, "), got ", o.from_position);
   for (const auto& [layer, head] : o.maps)

@@ -154,6 +154,7 @@ class Gradients {
   int64_t size() const { return int64_t(values_.size()); }
   const AlignedFloats& values() const { return values_; }
   void zero() { std::fill(values_.begin(), values_.end(), 0.0f); }
+  void swap(Gradients& other) noexcept { values_.swap(other.values_); }
 
  private:
   AlignedFloats values_;

@@ -3,10 +3,22 @@
 #include <algorithm>
 #include <cmath>
 
+#include "train/communicator.h"
+#include "util/error.h"
+
 namespace gattn {
 
-AdamW::AdamW(const ParamLayout& layout, const AdamWOptions& options)
-    : layout_(layout), options_(options), m_(layout.total(), 0.0f), v_(layout.total(), 0.0f) {}
+AdamW::AdamW(const ParamLayout& layout, const AdamWOptions& options,
+             std::optional<ShardRange> shard)
+    : layout_(layout),
+      options_(options),
+      shard_(shard.value_or(ShardRange{0, layout.total()})),
+      m_(size_t(shard_.size()), 0.0f),
+      v_(size_t(shard_.size()), 0.0f) {
+  if (shard_.begin < 0 || shard_.begin > shard_.end || shard_.end > layout.total())
+    fail("AdamW: shard [", shard_.begin, ", ", shard_.end, ") outside the ", layout.total(),
+         " parameters");
+}
 
 bool AdamW::decays(const TensorSpec& t) const {
   for (const std::string& pattern : options_.no_decay)
@@ -23,13 +35,16 @@ void AdamW::step(Weights& weights, const Gradients& grads, double lr) {
   const float b2_weight = float(1 - options_.beta2), eps = float(options_.eps);
   for (const TensorSpec& t : layout_.tensors()) {
     if (t.frozen) continue;
+    const int64_t begin = std::max(t.offset, shard_.begin);
+    const int64_t end = std::min(t.offset + t.numel, shard_.end);
+    if (begin >= end) continue;
     const float keep = decays(t) ? float(1 - lr * options_.weight_decay) : 1.0f;
-    float* p = weights.data() + t.offset;
-    const float* g = grads.data() + t.offset;
-    float* m = m_.data() + t.offset;
-    float* v = v_.data() + t.offset;
+    float* p = weights.data() + begin;
+    const float* g = grads.data() + begin;
+    float* m = m_.data() + (begin - shard_.begin);
+    float* v = v_.data() + (begin - shard_.begin);
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < t.numel; ++i) {
+    for (int64_t i = 0; i < end - begin; ++i) {
       p[i] *= keep;
       m[i] += b1_weight * (g[i] - m[i]);  // torch: exp_avg.lerp_(grad, 1 - beta1)
       v[i] = v[i] * beta2 + b2_weight * g[i] * g[i];
@@ -43,10 +58,27 @@ void zero_frozen_gradients(const ParamLayout& layout, Gradients& grads) {
     if (t.frozen) std::fill_n(grads.data() + t.offset, t.numel, 0.0f);
 }
 
-double global_norm(const Gradients& grads) {
+std::vector<double> chunk_square_sums(const float* values, int64_t count) {
+  std::vector<double> sums((count + kNormChunk - 1) / kNormChunk);
+  const int64_t chunks = int64_t(sums.size());
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    double sum = 0;
+    const int64_t end = std::min(count, (c + 1) * kNormChunk);
+    for (int64_t i = c * kNormChunk; i < end; ++i) sum += double(values[i]) * values[i];
+    sums[c] = sum;
+  }
+  return sums;
+}
+
+double norm_of_chunk_sums(const std::vector<double>& sums) {
   double sum = 0;
-  for (float g : grads.values()) sum += double(g) * g;
+  for (double s : sums) sum += s;
   return std::sqrt(sum);
+}
+
+double global_norm(const Gradients& grads) {
+  return norm_of_chunk_sums(chunk_square_sums(grads.data(), grads.size()));
 }
 
 double clip_gradients(Gradients& grads, double norm, double max_norm) {

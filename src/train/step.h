@@ -8,6 +8,7 @@
 #include "model/train_state.h"
 #include "model/weights.h"
 #include "train/adamw.h"
+#include "train/communicator.h"
 
 namespace gattn {
 
@@ -24,12 +25,17 @@ struct StepResult {
   double grad_norm = 0;  // before clipping
   bool updated = false;  // false when the loss or the gradient was not finite (no update made)
   double router_aux_loss = 0;  // the load-balancing loss (model/router_balance.h), not in `loss`
+  double max_abs_hidden = 0;   // TrainState::max_abs_hidden() of the step's last micro-batch
 };
 
 // Gradients in `state`, the update in `weights` (which `state` reads).
 // A model with MoE layers and router.coef > 0 adds the load-balancing loss of router.scope.
+// The micro-batches' gradients combine as train/gradient_tree.h says. With more than one rank,
+// every rank is given the whole step's batch (the target count is the step's) and computes its
+// block of micro-batches (rank r of N: [r M/N, (r+1) M/N), M/N and N powers of two); `comm`
+// adds the blocks' gradients and every rank makes the same update.
 StepResult optimizer_step(Weights& weights, TrainState& state, AdamW& optimizer,
                           const StepBatch& batch, double lr, double grad_clip,
-                          const RouterLoss& router = {});
+                          const RouterLoss& router = {}, Communicator& comm = local_communicator());
 
 }  // namespace gattn

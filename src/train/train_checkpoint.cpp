@@ -113,8 +113,14 @@ nlohmann::json training_state_json(const TrainingProgress& progress,
   return record;
 }
 
+OptimizerMoments moments_of(const AdamW& optimizer) {
+  if (optimizer.sharded()) fail("moments_of: the optimizer holds a shard; gather the moments");
+  return {optimizer.first_moment().data(), optimizer.second_moment().data(), optimizer.steps()};
+}
+
 std::string save_training_checkpoint(const std::string& run_dir, const Weights& weights,
-                                     AdamW& optimizer, const TrainingProgress& state,
+                                     const OptimizerMoments& optimizer,
+                                     const TrainingProgress& state,
                                      const nlohmann::json& run_config, int keep) {
   const fs::path folder = fs::path(run_dir) / "checkpoints";
   const fs::path final_path = folder / step_name(state.step);
@@ -123,13 +129,11 @@ std::string save_training_checkpoint(const std::string& run_dir, const Weights& 
   kill_point("checkpoint_halfway");
   std::vector<TensorToWrite> moments;
   for (const TensorSpec& t : weights.layout().tensors()) {
-    moments.push_back(
-        {"exp_avg." + t.name, Dtype::F32, t.shape, optimizer.first_moment().data() + t.offset});
-    moments.push_back(
-        {"exp_avg_sq." + t.name, Dtype::F32, t.shape, optimizer.second_moment().data() + t.offset});
+    moments.push_back({"exp_avg." + t.name, Dtype::F32, t.shape, optimizer.first + t.offset});
+    moments.push_back({"exp_avg_sq." + t.name, Dtype::F32, t.shape, optimizer.second + t.offset});
   }
   write_safetensors(staged.file("optimizer.safetensors"), moments,
-                    {{"adamw_steps", std::to_string(optimizer.steps())}});
+                    {{"adamw_steps", std::to_string(optimizer.steps)}});
   write_text_file_atomically(staged.file("state.json"),
                              training_state_json(state, run_config).dump(2) + "\n");
   staged.publish();
@@ -159,7 +163,10 @@ ResumePoint load_training_checkpoint(const std::string& folder, Weights& weights
   load_params(folder + "/model.safetensors", weights.layout(), weights.data());
 
   const SafetensorsReader moments(folder + "/optimizer.safetensors", Checksums::required);
+  const ShardRange shard = optimizer.shard();
   for (const TensorSpec& t : weights.layout().tensors()) {
+    const int64_t begin = std::max(t.offset, shard.begin);
+    const int64_t end = std::min(t.offset + t.numel, shard.end);
     for (auto [prefix, target] : {std::pair{"exp_avg.", &optimizer.first_moment()},
                                   std::pair{"exp_avg_sq.", &optimizer.second_moment()}}) {
       const std::string name = prefix + t.name;
@@ -167,7 +174,9 @@ ResumePoint load_training_checkpoint(const std::string& folder, Weights& weights
         fail(moments.path(), ": tensor '", name, "' has shape ",
              shape_string(moments.get(name).shape), ", expected ", shape_string(t.shape));
       const std::vector<float> values = moments.read_floats(name);
-      std::copy(values.begin(), values.end(), target->begin() + t.offset);
+      if (begin < end)
+        std::copy(values.begin() + (begin - t.offset), values.begin() + (end - t.offset),
+                  target->begin() + (begin - shard.begin));
     }
   }
   const int64_t updates = point.progress.step - point.progress.skipped_steps;

@@ -20,10 +20,20 @@ struct TrainingProgress {
   int64_t skipped_steps = 0;  // non-finite loss or gradient
 };
 
+// AdamW's state as a checkpoint holds it: both moments of every parameter, in layout order.
+struct OptimizerMoments {
+  const float* first = nullptr;
+  const float* second = nullptr;
+  int64_t steps = 0;  // updates made
+};
+// The moments of an AdamW that holds all of them (not sharded).
+OptimizerMoments moments_of(const AdamW& optimizer);
+
 // Writes the checkpoint of `state.step`, then removes all but the newest `keep`. Returns its
 // folder.
 std::string save_training_checkpoint(const std::string& run_dir, const Weights& weights,
-                                     AdamW& optimizer, const TrainingProgress& state,
+                                     const OptimizerMoments& optimizer,
+                                     const TrainingProgress& state,
                                      const nlohmann::json& run_config, int keep);
 
 // The newest complete checkpoint folder of a run, or "" if there is none.
@@ -45,7 +55,8 @@ struct ResumePoint {
   nlohmann::json run_config;  // as recorded when the checkpoint was written
 };
 
-// Restores the weights and optimizer state; the checkpoint's model config must equal the weights'.
+// Restores the weights and optimizer state (of the optimizer's shard); the checkpoint's model
+// config must equal the weights'.
 // state.json must be intact (its checksum) and consistent: an integer step equal to the folder's,
 // at most `max_step`; skipped steps within it; the optimizer's update count step - skipped.
 ResumePoint load_training_checkpoint(const std::string& folder, Weights& weights, AdamW& optimizer,

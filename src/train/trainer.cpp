@@ -46,16 +46,19 @@ class StopSignals {
     g_stop_signal = 0;
     previous_int_ = std::signal(SIGINT, request_stop);
     previous_term_ = std::signal(SIGTERM, request_stop);
+    previous_usr1_ = std::signal(SIGUSR1, request_stop);  // what mpirun forwards to every rank
   }
   ~StopSignals() {
     std::signal(SIGINT, previous_int_);
     std::signal(SIGTERM, previous_term_);
+    std::signal(SIGUSR1, previous_usr1_);
   }
   int received() const { return g_stop_signal; }
 
  private:
   void (*previous_int_)(int);
   void (*previous_term_)(int);
+  void (*previous_usr1_)(int);
 };
 
 std::string duration_text(double seconds) {
@@ -96,14 +99,16 @@ void truncate_metrics(const fs::path& path, int64_t step) {
 // One run from its first (or resumed) step to its last, in named steps.
 class TrainingRun {
  public:
-  TrainingRun(const RunConfig& run, const std::vector<uint32_t>& token_bytes, LogSink& log)
+  TrainingRun(const RunConfig& run, const std::vector<uint32_t>& token_bytes, LogSink& log,
+              Communicator& comm, bool zero1)
       : run_(run),
         log_(log),
+        comm_(comm),
         token_bytes_(token_bytes),
         train_shard_(run.train_data),
         weights_(run.model),
         state_(weights_),
-        optimizer_(weights_.layout(), run.adamw),
+        optimizer_(weights_.layout(), run.adamw, optimizer_shard(zero1)),
         run_json_(run_config_to_json(run)),
         loader_(train_shard_, {run.batch_size, run.seq_len, run.window, run.seed, true}),
         rows_per_step_(int64_t(run.batch_size) * run.grad_accum),
@@ -128,10 +133,10 @@ class TrainingRun {
   TrainOutcome complete_run();
   json take_step();  // one optimizer step; returns its metrics record
   void report(const json& record);
-  void checkpoint() {
-    save_training_checkpoint(run_.out, weights_, optimizer_, progress_, run_json_,
-                             run_.keep_checkpoints);
-  }
+  // Rank 0 writes what the run keeps (the ranks hold the same model).
+  bool writes() const { return comm_.rank() == 0; }
+  std::optional<ShardRange> optimizer_shard(bool zero1) const;
+  void checkpoint();
   EvalResult evaluate_now() {
     return evaluate(state_, *val_shard_, run_.seq_len, run_.window, run_.eval_windows,
                     run_.batch_size, token_bytes_.empty() ? nullptr : &token_bytes_);
@@ -141,6 +146,7 @@ class TrainingRun {
 
   const RunConfig& run_;
   LogSink& log_;
+  Communicator& comm_;
   const std::vector<uint32_t>& token_bytes_;
   const TokenShard train_shard_;
   std::unique_ptr<TokenShard> val_shard_;
@@ -160,6 +166,39 @@ class TrainingRun {
   double last_loss_ = 0;
   json final_eval_;
 };
+
+std::optional<ShardRange> TrainingRun::optimizer_shard(bool zero1) const {
+  if (!zero1 || comm_.world() == 1) return std::nullopt;
+  const int64_t total = weights_.layout().total();
+  int64_t largest = 0;
+  for (int r = 0; r < comm_.world(); ++r)
+    largest = std::max(largest, shard_range(total, r, comm_.world()).size());
+  auto mib = [](int64_t floats) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f MiB", double(floats) * 4 / (1 << 20));
+    return std::string(text);
+  };
+  log_.info("ZeRO-1: AdamW's two moments take at most ", mib(2 * largest), " on each of ",
+            comm_.world(), " ranks (", mib(2 * total), " unsharded)");
+  return shard_range(total, comm_.rank(), comm_.world());
+}
+
+// Under ZeRO-1 every rank sends rank 0 its shard of the moments first.
+void TrainingRun::checkpoint() {
+  if (!optimizer_.sharded()) {
+    if (writes())
+      save_training_checkpoint(run_.out, weights_, moments_of(optimizer_), progress_, run_json_,
+                               run_.keep_checkpoints);
+    return;
+  }
+  const int64_t total = weights_.layout().total();
+  AlignedFloats first(size_t(writes() ? total : 0)), second(first.size());
+  comm_.gather(optimizer_.first_moment().data(), first.data(), total, 0);
+  comm_.gather(optimizer_.second_moment().data(), second.data(), total, 0);
+  if (writes())
+    save_training_checkpoint(run_.out, weights_, {first.data(), second.data(), optimizer_.steps()},
+                             progress_, run_json_, run_.keep_checkpoints);
+}
 
 void TrainingRun::resume_from(const std::string& checkpoint, bool allow_config_change) {
   const ResumePoint point = load_training_checkpoint(checkpoint, weights_, optimizer_, run_.steps);
@@ -201,11 +240,13 @@ void TrainingRun::start_or_resume(const TrainSession& session) {
               fresh.empty() ? "" : fresh[0]);
   }
   const fs::path metrics_path = fs::path(run_.out) / "metrics.jsonl";
-  if (session.resume)
-    truncate_metrics(metrics_path, progress_.step);
-  else
-    fs::remove(metrics_path);
-  metrics_.emplace(metrics_path.string());
+  if (writes()) {
+    if (session.resume)
+      truncate_metrics(metrics_path, progress_.step);
+    else
+      fs::remove(metrics_path);
+    metrics_.emplace(metrics_path.string());
+  }
   first_step_ = progress_.step;
   start_ = Clock::now();
 }
@@ -217,7 +258,7 @@ json TrainingRun::take_step() {
   const StepResult result =
       optimizer_step(weights_, state_, optimizer_,
                      {ids_.data(), targets_.data(), run_.grad_accum, run_.batch_size, run_.seq_len},
-                     lr, run_.grad_clip, run_.router_loss);
+                     lr, run_.grad_clip, run_.router_loss, comm_);
   last_loss_ = result.loss;
   if (!result.updated) {
     if (run_.on_nonfinite == NonFinitePolicy::abort)
@@ -228,17 +269,19 @@ json TrainingRun::take_step() {
   ++progress_.step;
   progress_.tokens_seen += rows_per_step_ * run_.seq_len;
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  comm_.step_done(progress_.step, seconds);
   json record = {{"step", progress_.step},
                  {"loss", result.loss},
                  {"lr", lr},
                  {"grad_norm", result.grad_norm},
                  {"tokens_per_s", double(rows_per_step_ * run_.seq_len) / seconds},
-                 {"max_abs_hidden", state_.max_abs_hidden()},
+                 {"max_abs_hidden", float(result.max_abs_hidden)},
                  {"tokens_seen", progress_.tokens_seen}};
   if (weights_.config().has_moe_layers()) record["router_aux_loss"] = result.router_aux_loss;
   if (!result.updated) record["skipped"] = "non-finite loss or gradient";
   const bool last = progress_.step == run_.steps;
-  if (val_shard_ && (last || (run_.eval_every > 0 && progress_.step % run_.eval_every == 0))) {
+  if (val_shard_ && writes() &&
+      (last || (run_.eval_every > 0 && progress_.step % run_.eval_every == 0))) {
     const json eval = eval_json(evaluate_now());
     record.update(eval);
     if (last) final_eval_ = eval;
@@ -317,9 +360,9 @@ TrainOutcome TrainingRun::complete_run() {
   }
   // Stopped between its last checkpoint and its summary: the final evaluation once more.
   last_loss_ = recorded_loss(fs::path(run_.out) / "metrics.jsonl", progress_.step);
-  if (val_shard_) final_eval_ = eval_json(evaluate_now());
+  if (val_shard_ && writes()) final_eval_ = eval_json(evaluate_now());
   outcome.summary = summary(0);
-  write_text_file_atomically(summary_path.string(), outcome.summary.dump(2) + "\n");
+  if (writes()) write_text_file_atomically(summary_path.string(), outcome.summary.dump(2) + "\n");
   return outcome;
 }
 
@@ -330,18 +373,21 @@ TrainOutcome TrainingRun::run(const TrainSession& session) {
   TrainOutcome outcome;
   while (progress_.step < run_.steps) {
     await_test_signal(session.await_signal_at_step);
-    if (signals_.received() || (stop_at_step > 0 && progress_.step >= stop_at_step)) {
+    const int64_t signal = comm_.all_max(signals_.received());  // one rank's stop stops all
+    if (signal != 0 || (stop_at_step > 0 && progress_.step >= stop_at_step)) {
       checkpoint();
-      if (signals_.received())
-        log_.info("stopped by signal ", signals_.received(), " at step ", progress_.step,
+      if (signal != 0)
+        log_.info("stopped by signal ", signal, " at step ", progress_.step,
                   "; checkpoint written, continue with --resume");
-      outcome.stopped_by_signal = signals_.received() != 0;
+      outcome.stopped_by_signal = signal != 0;
       outcome.steps_done = progress_.step;
       return outcome;
     }
     const json record = take_step();
-    metrics_->append(record.dump());
-    report(record);
+    if (writes()) {
+      metrics_->append(record.dump());
+      report(record);
+    }
     const bool go_on = !session.on_step || session.on_step(record);
     if (progress_.step == run_.steps || !go_on ||
         (run_.checkpoint_every > 0 && progress_.step % run_.checkpoint_every == 0))
@@ -354,8 +400,9 @@ TrainOutcome TrainingRun::run(const TrainSession& session) {
   }
   outcome.steps_done = progress_.step;
   outcome.summary = summary(std::chrono::duration<double>(Clock::now() - start_).count());
-  write_text_file_atomically((fs::path(run_.out) / "summary.json").string(),
-                             outcome.summary.dump(2) + "\n");
+  if (writes())
+    write_text_file_atomically((fs::path(run_.out) / "summary.json").string(),
+                               outcome.summary.dump(2) + "\n");
   return outcome;
 }
 }  // namespace
@@ -374,7 +421,8 @@ TrainOutcome train(const RunConfig& run, const TrainSession& session,
     log.info("gattn: ", run.threads, " threads requested, using ", available_cores(),
              " (the cores this process may use)");
   const ThreadScope threads(run.threads);
-  return TrainingRun(run, token_bytes, log).run(session);
+  Communicator& comm = session.communicator ? *session.communicator : local_communicator();
+  return TrainingRun(run, token_bytes, log, comm, session.zero1).run(session);
 }
 
 }  // namespace gattn

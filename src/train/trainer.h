@@ -1,11 +1,12 @@
 // The training loop: gradient accumulation, clipping, AdamW on a schedule, periodic validation and
-// checkpoints, JSONL metrics, a live progress line, and a clean stop on SIGINT/SIGTERM.
+// checkpoints, JSONL metrics, a live progress line, and a clean stop on SIGINT/SIGTERM/SIGUSR1.
 #pragma once
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "train/communicator.h"
 #include "train/run_config.h"
 #include "util/log.h"
 
@@ -33,6 +34,13 @@ struct TrainSession {
   // ...: what metrics.jsonl gets); false ends the session after that step with a checkpoint, as
   // stop_at_step does (the Python module's callback).
   std::function<bool(const nlohmann::json& record)> on_step = {};
+  // The ranks of a data-parallel run (null: this process alone; train/communicator.h). Every
+  // rank trains the same run; rank 0 alone evaluates and writes the checkpoints, metrics and
+  // summary; a stop any rank receives is agreed after each step.
+  Communicator* communicator = nullptr;
+  // ZeRO-1: each rank keeps AdamW's moments of its shard of the parameters only, updates that
+  // shard, and the weights are all-gathered (the same bits as unsharded). No effect on one rank.
+  bool zero1 = false;
 };
 
 // train()'s token_bytes for a run: the UTF-8 bytes of each id of its tokenizer, once its

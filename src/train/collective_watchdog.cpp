@@ -1,0 +1,72 @@
+#include "train/collective_watchdog.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace gattn {
+
+CollectiveWatchdog::CollectiveWatchdog(Options options,
+                                       std::function<void(const std::string&)> expire)
+    : options_(options), expire_(std::move(expire)), thread_([this] { watch(); }) {}
+
+CollectiveWatchdog::~CollectiveWatchdog() {
+  {
+    const std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+CollectiveWatchdog::Waiting::Waiting(CollectiveWatchdog& dog, const char* what) : dog_(dog) {
+  const std::lock_guard lock(dog_.mutex_);
+  dog_.waiting_for_ = what;
+  dog_.since_ = Clock::now();
+}
+
+CollectiveWatchdog::Waiting::~Waiting() {
+  const std::lock_guard lock(dog_.mutex_);
+  dog_.waiting_for_ = nullptr;
+}
+
+void CollectiveWatchdog::step_done(int64_t step, double seconds) {
+  const std::lock_guard lock(mutex_);
+  step_ = step + 1;
+  if (step_seconds_.size() < 1000) step_seconds_.push_back(seconds);  // the first steps suffice
+}
+
+double CollectiveWatchdog::limit_seconds() const {
+  const std::lock_guard lock(mutex_);
+  return limit_locked();
+}
+
+double CollectiveWatchdog::limit_locked() const {
+  if (step_seconds_.empty()) return options_.min_seconds;
+  std::vector<double> sorted = step_seconds_;
+  std::nth_element(sorted.begin(), sorted.begin() + std::ptrdiff_t(sorted.size() / 2),
+                   sorted.end());
+  return std::max(options_.min_seconds, options_.step_multiple * sorted[sorted.size() / 2]);
+}
+
+void CollectiveWatchdog::watch() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    wake_.wait_for(lock, std::chrono::milliseconds(200));
+    if (stopping_ || !waiting_for_) continue;
+    const double waited = std::chrono::duration<double>(Clock::now() - since_).count();
+    const double limit = limit_locked();
+    if (waited <= limit) continue;
+    char text[320];
+    std::snprintf(text, sizeof text,
+                  "watchdog: %s in step %lld has waited %.0f s (limit %.0f s: the larger of "
+                  "%.0f s and %.0f x the median step); a rank has stopped or its link is down",
+                  waiting_for_, (long long)step_, waited, limit, options_.min_seconds,
+                  options_.step_multiple);
+    const std::string message = text;
+    lock.unlock();
+    expire_(message);
+    return;
+  }
+}
+
+}  // namespace gattn

@@ -1,0 +1,175 @@
+#include "train/mpi_communicator.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+
+#include "util/aligned.h"
+#include "util/error.h"
+
+namespace gattn {
+
+namespace {
+
+void check(int code, const char* call) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  fail(call, " failed: ", std::string(text, size_t(length)));
+}
+
+// MPI counts are ints: messages go in pieces of at most this many floats.
+constexpr int64_t kPiece = int64_t(1) << 28;
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator(LogSink& log, CollectiveWatchdog::Options watchdog)
+      : watchdog_(watchdog, [this, &log](const std::string& message) {
+          log.info("gattn: rank ", rank_, " of ", world_, ": ", message, "; ending the job");
+          std::_Exit(3);
+        }) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (initialized) fail("MPI is already initialised in this process");
+    int provided = 0;
+    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_);
+  }
+  ~MpiCommunicator() override {
+    const CollectiveWatchdog::Waiting waiting(watchdog_, "MPI_Finalize");
+    MPI_Finalize();
+  }
+
+  int rank() const override { return rank_; }
+  int world() const override { return world_; }
+
+  void reduce_scatter(float* values, int64_t count) override {
+    const CollectiveWatchdog::Waiting waiting(watchdog_, "the gradients' reduce-scatter");
+    const ShardRange mine = shard_range(count, rank_, world_);
+    std::vector<AlignedFloats> received(static_cast<size_t>(world_));
+    std::vector<MPI_Request> requests;
+    for (int other = 0; other < world_; ++other) {
+      if (other == rank_) continue;
+      received[size_t(other)].resize(size_t(mine.size()));
+      post(requests, received[size_t(other)].data(), mine.size(), other, Direction::receive);
+      const ShardRange theirs = shard_range(count, other, world_);
+      post(requests, values + theirs.begin, theirs.size(), other, Direction::send);
+    }
+    wait(requests);
+    std::vector<float*> parts(static_cast<size_t>(world_));
+    for (int r = 0; r < world_; ++r)
+      parts[size_t(r)] = r == rank_ ? values + mine.begin : received[size_t(r)].data();
+    tree_sum(parts, mine.size());  // into parts[0]: rank 0's received shard, or ours on rank 0
+    if (rank_ != 0) std::copy_n(parts[0], mine.size(), values + mine.begin);
+  }
+
+  void all_gather(float* values, int64_t count) override {
+    const CollectiveWatchdog::Waiting waiting(watchdog_, "an all-gather");
+    std::vector<MPI_Request> requests;
+    const ShardRange mine = shard_range(count, rank_, world_);
+    for (int other = 0; other < world_; ++other) {
+      if (other == rank_) continue;
+      const ShardRange theirs = shard_range(count, other, world_);
+      post(requests, values + theirs.begin, theirs.size(), other, Direction::receive);
+      post(requests, values + mine.begin, mine.size(), other, Direction::send);
+    }
+    wait(requests);
+  }
+
+  void gather(const float* mine, float* all, int64_t count, int root) override {
+    const CollectiveWatchdog::Waiting waiting(watchdog_, "the checkpoint's gather");
+    std::vector<MPI_Request> requests;
+    const ShardRange own = shard_range(count, rank_, world_);
+    if (rank_ != root) {
+      post(requests, const_cast<float*>(mine), own.size(), root, Direction::send);
+    } else {
+      std::copy_n(mine, own.size(), all + own.begin);
+      for (int other = 0; other < world_; ++other) {
+        if (other == rank_) continue;
+        const ShardRange theirs = shard_range(count, other, world_);
+        post(requests, all + theirs.begin, theirs.size(), other, Direction::receive);
+      }
+    }
+    wait(requests);
+  }
+
+  std::vector<double> all_gather(const std::vector<double>& mine) override {
+    const CollectiveWatchdog::Waiting waiting(watchdog_, "the losses' all-gather");
+    if (mine.size() > size_t(INT_MAX)) fail("all_gather: ", mine.size(), " values");
+    std::vector<double> all(mine.size() * size_t(world_));
+    check(MPI_Allgather(mine.data(), int(mine.size()), MPI_DOUBLE, all.data(), int(mine.size()),
+                        MPI_DOUBLE, MPI_COMM_WORLD),
+          "MPI_Allgather");
+    return all;
+  }
+
+  void broadcast(void* bytes, int64_t size, int root) override {
+    const CollectiveWatchdog::Waiting waiting(watchdog_, "a broadcast");
+    auto* at = static_cast<char*>(bytes);
+    for (int64_t done = 0; done < size; done += kPiece) {
+      const int n = int(std::min(kPiece, size - done));
+      check(MPI_Bcast(at + done, n, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+    }
+  }
+
+  int64_t all_max(int64_t value) override {
+    const CollectiveWatchdog::Waiting waiting(watchdog_, "the stop agreement");
+    int64_t result = 0;
+    check(MPI_Allreduce(&value, &result, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+    return result;
+  }
+
+  void barrier() override {
+    const CollectiveWatchdog::Waiting waiting(watchdog_, "a barrier");
+    check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  }
+  void step_done(int64_t step, double seconds) override { watchdog_.step_done(step, seconds); }
+
+ private:
+  enum class Direction { send, receive };
+
+  // Non-blocking sends or receives of `count` floats with `peer`, in pieces (the piece index is
+  // the tag, so pieces pair up in order).
+  static void post(std::vector<MPI_Request>& requests, float* data, int64_t count, int peer,
+                   Direction direction) {
+    for (int64_t done = 0, piece = 0; done < count; done += kPiece, ++piece) {
+      const int n = int(std::min(kPiece, count - done));
+      MPI_Request request;
+      if (direction == Direction::send)
+        check(MPI_Isend(data + done, n, MPI_FLOAT, peer, int(piece), MPI_COMM_WORLD, &request),
+              "MPI_Isend");
+      else
+        check(MPI_Irecv(data + done, n, MPI_FLOAT, peer, int(piece), MPI_COMM_WORLD, &request),
+              "MPI_Irecv");
+      requests.push_back(request);
+    }
+  }
+
+  static void wait(std::vector<MPI_Request>& requests) {
+    check(MPI_Waitall(int(requests.size()), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+  }
+
+  int rank_ = 0, world_ = 1;
+  CollectiveWatchdog watchdog_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> mpi_communicator(LogSink& log, CollectiveWatchdog::Options watchdog) {
+  return std::make_unique<MpiCommunicator>(log, watchdog);
+}
+
+void abort_all_ranks(int code) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
+}  // namespace gattn

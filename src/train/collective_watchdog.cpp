@@ -18,9 +18,11 @@ CollectiveWatchdog::~CollectiveWatchdog() {
   thread_.join();
 }
 
-CollectiveWatchdog::Waiting::Waiting(CollectiveWatchdog& dog, const char* what) : dog_(dog) {
+CollectiveWatchdog::Waiting::Waiting(CollectiveWatchdog& dog, const char* what, double patience)
+    : dog_(dog) {
   const std::lock_guard lock(dog_.mutex_);
   dog_.waiting_for_ = what;
+  dog_.patience_ = patience;
   dog_.since_ = Clock::now();
 }
 
@@ -54,13 +56,13 @@ void CollectiveWatchdog::watch() {
     wake_.wait_for(lock, std::chrono::milliseconds(200));
     if (stopping_ || !waiting_for_) continue;
     const double waited = std::chrono::duration<double>(Clock::now() - since_).count();
-    const double limit = limit_locked();
+    const double limit = patience_ * limit_locked();
     if (waited <= limit) continue;
     char text[320];
     std::snprintf(text, sizeof text,
-                  "watchdog: %s in step %lld has waited %.0f s (limit %.0f s: the larger of "
-                  "%.0f s and %.0f x the median step); a rank has stopped or its link is down",
-                  waiting_for_, (long long)step_, waited, limit, options_.min_seconds,
+                  "watchdog: %s in step %lld has waited %.0f s (limit %.0f s: %g x the larger "
+                  "of %.0f s and %.0f x the median step); a rank has stopped or its link is down",
+                  waiting_for_, (long long)step_, waited, limit, patience_, options_.min_seconds,
                   options_.step_multiple);
     const std::string message = text;
     lock.unlock();

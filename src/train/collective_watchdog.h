@@ -27,10 +27,11 @@ class CollectiveWatchdog {
   CollectiveWatchdog(const CollectiveWatchdog&) = delete;
   CollectiveWatchdog& operator=(const CollectiveWatchdog&) = delete;
 
-  // A collective in progress for the lifetime of the returned object.
+  // A collective in progress for the lifetime of the object; `patience` multiplies the limit
+  // (a wait for rank 0 to write a checkpoint may take longer than a step).
   class Waiting {
    public:
-    Waiting(CollectiveWatchdog& dog, const char* what);
+    Waiting(CollectiveWatchdog& dog, const char* what, double patience = 1);
     ~Waiting();
     Waiting(const Waiting&) = delete;
     Waiting& operator=(const Waiting&) = delete;
@@ -54,6 +55,7 @@ class CollectiveWatchdog {
   std::condition_variable wake_;
   bool stopping_ = false;
   const char* waiting_for_ = nullptr;  // null: no collective in progress
+  double patience_ = 1;
   Clock::time_point since_;
   int64_t step_ = 1;
   std::vector<double> step_seconds_;

@@ -47,6 +47,8 @@ class Communicator {
   // The largest of the ranks' values (agreeing on a stop: any rank's request stops all).
   virtual int64_t all_max(int64_t value) = 0;
   virtual void barrier() = 0;
+  // Every rank waits here until rank 0 has written a checkpoint (a barrier with more patience).
+  virtual void checkpoint_written() { barrier(); }
   // The trainer's step `step` took `seconds` (what a watchdog scales its limit by).
   virtual void step_done(int64_t /*step*/, double /*seconds*/) {}
 };

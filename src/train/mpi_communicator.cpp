@@ -128,6 +128,10 @@ class MpiCommunicator final : public Communicator {
     const CollectiveWatchdog::Waiting waiting(watchdog_, "a barrier");
     check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
   }
+  void checkpoint_written() override {
+    const CollectiveWatchdog::Waiting waiting(watchdog_, "the wait for rank 0's checkpoint", 10);
+    check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  }
   void step_done(int64_t step, double seconds) override { watchdog_.step_done(step, seconds); }
 
  private:

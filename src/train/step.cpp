@@ -18,8 +18,6 @@ struct BalanceScope {
   TrainState& state;
 };
 
-}  // namespace
-
 // Rank r's block of micro-batches: [first, first + count).
 struct MicroBatchBlock {
   int first, count;
@@ -57,6 +55,20 @@ MicroBatchBlock rank_block(int micro_batches, const Communicator& comm) {
   const int count = micro_batches / world;
   return {comm.rank() * count, count};
 }
+
+// The step's loss from every rank's [nats, targets] per micro-batch (`per_rank` values each,
+// the last of them not a loss), added in micro-batch order as one process adds them.
+LossSum step_loss(const std::vector<double>& all, size_t per_rank) {
+  LossSum loss;
+  for (size_t first = 0; first < all.size(); first += per_rank)
+    for (size_t i = 0; i + 1 < per_rank; i += 2) {
+      loss.nats += all[first + i];
+      loss.tokens += int64_t(all[first + i + 1]);
+    }
+  return loss;
+}
+
+}  // namespace
 
 StepResult optimizer_step(Weights& weights, TrainState& state, AdamW& optimizer, const StepBatch& b,
                           double lr, double grad_clip, const RouterLoss& router,
@@ -100,13 +112,8 @@ StepResult optimizer_step(Weights& weights, TrainState& state, AdamW& optimizer,
       optimizer.shard().begin != shard_range(grads.size(), comm.rank(), comm.world()).begin)
     fail("optimizer_step: the optimizer's shard is not this rank's");
   if (!zero1) comm.all_gather(grads.data(), grads.size());
-  LossSum loss;  // over every micro-batch in order, as one process adds them
   const std::vector<double> all = comm.all_gather(sums);
-  for (size_t rank = 0; rank < size_t(comm.world()); ++rank)
-    for (size_t i = 0; i + 1 < sums.size(); i += 2) {
-      loss.nats += all[rank * sums.size() + i];
-      loss.tokens += int64_t(all[rank * sums.size() + i + 1]);
-    }
+  const LossSum loss = step_loss(all, sums.size());
   StepResult r;
   r.max_abs_hidden = all.back();  // the last micro-batch's, on the last rank
   r.loss = loss.nats / double(loss.tokens);

@@ -183,12 +183,14 @@ std::optional<ShardRange> TrainingRun::optimizer_shard(bool zero1) const {
   return shard_range(total, comm_.rank(), comm_.world());
 }
 
-// Under ZeRO-1 every rank sends rank 0 its shard of the moments first.
+// Under ZeRO-1 every rank sends rank 0 its shard of the moments first. The other ranks wait
+// for the write (their watchdog allows a checkpoint more time than a step).
 void TrainingRun::checkpoint() {
   if (!optimizer_.sharded()) {
     if (writes())
       save_training_checkpoint(run_.out, weights_, moments_of(optimizer_), progress_, run_json_,
                                run_.keep_checkpoints);
+    comm_.checkpoint_written();
     return;
   }
   const int64_t total = weights_.layout().total();
@@ -198,6 +200,7 @@ void TrainingRun::checkpoint() {
   if (writes())
     save_training_checkpoint(run_.out, weights_, {first.data(), second.data(), optimizer_.steps()},
                              progress_, run_json_, run_.keep_checkpoints);
+  comm_.checkpoint_written();
 }
 
 void TrainingRun::resume_from(const std::string& checkpoint, bool allow_config_change) {

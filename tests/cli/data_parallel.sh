@@ -18,15 +18,9 @@ export GATTN=$gattn
 ranks() { timeout 120 "$here/../../scripts/train_ranks.sh" "$@"; }
 
 "$gattn" synthetic --out "$work/data" --train-tokens 40000 --val-tokens 4000 >/dev/null
-cat >"$work/model.json" <<JSON
-{"vocab_size": 65, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
- "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 128, "rope_theta": 10000.0,
- "tie_word_embeddings": true, "use_qk_norm": true, "max_position_embeddings": 64,
- "gate": {"position": "sdpa"}}
-JSON
 config() {  # config NAME GRAD_ACCUM STEPS
   cat >"$work/$1.json" <<JSON
-{"model": "$work/model.json",
+{"model": "$here/tiny_64.json",
  "data": {"train": "$work/data/train.bin", "val": "$work/data/val.bin", "seq_len": 32, "window": "bos"},
  "batch_size": 2, "grad_accum": $2, "steps": $3, "eval": {"every": 10, "windows": 8},
  "checkpoint": {"every": 0, "keep": 1}, "threads": 1, "precision": "fp32", "out": "unused",
@@ -78,17 +72,22 @@ ranks 4 --config "$work/accum4.json" --out "$work/mixed" --zero1 --resume >/dev/
 same one4 mixed 20
 echo "2 (ZeRO-1) -> 1 -> 4 (ZeRO-1) ranks, resumed: identical to the uninterrupted run"
 
+# rank1_of RUN: once RUN's metrics have 3 steps, the pid of its rank 1 (the run's folder is in
+# each rank's command line).
+rank1_of() {
+  for _ in $(seq 600); do
+    [ -f "$1/metrics.jsonl" ] && [ "$(wc -l <"$1/metrics.jsonl")" -ge 3 ] && break
+    sleep 0.05
+  done
+  for pid in $(pgrep -f -- "--out $1"); do
+    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 && echo "$pid"
+  done
+}
+
 # A stop that reaches one rank: both stop after the same step.
 ranks 2 --config "$work/long.json" --out "$work/stopped" >/dev/null 2>"$work/stopped.err" &
 launcher=$!
-for _ in $(seq 600); do
-  [ -f "$work/stopped/metrics.jsonl" ] && [ "$(wc -l <"$work/stopped/metrics.jsonl")" -ge 3 ] && break
-  sleep 0.05
-done
-rank1=""
-for pid in $(pgrep -f "$work/long.json"); do
-  tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 && rank1=$pid
-done
+rank1=$(rank1_of "$work/stopped")
 [ -n "$rank1" ] || { echo "no rank 1 found"; exit 1; }
 kill -USR1 "$rank1"
 wait "$launcher" || { echo "the stopped job exited $?"; cat "$work/stopped.err"; exit 1; }
@@ -107,14 +106,7 @@ echo "SIGUSR1 to rank 1 alone: both ranks stopped at step $stop, exit 0; resumed
 GATTN_TEST_WATCHDOG_SECONDS=2 ranks 2 --config "$work/long.json" --out "$work/hung" \
   >/dev/null 2>"$work/hung.err" &
 launcher=$!
-for _ in $(seq 600); do
-  [ -f "$work/hung/metrics.jsonl" ] && [ "$(wc -l <"$work/hung/metrics.jsonl")" -ge 3 ] && break
-  sleep 0.05
-done
-rank1=""
-for pid in $(pgrep -f "$work/hung"); do
-  tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 && rank1=$pid
-done
+rank1=$(rank1_of "$work/hung")
 [ -n "$rank1" ] || { echo "no rank 1 found"; exit 1; }
 kill -STOP "$rank1"
 started=$SECONDS

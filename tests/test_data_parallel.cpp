@@ -3,21 +3,25 @@
 // threads of this process sharing memory through a test communicator, so the order is checked in
 // every build; tests/cli/data_parallel.sh runs the same through mpirun.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <barrier>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <thread>
 
+#include "io/token_shard.h"
 #include "model/config.h"
 #include "model/train_state.h"
 #include "model/weights.h"
 #include "train/adamw.h"
 #include "train/collective_watchdog.h"
 #include "train/communicator.h"
+#include "train/evaluate.h"
 #include "train/gradient_tree.h"
 #include "train/step.h"
 #include "util/error.h"
@@ -164,11 +168,6 @@ class ThreadCommunicator final : public Communicator {
     s_.sync.arrive_and_wait();
     return all;
   }
-  void broadcast(void* bytes, int64_t size, int root) override {
-    publish(bytes);
-    if (rank_ != root) std::memcpy(bytes, s_.buffers[size_t(root)], size_t(size));
-    s_.sync.arrive_and_wait();
-  }
   int64_t all_max(int64_t value) override {
     publish(&value);
     int64_t max = value;
@@ -201,17 +200,30 @@ Config tiny_config() {
   return c;
 }
 
+// tiny_config with MoE MLPs in both layers (6 experts, 2 per token, a shared expert), over
+// 3 x 65,536 parameters: ZeRO-1 shards on 4 ranks.
+Config tiny_moe_config() {
+  Config c = tiny_config();
+  c.layer_specs = {{.mlp = MlpKind::moe}, {.mlp = MlpKind::moe}};
+  c.num_experts = 6;
+  c.num_experts_per_tok = 2;
+  c.moe_intermediate_size = 192;
+  c.shared_expert_intermediate_size = 32;
+  return c;
+}
+
 struct StepTrace {
   std::vector<float> weights, first_moment, second_moment;  // the moments of the shard
   int64_t shard_begin = 0;
-  std::vector<double> losses, norms;
+  std::vector<double> losses, norms, router_losses;
 };
 
 // Three optimizer steps of `micro_batches` micro-batches of 2 x 16 tokens, as one rank of `comm`
 // (with ZeRO-1: AdamW of the rank's shard).
-StepTrace train_three_steps(int micro_batches, Communicator& comm, bool zero1 = false) {
+StepTrace train_three_steps(int micro_batches, Communicator& comm, bool zero1 = false,
+                            const Config& config = tiny_config(), RouterLoss router = {}) {
   const ThreadScope threads(1);
-  Weights w(tiny_config());
+  Weights w(config);
   w.init(11);
   TrainState state(w);
   const int64_t total = w.layout().total();
@@ -227,8 +239,9 @@ StepTrace train_three_steps(int micro_batches, Communicator& comm, bool zero1 = 
       ids[i] = int32_t(rng() % 48), targets[i] = i % 7 == 3 ? -1 : int32_t(rng() % 48);
     const StepResult r =
         optimizer_step(w, state, optimizer, {ids.data(), targets.data(), micro_batches, 2, seq},
-                       0.01, 0.5, {}, comm);
+                       0.01, 0.5, router, comm);
     trace.losses.push_back(r.loss);
+    trace.router_losses.push_back(r.router_aux_loss);
     trace.norms.push_back(r.grad_norm);
   }
   trace.weights.assign(w.values().begin(), w.values().end());
@@ -242,6 +255,7 @@ StepTrace train_three_steps(int micro_batches, Communicator& comm, bool zero1 = 
 void expect_same_bits(const StepTrace& rank, const StepTrace& one) {
   EXPECT_EQ(rank.losses, one.losses);
   EXPECT_EQ(rank.norms, one.norms);
+  EXPECT_EQ(rank.router_losses, one.router_losses);
   ASSERT_EQ(rank.weights.size(), one.weights.size());
   EXPECT_EQ(std::memcmp(rank.weights.data(), one.weights.data(), one.weights.size() * 4), 0);
   for (auto moment : {&StepTrace::first_moment, &StepTrace::second_moment}) {
@@ -279,6 +293,85 @@ INSTANTIATE_TEST_SUITE_P(MicroBatchesAndRanks, RanksGiveOneProcessesBits,
                          ::testing::Values(std::tuple{2, 2, false}, std::tuple{4, 2, false},
                                            std::tuple{4, 4, false}, std::tuple{8, 2, false},
                                            std::tuple{2, 2, true}, std::tuple{4, 4, true}));
+
+// An evaluation split over `world` ranks (threads here) gives every rank one process's figures
+// bit for bit: 13 windows of 16 tokens in batches of 2 (7 batches, the last of one window), so
+// 2, 3 and 4 ranks get blocks of unequal size.
+class EvaluationSplitOverRanks : public ::testing::TestWithParam<int> {};
+
+TEST_P(EvaluationSplitOverRanks, GivesOneProcessesBits) {
+  const int world = GetParam();
+  const std::string path =
+      (std::filesystem::temp_directory_path() /
+       ("gattn_dp_eval_" + std::to_string(::getpid()) + "_" + std::to_string(world) + ".bin"))
+          .string();
+  std::mt19937_64 rng(9);
+  std::vector<uint32_t> tokens(13 * 16 + 1);
+  for (uint32_t& t : tokens) t = 1 + uint32_t(rng() % 47);
+  tokens[0] = 0;  // the document's BOS
+  write_token_shard(path, tokens, {0}, 48, 0, 0);
+  const std::vector<uint32_t> token_bytes(48, 3);
+  const TokenShard shard(path);
+  auto evaluate_as = [&](Communicator& comm) {
+    const ThreadScope threads(1);
+    Weights w(tiny_config());
+    w.init(5);
+    TrainState state(w);
+    return evaluate(state, shard, 16, WindowKind::plain, 13, 2, &token_bytes, comm);
+  };
+  const EvalResult one = evaluate_as(local_communicator());
+  ASSERT_EQ(one.window_loss.size(), 13u);
+  SharedRanks shared(world);
+  std::vector<EvalResult> results(static_cast<size_t>(world));
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < world; ++r)
+    ranks.emplace_back([&, r] {
+      ThreadCommunicator comm(shared, r);
+      results[size_t(r)] = evaluate_as(comm);
+    });
+  for (std::thread& t : ranks) t.join();
+  std::filesystem::remove(path);
+  for (const EvalResult& r : results) {
+    EXPECT_EQ(r.loss, one.loss);
+    EXPECT_EQ(r.bits_per_byte, one.bits_per_byte);
+    EXPECT_EQ(r.tokens, one.tokens);
+    EXPECT_EQ(r.bytes, one.bytes);
+    EXPECT_EQ(r.windows, one.windows);
+    EXPECT_EQ(r.window_loss, one.window_loss);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, EvaluationSplitOverRanks, ::testing::Values(2, 3, 4));
+
+// A MoE model's load-balancing loss over ranks (both scopes): the global scope's statistics are
+// gathered per micro-batch and added in micro-batch order, the micro_batch scope's pass losses
+// too, so ranks give one process's bits (4 micro-batches on 2 and 4 ranks, ZeRO-1 on 4).
+class MoeRanksGiveOneProcessesBits
+    : public ::testing::TestWithParam<std::tuple<RouterLossScope, int, bool>> {};
+
+TEST_P(MoeRanksGiveOneProcessesBits, AfterThreeSteps) {
+  const auto [scope, world, zero1] = GetParam();
+  const RouterLoss router{.coef = 0.05, .scope = scope};
+  const StepTrace one =
+      train_three_steps(4, local_communicator(), false, tiny_moe_config(), router);
+  ASSERT_GT(one.router_losses[0], 0);
+  SharedRanks shared(world);
+  std::vector<StepTrace> traces(static_cast<size_t>(world));
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < world; ++r)
+    ranks.emplace_back([&, r] {
+      ThreadCommunicator comm(shared, r);
+      traces[size_t(r)] = train_three_steps(4, comm, zero1, tiny_moe_config(), router);
+    });
+  for (std::thread& t : ranks) t.join();
+  for (const StepTrace& t : traces) expect_same_bits(t, one);
+}
+
+INSTANTIATE_TEST_SUITE_P(ScopesAndRanks, MoeRanksGiveOneProcessesBits,
+                         ::testing::Values(std::tuple{RouterLossScope::global, 2, false},
+                                           std::tuple{RouterLossScope::global, 4, true},
+                                           std::tuple{RouterLossScope::micro_batch, 2, false},
+                                           std::tuple{RouterLossScope::micro_batch, 4, true}));
 
 TEST(DataParallelStep, RefusesRanksThatDoNotSplitTheTree) {
   Weights w(tiny_config());

@@ -23,6 +23,12 @@ void RouterBalance::add_rows(const float* probs, const int32_t* choice, int rows
   rows_ += rows;
 }
 
+void RouterBalance::forget_rows() {
+  std::fill(counts_.begin(), counts_.end(), 0.0);
+  std::fill(prob_sums_.begin(), prob_sums_.end(), 0.0);
+  rows_ = 0;
+}
+
 void RouterBalance::settle(double weight) {
   std::fill(d_prob_.begin(), d_prob_.end(), 0.0f);
   if (rows_ == 0) return;
@@ -33,15 +39,30 @@ void RouterBalance::settle(double weight) {
     sum += f * prob_sums_[size_t(e)] / M;
     d_prob_[size_t(e)] = float(scale * f / M);
   }
-  loss_ += scale * sum;
+  last_pass_loss_ = scale * sum;
+  loss_ += last_pass_loss_;
 }
 
 void RouterBalance::end_forward() {
   if (frozen_) return;
   settle(pass_weight_);
-  std::fill(counts_.begin(), counts_.end(), 0.0);
-  std::fill(prob_sums_.begin(), prob_sums_.end(), 0.0);
-  rows_ = 0;
+  forget_rows();
+}
+
+std::vector<double> RouterBalance::take_statistics() {
+  std::vector<double> statistics(counts_);
+  statistics.insert(statistics.end(), prob_sums_.begin(), prob_sums_.end());
+  statistics.push_back(double(rows_));
+  forget_rows();
+  return statistics;
+}
+
+void RouterBalance::add_statistics(const double* statistics) {
+  for (int e = 0; e < experts_; ++e) {
+    counts_[size_t(e)] += statistics[e];
+    prob_sums_[size_t(e)] += statistics[experts_ + e];
+  }
+  rows_ += int64_t(statistics[2 * experts_]);
 }
 
 void RouterBalance::freeze() {

@@ -40,12 +40,21 @@ class RouterBalance {
   // passes that follow, whose forwards then add nothing.
   void freeze();
   bool frozen() const { return frozen_; }
+  // The rows added since the last call as [counts, probability sums, rows] (statistics_size()
+  // values), then forgotten: a pre-pass's statistics per micro-batch, which add_statistics adds
+  // back in micro-batch order (data-parallel ranks each hold a block of the micro-batches).
+  std::vector<double> take_statistics();
+  void add_statistics(const double* statistics);
+  int64_t statistics_size() const { return 2 * int64_t(experts_) + 1; }
+  // The last pass's loss (end_forward), times its pass_weight; 0 before any.
+  double last_pass_loss() const { return last_pass_loss_; }
   // d_logits [rows, experts] += the loss's gradient through each row's softmax.
   void add_gradient(float* d_logits, const float* probs, int rows) const;
   double loss() const { return loss_; }  // the passes' losses, each times its pass_weight
 
  private:
   void settle(double weight);
+  void forget_rows();
 
   int experts_;
   double coef_, pass_weight_;
@@ -53,6 +62,7 @@ class RouterBalance {
   int64_t rows_ = 0;
   std::vector<float> d_prob_;  // dloss/dp_e of every row
   double loss_ = 0;
+  double last_pass_loss_ = 0;
   bool frozen_ = false;
 };
 

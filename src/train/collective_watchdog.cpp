@@ -34,7 +34,12 @@ CollectiveWatchdog::Waiting::~Waiting() {
 void CollectiveWatchdog::step_done(int64_t step, double seconds) {
   const std::lock_guard lock(mutex_);
   step_ = step + 1;
-  if (step_seconds_.size() < 1000) step_seconds_.push_back(seconds);  // the first steps suffice
+  if (step_seconds_.size() >= 1000) return;  // the first steps suffice
+  step_seconds_.push_back(seconds);
+  std::vector<double> sorted = step_seconds_;
+  const auto middle = sorted.begin() + std::ptrdiff_t(sorted.size() / 2);
+  std::nth_element(sorted.begin(), middle, sorted.end());
+  median_step_seconds_ = *middle;
 }
 
 double CollectiveWatchdog::limit_seconds() const {
@@ -43,11 +48,7 @@ double CollectiveWatchdog::limit_seconds() const {
 }
 
 double CollectiveWatchdog::limit_locked() const {
-  if (step_seconds_.empty()) return options_.min_seconds;
-  std::vector<double> sorted = step_seconds_;
-  std::nth_element(sorted.begin(), sorted.begin() + std::ptrdiff_t(sorted.size() / 2),
-                   sorted.end());
-  return std::max(options_.min_seconds, options_.step_multiple * sorted[sorted.size() / 2]);
+  return std::max(options_.min_seconds, options_.step_multiple * median_step_seconds_);
 }
 
 void CollectiveWatchdog::watch() {

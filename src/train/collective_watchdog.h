@@ -59,6 +59,7 @@ class CollectiveWatchdog {
   Clock::time_point since_;
   int64_t step_ = 1;
   std::vector<double> step_seconds_;
+  double median_step_seconds_ = 0;  // of step_seconds_, kept by step_done
   std::thread thread_;
 };
 

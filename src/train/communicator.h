@@ -23,6 +23,9 @@ inline constexpr int64_t kNormChunk = int64_t(1) << 16;
 // Rank `rank`'s shard of `count` values split over `world` ranks: whole chunks, as even as can be.
 ShardRange shard_range(int64_t count, int rank, int world);
 
+// into[i] += from[i] for i < count (OpenMP over the values): one node of a tree sum.
+void add_values(float* into, const float* from, int64_t count);
+
 // parts[0] = the balanced binary tree sum of parts[0..n) (n a power of two), element by element:
 // ((p0 + p1) + (p2 + p3)) for n = 4. Every part is overwritten.
 void tree_sum(std::vector<float*>& parts, int64_t count);
@@ -42,8 +45,6 @@ class Communicator {
   virtual void gather(const float* mine, float* all, int64_t count, int root) = 0;
   // `mine` (the same count on every rank) from every rank, in rank order.
   virtual std::vector<double> all_gather(const std::vector<double>& mine) = 0;
-  // Rank `root`'s bytes to every rank.
-  virtual void broadcast(void* bytes, int64_t size, int root) = 0;
   // The largest of the ranks' values (agreeing on a stop: any rank's request stops all).
   virtual int64_t all_max(int64_t value) = 0;
   virtual void barrier() = 0;
@@ -64,7 +65,6 @@ class LocalCommunicator final : public Communicator {
     if (mine != all) std::copy_n(mine, count, all);
   }
   std::vector<double> all_gather(const std::vector<double>& mine) override { return mine; }
-  void broadcast(void*, int64_t, int) override {}
   int64_t all_max(int64_t value) override { return value; }
   void barrier() override {}
 };

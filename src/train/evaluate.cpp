@@ -8,35 +8,70 @@
 
 namespace gattn {
 
+namespace {
+
+// One batch's sums, packed as doubles to cross ranks: nats, target tokens, bytes, then the mean
+// nats of each of `batch` windows (NaN past the batch's rows). Counts are exact below 2^53.
+int64_t batch_sums_width(int batch) { return 3 + int64_t(batch); }
+
+// The sums of the batch of `rows` windows from window `first` into `out` (batch_sums_width).
+void evaluate_batch(TrainState& state, DataLoader& loader, int64_t first, int rows, int batch,
+                    int seq_len, const std::vector<uint32_t>* token_bytes, double* out) {
+  std::vector<int32_t> ids(int64_t(batch) * seq_len), targets(ids.size());
+  std::vector<double> token_nats(ids.size());
+  loader.fill(first, rows, ids.data(), targets.data());
+  const LossSum loss =
+      state.forward({ids.data(), targets.data(), rows, seq_len}, nullptr, token_nats.data());
+  int64_t bytes = 0;
+  if (token_bytes)
+    for (int64_t i = 0; i < int64_t(rows) * seq_len; ++i)
+      bytes += targets[i] >= 0 ? (*token_bytes)[targets[i]] : 0;
+  out[0] = loss.nats;
+  out[1] = double(loss.tokens);
+  out[2] = double(bytes);
+  for (int row = 0; row < batch; ++row) {
+    double sum = 0;
+    int counted = 0;
+    for (int t = 0; row < rows && t < seq_len; ++t) {
+      sum += token_nats[int64_t(row) * seq_len + t];
+      counted += targets[int64_t(row) * seq_len + t] >= 0;
+    }
+    out[3 + row] = row < rows ? sum / std::max(1, counted) : std::nan("");
+  }
+}
+
+}  // namespace
+
 EvalResult evaluate(TrainState& state, const TokenShard& shard, int seq_len, WindowKind window,
-                    int64_t max_windows, int batch, const std::vector<uint32_t>* token_bytes) {
+                    int64_t max_windows, int batch, const std::vector<uint32_t>* token_bytes,
+                    Communicator& comm) {
   DataLoader loader(shard, {batch, seq_len, window, 0, false});
   const int64_t windows = max_windows > 0 ? std::min(max_windows, loader.windows_per_epoch())
                                           : loader.windows_per_epoch();
-  std::vector<int32_t> ids(int64_t(batch) * seq_len), targets(ids.size());
-  std::vector<double> token_nats(ids.size());
+  const int64_t batches = (windows + batch - 1) / batch, world = comm.world();
+  // Rank r evaluates batches [batches * r / world, batches * (r + 1) / world); every rank sends
+  // as many slots as the largest block, so the gathered slots are in batch order with gaps.
+  const int64_t slots = (batches + world - 1) / world, width = batch_sums_width(batch);
+  const int64_t begin = batches * comm.rank() / world, end = batches * (comm.rank() + 1) / world;
+  std::vector<double> mine(size_t(slots * width), std::nan(""));
+  for (int64_t b = begin; b < end; ++b) {
+    const int64_t first = b * batch;
+    const int rows = int(std::min<int64_t>(batch, windows - first));
+    evaluate_batch(state, loader, first, rows, batch, seq_len, token_bytes,
+                   mine.data() + (b - begin) * width);
+  }
+  const std::vector<double> all = world == 1 ? std::move(mine) : comm.all_gather(mine);
   EvalResult r;
   double nats = 0;
-  for (int64_t first = 0; first < windows; first += batch) {
-    const int rows = int(std::min<int64_t>(batch, windows - first));
-    loader.fill(first, rows, ids.data(), targets.data());
-    const LossSum loss =
-        state.forward({ids.data(), targets.data(), rows, seq_len}, nullptr, token_nats.data());
-    nats += loss.nats;
-    for (int row = 0; row < rows; ++row) {
-      double sum = 0;
-      int counted = 0;
-      for (int t = 0; t < seq_len; ++t) {
-        sum += token_nats[int64_t(row) * seq_len + t];
-        counted += targets[int64_t(row) * seq_len + t] >= 0;
-      }
-      r.window_loss.push_back(sum / std::max(1, counted));
+  for (int64_t rank = 0; rank < world; ++rank)
+    for (int64_t b = batches * rank / world; b < batches * (rank + 1) / world; ++b) {
+      const double* sums = all.data() + (rank * slots + b - batches * rank / world) * width;
+      nats += sums[0];
+      r.tokens += int64_t(sums[1]);
+      r.bytes += int64_t(sums[2]);
+      const int rows = int(std::min<int64_t>(batch, windows - b * batch));
+      r.window_loss.insert(r.window_loss.end(), sums + 3, sums + 3 + rows);
     }
-    r.tokens += loss.tokens;
-    if (token_bytes)
-      for (int64_t i = 0; i < int64_t(rows) * seq_len; ++i)
-        r.bytes += targets[i] >= 0 ? (*token_bytes)[targets[i]] : 0;
-  }
   r.windows = windows;
   r.loss = nats / double(r.tokens);
   r.perplexity = std::exp(r.loss);

@@ -6,6 +6,7 @@
 
 #include "io/token_shard.h"
 #include "model/train_state.h"
+#include "train/communicator.h"
 #include "train/loader.h"
 
 namespace gattn {
@@ -22,8 +23,11 @@ struct EvalResult {
 
 // Evaluates the first `max_windows` windows (0: all) of the shard in stream order, `batch` rows
 // at a time. token_bytes[id], when given, is the number of UTF-8 bytes token id decodes to.
+// With several ranks (every rank calls it), each evaluates a contiguous block of the batches and
+// every rank gets the result, the batches' sums added in batch order: the one rank's bits.
 EvalResult evaluate(TrainState& state, const TokenShard& shard, int seq_len, WindowKind window,
-                    int64_t max_windows, int batch, const std::vector<uint32_t>* token_bytes);
+                    int64_t max_windows, int batch, const std::vector<uint32_t>* token_bytes,
+                    Communicator& comm = local_communicator());
 
 // A non-finite loss is a broken model (overflowing weights), never a result to print: fails with
 // `what` (the checkpoint) and the first window whose loss is not finite.

@@ -2,29 +2,21 @@
 
 #include <utility>
 
+#include "train/communicator.h"
+
 namespace gattn {
 
-namespace {
-void add_into(Gradients& into, const Gradients& from) {
-  float* a = into.data();
-  const float* b = from.data();
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < into.size(); ++i) a[i] += b[i];
+void GradientTree::fold(size_t level) {
+  add_values(grads_.data(), pending_[level]->data(), grads_.size());
+  spare_.push_back(std::move(pending_[level]));
 }
-}  // namespace
 
 void GradientTree::add(bool last) {
   size_t level = 0;
-  for (; level < pending_.size() && pending_[level]; ++level) {
-    add_into(grads_, *pending_[level]);
-    spare_.push_back(std::move(pending_[level]));
-  }
+  for (; level < pending_.size() && pending_[level]; ++level) fold(level);
   if (last) {
     for (; level < pending_.size(); ++level)
-      if (pending_[level]) {
-        add_into(grads_, *pending_[level]);
-        spare_.push_back(std::move(pending_[level]));
-      }
+      if (pending_[level]) fold(level);
     return;
   }
   if (level == pending_.size()) pending_.emplace_back();

@@ -23,6 +23,9 @@ class GradientTree {
   void add(bool last);
 
  private:
+  // grads_ += pending_[level]; the level's buffer becomes a spare.
+  void fold(size_t level);
+
   Gradients& grads_;
   std::vector<std::unique_ptr<Gradients>> pending_;  // [level]: a sum of 2^level gradients
   std::vector<std::unique_ptr<Gradients>> spare_;

@@ -108,15 +108,6 @@ class MpiCommunicator final : public Communicator {
     return all;
   }
 
-  void broadcast(void* bytes, int64_t size, int root) override {
-    const CollectiveWatchdog::Waiting waiting(watchdog_, "a broadcast");
-    auto* at = static_cast<char*>(bytes);
-    for (int64_t done = 0; done < size; done += kPiece) {
-      const int n = int(std::min(kPiece, size - done));
-      check(MPI_Bcast(at + done, n, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
-    }
-  }
-
   int64_t all_max(int64_t value) override {
     const CollectiveWatchdog::Waiting waiting(watchdog_, "the stop agreement");
     int64_t result = 0;

@@ -1,6 +1,7 @@
 #include "train/step.h"
 
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -56,16 +57,41 @@ MicroBatchBlock rank_block(int micro_batches, const Communicator& comm) {
   return {comm.rank() * count, count};
 }
 
-// The step's loss from every rank's [nats, targets] per micro-batch (`per_rank` values each,
-// the last of them not a loss), added in micro-batch order as one process adds them.
-LossSum step_loss(const std::vector<double>& all, size_t per_rank) {
+// What each micro-batch of a rank's block sends: its nats, targets and router loss (each rank
+// then adds the last micro-batch's max_abs_hidden).
+constexpr size_t kMicroBatchSums = 3;
+
+// The step's sums from every rank's block (`per_rank` values each), added in micro-batch order
+// as one process adds them: the loss, and the router loss of the micro_batch scope.
+struct StepSums {
   LossSum loss;
+  double router_loss = 0;
+};
+StepSums step_sums(const std::vector<double>& all, size_t per_rank) {
+  StepSums sums;
   for (size_t first = 0; first < all.size(); first += per_rank)
-    for (size_t i = 0; i + 1 < per_rank; i += 2) {
-      loss.nats += all[first + i];
-      loss.tokens += int64_t(all[first + i + 1]);
+    for (size_t i = 0; i + kMicroBatchSums <= per_rank; i += kMicroBatchSums) {
+      sums.loss.nats += all[first + i];
+      sums.loss.tokens += int64_t(all[first + i + 1]);
+      sums.router_loss += all[first + i + 2];
     }
-  return loss;
+  return sums;
+}
+
+// The global scope's pre-pass: each micro-batch of the rank's block forward, the statistics of
+// every micro-batch of the step gathered and added in micro-batch order, then frozen.
+void freeze_global_balance(TrainState& state, RouterBalance& balance, MicroBatchBlock block,
+                           const std::function<Batch(int)>& micro_batch, Communicator& comm) {
+  std::vector<double> mine;
+  for (int i = 0; i < block.count; ++i) {
+    state.forward(micro_batch(block.first + i));
+    const std::vector<double> statistics = balance.take_statistics();
+    mine.insert(mine.end(), statistics.begin(), statistics.end());
+  }
+  const std::vector<double> all = comm.world() == 1 ? mine : comm.all_gather(mine);
+  for (size_t at = 0; at < all.size(); at += size_t(balance.statistics_size()))
+    balance.add_statistics(all.data() + at);
+  balance.freeze();
 }
 
 }  // namespace
@@ -83,25 +109,21 @@ StepResult optimizer_step(Weights& weights, TrainState& state, AdamW& optimizer,
   };
   const Config& c = weights.config();
   std::optional<RouterBalance> balance;
-  if (router.coef > 0 && c.has_moe_layers()) {
-    if (comm.world() > 1)
-      fail("data-parallel training of MoE models with a router loss is not supported yet");
+  if (router.coef > 0 && c.has_moe_layers())
     balance.emplace(c.num_experts, router.coef, 1.0 / b.micro_batches);
-  }
   const BalanceScope scope(state, balance ? &*balance : nullptr);
-  if (balance && router.scope == RouterLossScope::global && b.micro_batches > 1) {
-    for (int micro = 0; micro < b.micro_batches; ++micro)
-      state.forward(micro_batch(micro, nullptr));
-    balance->freeze();
-  }
+  if (balance && router.scope == RouterLossScope::global && b.micro_batches > 1)
+    freeze_global_balance(
+        state, *balance, block, [&](int micro) { return micro_batch(micro, nullptr); }, comm);
   state.zero_grads();
   GradientTree tree(state.grads());
-  // Nats and targets of each micro-batch of the block, then max_abs_hidden of its last.
+  // kMicroBatchSums of each micro-batch of the block, then max_abs_hidden of its last.
   std::vector<double> sums;
   for (int i = 0; i < block.count; ++i) {
     const LossSum part =
         state.forward_backward(micro_batch(block.first + i, b.targets), 1.0f / float(step_targets));
-    sums.insert(sums.end(), {part.nats, double(part.tokens)});
+    const double router_loss = balance && !balance->frozen() ? balance->last_pass_loss() : 0.0;
+    sums.insert(sums.end(), {part.nats, double(part.tokens), router_loss});
     tree.add(i + 1 == block.count);
   }
   sums.push_back(state.max_abs_hidden());
@@ -113,11 +135,11 @@ StepResult optimizer_step(Weights& weights, TrainState& state, AdamW& optimizer,
     fail("optimizer_step: the optimizer's shard is not this rank's");
   if (!zero1) comm.all_gather(grads.data(), grads.size());
   const std::vector<double> all = comm.all_gather(sums);
-  const LossSum loss = step_loss(all, sums.size());
+  const StepSums step = step_sums(all, sums.size());
   StepResult r;
   r.max_abs_hidden = all.back();  // the last micro-batch's, on the last rank
-  r.loss = loss.nats / double(loss.tokens);
-  if (balance) r.router_aux_loss = balance->loss();
+  r.loss = step.loss.nats / double(step.loss.tokens);
+  if (balance) r.router_aux_loss = balance->frozen() ? balance->loss() : step.router_loss;
   zero_frozen_gradients(weights.layout(), grads);
   r.grad_norm = zero1 ? sharded_global_norm(grads, comm) : global_norm(grads);
   r.updated = std::isfinite(r.loss) && std::isfinite(r.grad_norm);

@@ -136,10 +136,11 @@ class TrainingRun {
   // Rank 0 writes what the run keeps (the ranks hold the same model).
   bool writes() const { return comm_.rank() == 0; }
   std::optional<ShardRange> optimizer_shard(bool zero1) const;
+  void log_optimizer_memory() const;  // ZeRO-1: the moments' memory per rank
   void checkpoint();
   EvalResult evaluate_now() {
     return evaluate(state_, *val_shard_, run_.seq_len, run_.window, run_.eval_windows,
-                    run_.batch_size, token_bytes_.empty() ? nullptr : &token_bytes_);
+                    run_.batch_size, token_bytes_.empty() ? nullptr : &token_bytes_, comm_);
   }
   void await_test_signal(int64_t at_step);
   json summary(double seconds) const;
@@ -169,6 +170,11 @@ class TrainingRun {
 
 std::optional<ShardRange> TrainingRun::optimizer_shard(bool zero1) const {
   if (!zero1 || comm_.world() == 1) return std::nullopt;
+  return shard_range(weights_.layout().total(), comm_.rank(), comm_.world());
+}
+
+void TrainingRun::log_optimizer_memory() const {
+  if (!optimizer_.sharded()) return;
   const int64_t total = weights_.layout().total();
   int64_t largest = 0;
   for (int r = 0; r < comm_.world(); ++r)
@@ -180,7 +186,6 @@ std::optional<ShardRange> TrainingRun::optimizer_shard(bool zero1) const {
   };
   log_.info("ZeRO-1: AdamW's two moments take at most ", mib(2 * largest), " on each of ",
             comm_.world(), " ranks (", mib(2 * total), " unsharded)");
-  return shard_range(total, comm_.rank(), comm_.world());
 }
 
 // Under ZeRO-1 every rank sends rank 0 its shard of the moments first. The other ranks wait
@@ -224,6 +229,7 @@ void TrainingRun::resume_from(const std::string& checkpoint, bool allow_config_c
 }
 
 void TrainingRun::start_or_resume(const TrainSession& session) {
+  log_optimizer_memory();
   fs::create_directories(run_.out);
   const std::string latest = latest_checkpoint(run_.out);
   if (session.resume) {
@@ -283,8 +289,7 @@ json TrainingRun::take_step() {
   if (weights_.config().has_moe_layers()) record["router_aux_loss"] = result.router_aux_loss;
   if (!result.updated) record["skipped"] = "non-finite loss or gradient";
   const bool last = progress_.step == run_.steps;
-  if (val_shard_ && writes() &&
-      (last || (run_.eval_every > 0 && progress_.step % run_.eval_every == 0))) {
+  if (val_shard_ && (last || (run_.eval_every > 0 && progress_.step % run_.eval_every == 0))) {
     const json eval = eval_json(evaluate_now());
     record.update(eval);
     if (last) final_eval_ = eval;
@@ -363,7 +368,7 @@ TrainOutcome TrainingRun::complete_run() {
   }
   // Stopped between its last checkpoint and its summary: the final evaluation once more.
   last_loss_ = recorded_loss(fs::path(run_.out) / "metrics.jsonl", progress_.step);
-  if (val_shard_ && writes()) final_eval_ = eval_json(evaluate_now());
+  if (val_shard_) final_eval_ = eval_json(evaluate_now());
   outcome.summary = summary(0);
   if (writes()) write_text_file_atomically(summary_path.string(), outcome.summary.dump(2) + "\n");
   return outcome;

@@ -2,8 +2,8 @@
 # Issue 36's speed target: 2 ranks x 1 thread against 1 process x 2 threads at the same global
 # batch (grad_accum 2: one micro-batch per rank), on config M (configs/bench/m.json) with
 # synthetic data. ROUNDS alternated rounds of STEPS steps each; each run's figure is the median
-# tokens/s of its steps after the first (metrics.jsonl; evaluation is not in it). Prints each
-# round and the medians with their ratio.
+# tokens/s of its steps after the first (metrics.jsonl; evaluation is not in it); the ranks run
+# with and without ZeRO-1. Prints each round and the medians with their ratios.
 #   bench/data_parallel_speed.sh [ROUNDS=3] [STEPS=8]     GATTN=build/gattn
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,25 +32,31 @@ print(f"{statistics.median(r['tokens_per_s'] for r in rows[1:]):.0f}")
 PY
 }
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), $(nproc) cores; config M, 2 x 4 x 256 tokens per step"
-one=() two=()
+one=() two=() zero=()
 for ((r = 1; r <= rounds; r++)); do
-  rm -rf "$work/a" "$work/b"
-  if ((r % 2)); then order="one two"; else order="two one"; fi
+  rm -rf "$work/a" "$work/b" "$work/c"
+  case $((r % 3)) in  # the three engines in a rotated order each round
+    1) order="one two zero" ;; 2) order="two zero one" ;; 0) order="zero one two" ;;
+  esac
   for which in $order; do
-    if [ "$which" = one ]; then
-      "$GATTN" train --config "$work/run2.json" --out "$work/a" >/dev/null 2>&1
-    else
-      scripts/train_ranks.sh 2 --config "$work/run1.json" --out "$work/b" >/dev/null 2>&1
-    fi
+    case $which in
+      one) "$GATTN" train --config "$work/run2.json" --out "$work/a" >/dev/null 2>&1 ;;
+      two) scripts/train_ranks.sh 2 --config "$work/run1.json" --out "$work/b" >/dev/null 2>&1 ;;
+      zero) scripts/train_ranks.sh 2 --config "$work/run1.json" --out "$work/c" --zero1 \
+              >/dev/null 2>&1 ;;
+    esac
   done
   one+=("$(median_tokens_per_s "$work/a")")
   two+=("$(median_tokens_per_s "$work/b")")
-  echo "round $r: 1 process x 2 threads ${one[-1]} tok/s, 2 ranks x 1 thread ${two[-1]} tok/s"
+  zero+=("$(median_tokens_per_s "$work/c")")
+  echo "round $r: 1 process x 2 threads ${one[-1]} tok/s, 2 ranks x 1 thread ${two[-1]} tok/s" \
+    "(${zero[-1]} tok/s with ZeRO-1)"
 done
-python3 - "${one[*]}" "${two[*]}" <<'PY'
+python3 - "${one[*]}" "${two[*]}" "${zero[*]}" <<'PY'
 import statistics, sys
-one, two = ([float(x) for x in a.split()] for a in sys.argv[1:])
-m1, m2 = statistics.median(one), statistics.median(two)
-print(f"median: 1 process x 2 threads {m1:.0f} tok/s, 2 ranks x 1 thread {m2:.0f} tok/s, "
-      f"ratio {m2 / m1:.3f}x (target >= 1.0x)")
+one, two, zero = ([float(x) for x in a.split()] for a in sys.argv[1:])
+m1, m2, m3 = statistics.median(one), statistics.median(two), statistics.median(zero)
+print(f"median: 1 process x 2 threads {m1:.0f} tok/s, 2 ranks x 1 thread {m2:.0f} tok/s "
+      f"(ratio {m2 / m1:.3f}x), with ZeRO-1 {m3:.0f} tok/s (ratio {m3 / m1:.3f}x); target >= 1.0x")
+print("per-round ratios: " + ", ".join(f"{b / a:.3f}/{c / a:.3f}" for a, b, c in zip(one, two, zero)))
 PY

@@ -409,6 +409,25 @@ TEST(CollectiveWatchdog, EndsACollectiveThatWaitsPastItsLimitNamingTheStep) {
       << message;
 }
 
+// The ranks whose messages have not arrived (the communicator's heartbeats) are named.
+TEST(CollectiveWatchdog, NamesTheRanksItHasNoWordFrom) {
+  std::atomic<bool> expired = false;
+  std::string message;
+  CollectiveWatchdog dog({.min_seconds = 0.3, .step_multiple = 5}, [&](const std::string& m) {
+    message = m;
+    expired = true;
+  });
+  const CollectiveWatchdog::Waiting waiting(dog, "the stop agreement");
+  dog.waiting_on({1, 3});
+  for (int i = 0; i < 300 && !expired; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(expired);
+  EXPECT_NE(message.find("the stop agreement in step 1 has waited"), std::string::npos) << message;
+  EXPECT_NE(message.find("no word from ranks 1, 3: stopped, or its link is down"),
+            std::string::npos)
+      << message;
+}
+
 TEST(CollectiveWatchdog, LeavesCollectivesWithinTheLimitAlone) {
   std::atomic<bool> expired = false;
   CollectiveWatchdog dog({.min_seconds = 0.3, .step_multiple = 5},

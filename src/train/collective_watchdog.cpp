@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
+#include <utility>
 
 namespace gattn {
 
@@ -22,6 +24,7 @@ CollectiveWatchdog::Waiting::Waiting(CollectiveWatchdog& dog, const char* what, 
     : dog_(dog) {
   const std::lock_guard lock(dog_.mutex_);
   dog_.waiting_for_ = what;
+  dog_.silent_ranks_.clear();
   dog_.patience_ = patience;
   dog_.since_ = Clock::now();
 }
@@ -29,6 +32,11 @@ CollectiveWatchdog::Waiting::Waiting(CollectiveWatchdog& dog, const char* what, 
 CollectiveWatchdog::Waiting::~Waiting() {
   const std::lock_guard lock(dog_.mutex_);
   dog_.waiting_for_ = nullptr;
+}
+
+void CollectiveWatchdog::waiting_on(std::vector<int> ranks) {
+  const std::lock_guard lock(mutex_);
+  silent_ranks_ = std::move(ranks);
 }
 
 void CollectiveWatchdog::step_done(int64_t step, double seconds) {
@@ -62,10 +70,19 @@ void CollectiveWatchdog::watch() {
     char text[320];
     std::snprintf(text, sizeof text,
                   "watchdog: %s in step %lld has waited %.0f s (limit %.0f s: %g x the larger "
-                  "of %.0f s and %.0f x the median step); a rank has stopped or its link is down",
+                  "of %.0f s and %.0f x the median step)",
                   waiting_for_, (long long)step_, waited, limit, patience_, options_.min_seconds,
                   options_.step_multiple);
-    const std::string message = text;
+    std::string message = text;
+    if (silent_ranks_.empty()) {
+      message += "; a rank has stopped or its link is down";
+    } else {
+      message += "; no word from rank";
+      message += silent_ranks_.size() > 1 ? "s " : " ";
+      for (size_t i = 0; i < silent_ranks_.size(); ++i)
+        message += (i ? ", " : "") + std::to_string(silent_ranks_[i]);
+      message += ": stopped, or its link is down";
+    }
     lock.unlock();
     expire_(message);
     return;

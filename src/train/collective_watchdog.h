@@ -40,6 +40,9 @@ class CollectiveWatchdog {
     CollectiveWatchdog& dog_;
   };
 
+  // The ranks whose messages the collective in progress still waits for (the heartbeats: each
+  // arrival is word from its rank); the expiry message names them.
+  void waiting_on(std::vector<int> ranks);
   // Step `step` took `seconds`: the next collectives belong to step + 1.
   void step_done(int64_t step, double seconds);
   double limit_seconds() const;
@@ -55,6 +58,7 @@ class CollectiveWatchdog {
   std::condition_variable wake_;
   bool stopping_ = false;
   const char* waiting_for_ = nullptr;  // null: no collective in progress
+  std::vector<int> silent_ranks_;      // of the collective in progress
   double patience_ = 1;
   Clock::time_point since_;
   int64_t step_ = 1;

@@ -3,7 +3,6 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstdlib>
 
 #include "util/aligned.h"
@@ -52,7 +51,7 @@ class MpiCommunicator final : public Communicator {
     const CollectiveWatchdog::Waiting waiting(watchdog_, "the gradients' reduce-scatter");
     const ShardRange mine = shard_range(count, rank_, world_);
     std::vector<AlignedFloats> received(static_cast<size_t>(world_));
-    std::vector<MPI_Request> requests;
+    Requests requests;
     for (int other = 0; other < world_; ++other) {
       if (other == rank_) continue;
       received[size_t(other)].resize(size_t(mine.size()));
@@ -70,7 +69,7 @@ class MpiCommunicator final : public Communicator {
 
   void all_gather(float* values, int64_t count) override {
     const CollectiveWatchdog::Waiting waiting(watchdog_, "an all-gather");
-    std::vector<MPI_Request> requests;
+    Requests requests;
     const ShardRange mine = shard_range(count, rank_, world_);
     for (int other = 0; other < world_; ++other) {
       if (other == rank_) continue;
@@ -83,7 +82,7 @@ class MpiCommunicator final : public Communicator {
 
   void gather(const float* mine, float* all, int64_t count, int root) override {
     const CollectiveWatchdog::Waiting waiting(watchdog_, "the checkpoint's gather");
-    std::vector<MPI_Request> requests;
+    Requests requests;
     const ShardRange own = shard_range(count, rank_, world_);
     if (rank_ != root) {
       post(requests, const_cast<float*>(mine), own.size(), root, Direction::send);
@@ -100,53 +99,98 @@ class MpiCommunicator final : public Communicator {
 
   std::vector<double> all_gather(const std::vector<double>& mine) override {
     const CollectiveWatchdog::Waiting waiting(watchdog_, "the losses' all-gather");
-    if (mine.size() > size_t(INT_MAX)) fail("all_gather: ", mine.size(), " values");
+    const auto n = int64_t(mine.size());
     std::vector<double> all(mine.size() * size_t(world_));
-    check(MPI_Allgather(mine.data(), int(mine.size()), MPI_DOUBLE, all.data(), int(mine.size()),
-                        MPI_DOUBLE, MPI_COMM_WORLD),
-          "MPI_Allgather");
+    std::copy(mine.begin(), mine.end(), all.begin() + rank_ * n);
+    Requests requests;
+    for (int other = 0; other < world_; ++other) {
+      if (other == rank_) continue;
+      post(requests, all.data() + other * n, n, MPI_DOUBLE, other, Direction::receive);
+      post(requests, const_cast<double*>(mine.data()), n, MPI_DOUBLE, other, Direction::send);
+    }
+    wait(requests);
     return all;
   }
 
   int64_t all_max(int64_t value) override {
     const CollectiveWatchdog::Waiting waiting(watchdog_, "the stop agreement");
-    int64_t result = 0;
-    check(MPI_Allreduce(&value, &result, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
-    return result;
+    return exchange_max(value);
   }
 
   void barrier() override {
     const CollectiveWatchdog::Waiting waiting(watchdog_, "a barrier");
-    check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+    exchange_max(0);
   }
   void checkpoint_written() override {
     const CollectiveWatchdog::Waiting waiting(watchdog_, "the wait for rank 0's checkpoint", 10);
-    check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+    exchange_max(0);
   }
   void step_done(int64_t step, double seconds) override { watchdog_.step_done(step, seconds); }
 
  private:
   enum class Direction { send, receive };
 
-  // Non-blocking sends or receives of `count` floats with `peer`, in pieces (the piece index is
+  // The non-blocking sends and receives of one collective, each with its peer.
+  struct Requests {
+    std::vector<MPI_Request> handles;
+    std::vector<int> peers;
+  };
+
+  // Non-blocking sends or receives of `count` values with `peer`, in pieces (the piece index is
   // the tag, so pieces pair up in order).
-  static void post(std::vector<MPI_Request>& requests, float* data, int64_t count, int peer,
+  static void post(Requests& requests, void* data, int64_t count, MPI_Datatype type, int peer,
                    Direction direction) {
+    int size = 0;
+    MPI_Type_size(type, &size);
     for (int64_t done = 0, piece = 0; done < count; done += kPiece, ++piece) {
       const int n = int(std::min(kPiece, count - done));
+      void* at = static_cast<char*>(data) + done * size;
       MPI_Request request;
       if (direction == Direction::send)
-        check(MPI_Isend(data + done, n, MPI_FLOAT, peer, int(piece), MPI_COMM_WORLD, &request),
-              "MPI_Isend");
+        check(MPI_Isend(at, n, type, peer, int(piece), MPI_COMM_WORLD, &request), "MPI_Isend");
       else
-        check(MPI_Irecv(data + done, n, MPI_FLOAT, peer, int(piece), MPI_COMM_WORLD, &request),
-              "MPI_Irecv");
-      requests.push_back(request);
+        check(MPI_Irecv(at, n, type, peer, int(piece), MPI_COMM_WORLD, &request), "MPI_Irecv");
+      requests.handles.push_back(request);
+      requests.peers.push_back(peer);
+    }
+  }
+  static void post(Requests& requests, float* data, int64_t count, int peer, Direction direction) {
+    post(requests, data, count, MPI_FLOAT, peer, direction);
+  }
+
+  // Waits for every request, telling the watchdog after each arrival which ranks it still waits
+  // for (their messages are the heartbeats it names when it expires).
+  void wait(Requests& requests) {
+    std::vector<MPI_Request>& handles = requests.handles;
+    std::vector<int> arrived(handles.size());
+    for (;;) {
+      std::vector<int> silent;
+      for (size_t i = 0; i < handles.size(); ++i)
+        if (handles[i] != MPI_REQUEST_NULL) silent.push_back(requests.peers[i]);
+      if (silent.empty()) break;
+      std::sort(silent.begin(), silent.end());
+      silent.erase(std::unique(silent.begin(), silent.end()), silent.end());
+      watchdog_.waiting_on(std::move(silent));
+      int count = 0;
+      check(MPI_Waitsome(int(handles.size()), handles.data(), &count, arrived.data(),
+                         MPI_STATUSES_IGNORE),
+            "MPI_Waitsome");
+      if (count == MPI_UNDEFINED) break;
     }
   }
 
-  static void wait(std::vector<MPI_Request>& requests) {
-    check(MPI_Waitall(int(requests.size()), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+  // Every rank's value to every other rank (point to point, so a silent rank is named); the
+  // largest of them.
+  int64_t exchange_max(int64_t value) {
+    std::vector<int64_t> theirs(size_t(world_), value);
+    Requests requests;
+    for (int other = 0; other < world_; ++other) {
+      if (other == rank_) continue;
+      post(requests, &theirs[size_t(other)], 1, MPI_INT64_T, other, Direction::receive);
+      post(requests, &value, 1, MPI_INT64_T, other, Direction::send);
+    }
+    wait(requests);
+    return *std::max_element(theirs.begin(), theirs.end());
   }
 
   int rank_ = 0, world_ = 1;

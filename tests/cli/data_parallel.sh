@@ -115,9 +115,9 @@ if wait "$launcher"; then
   exit 1
 fi
 kill -KILL "$rank1" 2>/dev/null || true
-grep -q "watchdog: .* in step [0-9]* has waited .*ending the job" "$work/hung.err" ||
-  { cat "$work/hung.err"; exit 1; }
-echo "a SIGSTOPped rank: the job ended in $((SECONDS - started)) s: $(grep -o 'rank 0 of 2: watchdog: [^;]*' "$work/hung.err" | head -1)"
+grep -q "rank 0 of 2: watchdog: .* in step [0-9]* has waited .*; no word from rank 1: .*ending the job" \
+  "$work/hung.err" || { cat "$work/hung.err"; exit 1; }
+echo "a SIGSTOPped rank: the job ended in $((SECONDS - started)) s: $(grep -o 'rank 0 of 2: watchdog: .*no word from rank 1' "$work/hung.err" | head -1)"
 
 if ranks 3 --config "$work/accum4.json" --out "$work/three" >/dev/null 2>"$work/three.err"; then
   echo "3 ranks were not refused"

@@ -5,7 +5,8 @@
 #    the same with ZeRO-1 (AdamW's state sharded, gathered into the checkpoint)
 #  - resuming with another rank count (2 -> 1 -> 4, ZeRO-1 on the ranks) continues the same run
 #  - SIGUSR1 to rank 1 alone stops both ranks at the same step (agreed after each step), with a
-#    checkpoint and exit 0; the resumed run equals an uninterrupted one
+#    checkpoint and exit 0; the resumed run equals an uninterrupted one; the same for SIGTERM
+#    sent to mpirun
 #  - a rank stopped by SIGSTOP: the other's watchdog ends the job, naming the step
 #  - 3 ranks are refused with a message, and the job ends
 # Usage: data_parallel.sh GATTN
@@ -100,6 +101,28 @@ grep -q "stopped by signal 10 at step $stop" "$work/stopped.err"
   >/dev/null 2>&1
 same straight stopped $((stop + 2))
 echo "SIGUSR1 to rank 1 alone: both ranks stopped at step $stop, exit 0; resumed = uninterrupted"
+
+# SIGTERM to mpirun (a scheduler ending the job): OpenMPI 4.1 waits odls_base_sigkill_timeout
+# seconds, sends the ranks SIGTERM, waits as long again and sends SIGKILL. The ranks agree on
+# the stop and checkpoint within the second wait; mpirun itself exits non-zero.
+MPIRUN_FLAGS="--mca odls_base_sigkill_timeout 3" ranks 2 --config "$work/long.json" \
+  --out "$work/term" >/dev/null 2>"$work/term.err" &
+launcher=$!
+[ -n "$(rank1_of "$work/term")" ] || { echo "no rank 1 found"; exit 1; }
+mpirun_pid=$(pgrep -f -- "^mpirun .*--out $work/term")
+kill -TERM "$mpirun_pid"
+started=$SECONDS
+wait "$launcher" || true
+stop=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['step'])" \
+  "$(ls -d "$work"/term/checkpoints/step_* | tail -1)/state.json")
+grep -q "stopped by signal 15 at step $stop" "$work/term.err" || { cat "$work/term.err"; exit 1; }
+"$gattn" train --config "$work/long.json" --out "$work/term" --resume \
+  --stop-at-step $((stop + 2)) >/dev/null 2>&1
+"$gattn" train --config "$work/long.json" --out "$work/term_straight" \
+  --stop-at-step $((stop + 2)) >/dev/null 2>&1
+same term_straight term $((stop + 2))
+echo "SIGTERM to mpirun (odls_base_sigkill_timeout 3): both ranks stopped at step $stop with a" \
+  "checkpoint, mpirun ended after $((SECONDS - started)) s; resumed = uninterrupted"
 
 # A rank that stops (SIGSTOP) ends the job through the others' watchdog (2 s here, 60 s by
 # default) instead of holding them for ever.

@@ -186,6 +186,22 @@ class ThreadCommunicator final : public Communicator {
   const int rank_;
 };
 
+// `work` run as each of `world` ranks (threads sharing a ThreadCommunicator); the results in rank
+// order.
+template <typename Work>
+auto run_as_ranks(int world, Work work) {
+  SharedRanks shared(world);
+  std::vector<decltype(work(local_communicator()))> results(static_cast<size_t>(world));
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < world; ++r)
+    ranks.emplace_back([&, r] {
+      ThreadCommunicator comm(shared, r);
+      results[size_t(r)] = work(comm);
+    });
+  for (std::thread& t : ranks) t.join();
+  return results;
+}
+
 Config tiny_config() {
   Config c;
   c.vocab_size = 48;
@@ -272,15 +288,8 @@ class RanksGiveOneProcessesBits : public ::testing::TestWithParam<std::tuple<int
 TEST_P(RanksGiveOneProcessesBits, AfterThreeSteps) {
   const auto [micro_batches, world, zero1] = GetParam();
   const StepTrace one = train_three_steps(micro_batches, local_communicator());
-  SharedRanks shared(world);
-  std::vector<StepTrace> traces(static_cast<size_t>(world));
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < world; ++r)
-    ranks.emplace_back([&, r] {
-      ThreadCommunicator comm(shared, r);
-      traces[size_t(r)] = train_three_steps(micro_batches, comm, zero1);
-    });
-  for (std::thread& t : ranks) t.join();
+  const std::vector<StepTrace> traces = run_as_ranks(
+      world, [&](Communicator& comm) { return train_three_steps(micro_batches, comm, zero1); });
   int64_t moments = 0;
   for (const StepTrace& t : traces) {
     expect_same_bits(t, one);
@@ -321,15 +330,7 @@ TEST_P(EvaluationSplitOverRanks, GivesOneProcessesBits) {
   };
   const EvalResult one = evaluate_as(local_communicator());
   ASSERT_EQ(one.window_loss.size(), 13u);
-  SharedRanks shared(world);
-  std::vector<EvalResult> results(static_cast<size_t>(world));
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < world; ++r)
-    ranks.emplace_back([&, r] {
-      ThreadCommunicator comm(shared, r);
-      results[size_t(r)] = evaluate_as(comm);
-    });
-  for (std::thread& t : ranks) t.join();
+  const std::vector<EvalResult> results = run_as_ranks(world, evaluate_as);
   std::filesystem::remove(path);
   for (const EvalResult& r : results) {
     EXPECT_EQ(r.loss, one.loss);
@@ -355,16 +356,10 @@ TEST_P(MoeRanksGiveOneProcessesBits, AfterThreeSteps) {
   const StepTrace one =
       train_three_steps(4, local_communicator(), false, tiny_moe_config(), router);
   ASSERT_GT(one.router_losses[0], 0);
-  SharedRanks shared(world);
-  std::vector<StepTrace> traces(static_cast<size_t>(world));
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < world; ++r)
-    ranks.emplace_back([&, r] {
-      ThreadCommunicator comm(shared, r);
-      traces[size_t(r)] = train_three_steps(4, comm, zero1, tiny_moe_config(), router);
-    });
-  for (std::thread& t : ranks) t.join();
-  for (const StepTrace& t : traces) expect_same_bits(t, one);
+  for (const StepTrace& t : run_as_ranks(world, [&](Communicator& comm) {
+         return train_three_steps(4, comm, zero1, tiny_moe_config(), router);
+       }))
+    expect_same_bits(t, one);
 }
 
 INSTANTIATE_TEST_SUITE_P(ScopesAndRanks, MoeRanksGiveOneProcessesBits,

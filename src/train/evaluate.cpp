@@ -49,28 +49,26 @@ EvalResult evaluate(TrainState& state, const TokenShard& shard, int seq_len, Win
   const int64_t windows = max_windows > 0 ? std::min(max_windows, loader.windows_per_epoch())
                                           : loader.windows_per_epoch();
   const int64_t batches = (windows + batch - 1) / batch, world = comm.world();
-  // Rank r evaluates batches [batches * r / world, batches * (r + 1) / world); every rank sends
-  // as many slots as the largest block, so the gathered slots are in batch order with gaps.
+  // Rank r evaluates batches [first_of(r), first_of(r + 1)); every rank sends as many slots as
+  // the largest block, so the gathered slots are in batch order with gaps.
+  auto first_of = [&](int64_t rank) { return batches * rank / world; };
+  auto rows_of = [&](int64_t b) { return int(std::min<int64_t>(batch, windows - b * batch)); };
   const int64_t slots = (batches + world - 1) / world, width = batch_sums_width(batch);
-  const int64_t begin = batches * comm.rank() / world, end = batches * (comm.rank() + 1) / world;
+  const int64_t begin = first_of(comm.rank());
   std::vector<double> mine(size_t(slots * width), std::nan(""));
-  for (int64_t b = begin; b < end; ++b) {
-    const int64_t first = b * batch;
-    const int rows = int(std::min<int64_t>(batch, windows - first));
-    evaluate_batch(state, loader, first, rows, batch, seq_len, token_bytes,
+  for (int64_t b = begin; b < first_of(comm.rank() + 1); ++b)
+    evaluate_batch(state, loader, b * batch, rows_of(b), batch, seq_len, token_bytes,
                    mine.data() + (b - begin) * width);
-  }
   const std::vector<double> all = world == 1 ? std::move(mine) : comm.all_gather(mine);
   EvalResult r;
   double nats = 0;
   for (int64_t rank = 0; rank < world; ++rank)
-    for (int64_t b = batches * rank / world; b < batches * (rank + 1) / world; ++b) {
-      const double* sums = all.data() + (rank * slots + b - batches * rank / world) * width;
+    for (int64_t b = first_of(rank); b < first_of(rank + 1); ++b) {
+      const double* sums = all.data() + (rank * slots + b - first_of(rank)) * width;
       nats += sums[0];
       r.tokens += int64_t(sums[1]);
       r.bytes += int64_t(sums[2]);
-      const int rows = int(std::min<int64_t>(batch, windows - b * batch));
-      r.window_loss.insert(r.window_loss.end(), sums + 3, sums + 3 + rows);
+      r.window_loss.insert(r.window_loss.end(), sums + 3, sums + 3 + rows_of(b));
     }
   r.windows = windows;
   r.loss = nats / double(r.tokens);

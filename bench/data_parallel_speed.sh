@@ -3,7 +3,8 @@
 # batch (grad_accum 2: one micro-batch per rank), on config M (configs/bench/m.json) with
 # synthetic data. ROUNDS alternated rounds of STEPS steps each; each run's figure is the median
 # tokens/s of its steps after the first (metrics.jsonl; evaluation is not in it); the ranks run
-# with and without ZeRO-1. Prints each round and the medians with their ratios.
+# with ZeRO-1 (the default) and without (--no-zero1). Prints each round and the medians with
+# their ratios.
 #   bench/data_parallel_speed.sh [ROUNDS=3] [STEPS=8]     GATTN=build/gattn
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,7 +42,8 @@ for ((r = 1; r <= rounds; r++)); do
   for which in $order; do
     case $which in
       one) "$GATTN" train --config "$work/run2.json" --out "$work/a" >/dev/null 2>&1 ;;
-      two) scripts/train_ranks.sh 2 --config "$work/run1.json" --out "$work/b" >/dev/null 2>&1 ;;
+      two) scripts/train_ranks.sh 2 --config "$work/run1.json" --out "$work/b" --no-zero1 \
+             >/dev/null 2>&1 ;;
       zero) scripts/train_ranks.sh 2 --config "$work/run1.json" --out "$work/c" --zero1 \
               >/dev/null 2>&1 ;;
     esac

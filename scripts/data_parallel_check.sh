@@ -2,7 +2,7 @@
 # The longer proof of issue 36 (tests/cli/data_parallel.sh is the short one CI runs): N ranks
 # against one process with grad_accum N, for N = 2 and 4, over STEPS (default 200) steps, in fp32
 # and in bf16 (bf16_emulated where the CPU lacks avx512_bf16, named in the output), with ZeRO-1
-# off and on. Each line compares the final checkpoint's model and optimizer bytes and every
+# off and on, the reduction after the backward pass and overlapped with it. Each line compares the final checkpoint's model and optimizer bytes and every
 # metrics record but its timing.
 #   scripts/data_parallel_check.sh [STEPS]     GATTN=build/gattn
 set -euo pipefail
@@ -27,9 +27,10 @@ for precision in fp32 "$bf16"; do
  "optimizer": {"lr": 0.01}, "schedule": {"warmup_steps": 10}}
 JSON
     "$GATTN" train --config "$work/$name.json" --out "$work/$name-one" >/dev/null 2>&1
-    for zero in "" --zero1; do
-      out=$work/$name-ranks$zero
-      scripts/train_ranks.sh "$n" --config "$work/$name.json" --out "$out" $zero >/dev/null 2>&1
+    for flags in --no-zero1 --zero1 "--no-zero1 --overlap-reduction" "--zero1 --overlap-reduction"; do
+      out=$work/$name-ranks${flags// /}
+      # shellcheck disable=SC2086  # flags is a list of words
+      scripts/train_ranks.sh "$n" --config "$work/$name.json" --out "$out" $flags >/dev/null 2>&1
       final=checkpoints/step_$(printf %08d "$steps")
       verdict=identical
       for f in model optimizer; do
@@ -38,13 +39,16 @@ JSON
       done
       python3 - "$work/$name-one/metrics.jsonl" "$out/metrics.jsonl" <<'PY' || verdict="DIFFERENT (metrics)"
 import json, sys
-rows = [[{k: v for k, v in json.loads(l).items() if k != "tokens_per_s"} for l in open(p)]
+rows = [[{k: v for k, v in json.loads(l).items() if k not in ("tokens_per_s", "reduction_wait_s")} for l in open(p)]
         for p in sys.argv[1:]]
 sys.exit(0 if rows[0] == rows[1] and len(rows[0]) > 0 else 1)
 PY
       loss=$(tail -1 "$out/metrics.jsonl" | python3 -c "import json,sys; r=json.load(sys.stdin); print(f\"{r['loss']:.6f}\")")
-      printf '%-14s %d ranks%-8s vs 1 process grad_accum %d, %d steps: %s (final loss %s)\n' \
-        "$precision" "$n" "${zero:+ ZeRO-1}" "$n" "$steps" "$verdict" "$loss"
+      label=""
+      [[ $flags == --zero1* ]] && label=" ZeRO-1"
+      [[ $flags == *overlap* ]] && label="$label overlapped"
+      printf '%-14s %d ranks%-19s vs 1 process grad_accum %d, %d steps: %s (final loss %s)\n' \
+        "$precision" "$n" "$label" "$n" "$steps" "$verdict" "$loss"
     done
   done
 done

@@ -57,7 +57,7 @@ void run_training(const RunConfig& run, TrainSession session) {
 void add_train_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("train", "Train a model from a run config");
   static std::string config_path, gate, out, init_from;
-  static bool resume = false, allow_config_change = false, zero1 = false;
+  static bool resume = false, allow_config_change = false, zero1 = true, overlap_reduction = false;
   static int64_t stop_at = 0, seed = -1;
   cmd->add_option("--config", config_path, "run config JSON")->required();
   cmd->add_option("--gate", gate, "gate object replacing the model's");
@@ -68,8 +68,12 @@ void add_train_command(CLI::App& app) {
                 "resume although run-config fields that change the training differ (listed)");
   cmd->add_option("--init-from", init_from,
                   "start from this model's weights (fine-tuning; a gate it lacks is retrofitted)");
-  cmd->add_flag("--zero1", zero1,
-                "data-parallel ranks shard AdamW's state (ZeRO-1; docs/SCALING.md); same bits");
+  cmd->add_flag("--zero1,!--no-zero1", zero1,
+                "data-parallel ranks shard AdamW's state (ZeRO-1, the default; docs/SCALING.md); "
+                "--no-zero1: each keeps all of it; same bits");
+  cmd->add_flag("--overlap-reduction", overlap_reduction,
+                "data-parallel ranks reduce the gradients while the backward pass runs, not after "
+                "it (where the link moves bytes without the cores; docs/SCALING.md); same bits");
   cmd->add_option("--stop-at-step", stop_at,
                   "end this session after that step (with a checkpoint)");
   cmd->callback([] {
@@ -81,7 +85,8 @@ void add_train_command(CLI::App& app) {
                        .allow_config_change = allow_config_change,
                        .stop_at_step = stop_at,
                        .await_signal_at_step = await_signal_at_step(),
-                       .zero1 = zero1});
+                       .zero1 = zero1,
+                       .overlap_reduction = overlap_reduction});
   });
 }
 

@@ -31,6 +31,7 @@ ParamLayout::ParamLayout(const Config& c) {
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     const std::string prefix = "model.layers." + std::to_string(l) + ".";
     LayerParams p;
+    block_begin.push_back(total_);
     switch (configs[l].attention.kind) {
       case AttentionKind::full:
         p.attention = add_full_attention_params(*this, configs[l].attention, prefix);
@@ -39,6 +40,7 @@ ParamLayout::ParamLayout(const Config& c) {
         p.attention = add_gated_delta_net_params(*this, configs[l].attention, prefix);
         break;
     }
+    block_begin.push_back(total_);
     switch (configs[l].mlp.kind) {
       case MlpKind::dense:
         p.mlp = add_dense_mlp_params(*this, configs[l].mlp, prefix);
@@ -50,6 +52,7 @@ ParamLayout::ParamLayout(const Config& c) {
     layers.push_back(p);
   }
   final_norm = add("model.norm.weight", {C}, Init::ones, "norms");
+  block_begin.push_back(final_norm);
   lm_head = c.tie_word_embeddings ? embed : add("lm_head.weight", {V, C}, Init::normal, "lm_head");
 }
 

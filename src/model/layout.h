@@ -82,6 +82,9 @@ class ParamLayout {
 
   int64_t embed = 0, final_norm = 0, lm_head = 0;  // lm_head == embed when tied
   std::vector<LayerParams> layers;
+  // Block i's parameters (model/weights.h blocks(): a layer's token mixer, then its MLP) are
+  // [block_begin[i], block_begin[i + 1]); block_begin has one more entry, final_norm.
+  std::vector<int64_t> block_begin;
 
  private:
   std::vector<TensorSpec> tensors_;

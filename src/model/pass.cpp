@@ -111,19 +111,26 @@ void forward_blocks(const PassContext& pass, const int32_t* ids, PassBuffers& b)
 }
 
 void backward_blocks(const PassContext& pass, const int32_t* ids, const PassBuffers& b,
-                     BackwardBuffers& s, Gradients& g) {
+                     BackwardBuffers& s, Gradients& g, GradientReady* ready) {
   const Weights& w = pass.weights;
   const ParamLayout& layout = w.layout();
   const int C = w.config().hidden_size, N = pass.rows();
+  auto complete = [&](int64_t begin, int64_t end) {
+    if (ready) ready->complete(begin, end);
+  };
   OpSections ops(pass.exec.profile);
   ops.next("norms");
   rmsnorm_backward(s.d_resid, g.at(layout.final_norm), s.d_hidden, b.last(),
                    w.at(layout.final_norm), b.final_rstd, {N, 1, C, C, C, 0}, false);
+  complete(layout.final_norm, layout.final_norm + C);
   ops.next(nullptr);
-  for (int i = w.blocks() - 1; i >= 0; --i)
+  for (int i = w.blocks() - 1; i >= 0; --i) {
     w.block(i).backward(pass, *b.activations[i], *s.scratch[i], g, b.block_input(i), s.d_resid);
+    complete(layout.block_begin[size_t(i)], layout.block_begin[size_t(i) + 1]);
+  }
   ops.next("embedding");
   embedding_backward(g.at(layout.embed), s.d_resid, ids, N, C);
+  complete(layout.embed, layout.embed + int64_t(w.config().vocab_size) * C);
 }
 
 }  // namespace gattn

@@ -10,6 +10,7 @@
 
 #include "model/arena.h"
 #include "model/block.h"
+#include "model/gradient_ready.h"
 #include "model/hooks.h"
 #include "model/weights.h"
 #include "ops/exec_context.h"
@@ -86,7 +87,8 @@ void plan_backward_buffers(Arena& arena, const Weights& w, int64_t rows, Backwar
 void forward_blocks(const PassContext& pass, const int32_t* ids, PassBuffers& b);
 // After forward_blocks over the same pass and s.d_hidden written: the final norm's, every
 // block's and the embedding's backward; parameter gradients are added to g.
+// `ready` (null: none) is told of each range of `g` the pass has completed.
 void backward_blocks(const PassContext& pass, const int32_t* ids, const PassBuffers& b,
-                     BackwardBuffers& s, Gradients& g);
+                     BackwardBuffers& s, Gradients& g, GradientReady* ready = nullptr);
 
 }  // namespace gattn

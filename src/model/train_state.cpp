@@ -144,8 +144,13 @@ LossSum TrainState::forward_backward(const Batch& batch, float grad_scale) {
       w_.at(layout.lm_head), batch.targets, batch_rows(), c.hidden_size, c.vocab_size, chunk_rows_,
       grad_scale);
   ops.next(nullptr);
+  if (ready_) {
+    if (layout.lm_head != layout.embed)
+      ready_->complete(layout.lm_head, layout.lm_head + int64_t(c.vocab_size) * c.hidden_size);
+    ready_->embedding_complete_but_ids();
+  }
   if (balance_) balance_->end_forward();
-  backward_blocks(pass, batch.ids, buffers_, s_, g);
+  backward_blocks(pass, batch.ids, buffers_, s_, g, ready_);
   return loss;
 }
 

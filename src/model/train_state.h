@@ -43,6 +43,8 @@ class TrainState {
   // model/router_balance.h): forward() adds rows to it, forward_backward() ends each pass's
   // forward before its backward.
   void set_router_balance(RouterBalance* balance) { balance_ = balance; }
+  // Told of each range of grads() the following forward_backward() passes complete (null: none).
+  void set_gradient_ready(GradientReady* ready) { ready_ = ready; }
   // How the following passes compute and where they report (precision, profile, GEMM log);
   // an Error for a precision this CPU cannot run.
   void set_exec(const ExecContext& exec);
@@ -80,6 +82,7 @@ class TrainState {
   ExecContext exec_;
   PassHooks* hooks_ = nullptr;
   RouterBalance* balance_ = nullptr;
+  GradientReady* ready_ = nullptr;
 
   int batch_ = 0, seq_len_ = 0;
   int64_t capacity_rows_ = 0;

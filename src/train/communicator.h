@@ -6,6 +6,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace gattn {
@@ -23,12 +24,28 @@ inline constexpr int64_t kNormChunk = int64_t(1) << 16;
 // Rank `rank`'s shard of `count` values split over `world` ranks: whole chunks, as even as can be.
 ShardRange shard_range(int64_t count, int rank, int world);
 
-// into[i] += from[i] for i < count (OpenMP over the values): one node of a tree sum.
-void add_values(float* into, const float* from, int64_t count);
+// into[i] += from[i] for i < count (OpenMP over the values unless `parallel` is false: a thread
+// beside the computing ones): one node of a tree sum.
+void add_values(float* into, const float* from, int64_t count, bool parallel = true);
 
 // parts[0] = the balanced binary tree sum of parts[0..n) (n a power of two), element by element:
 // ((p0 + p1) + (p2 + p3)) for n = 4. Every part is overwritten.
-void tree_sum(std::vector<float*>& parts, int64_t count);
+void tree_sum(std::vector<float*>& parts, int64_t count, bool parallel = true);
+
+// A reduction of one buffer that goes on while the caller computes (the gradients' reduction
+// during the backward pass: train/backward_reduction.h). The caller hands over ranges of the
+// buffer as their values become final; finish() returns once the buffer holds what
+// reduce_scatter (and, with `gather`, all_gather after it) would have left, bit for bit.
+class OverlappedReduction {
+ public:
+  virtual ~OverlappedReduction() = default;
+  // The values of `ranges` (sorted, disjoint) are final on this rank and are not written again
+  // until finish(). Every rank hands over the same ranges in the same order, each value once; the
+  // ranges of one call may travel together.
+  virtual void ready(const std::vector<ShardRange>& ranges) = 0;
+  // Every value has been handed over: waits for the reduction's end.
+  virtual void finish() = 0;
+};
 
 class Communicator {
  public:
@@ -50,6 +67,11 @@ class Communicator {
   virtual void barrier() = 0;
   // Every rank waits here until rank 0 has written a checkpoint (a barrier with more patience).
   virtual void checkpoint_written() { barrier(); }
+  // reduce_scatter (then all_gather with `gather`) of `values` as an OverlappedReduction. This
+  // one waits for finish() and reduces everything then; the MPI communicator's reduces each
+  // range as it is handed over.
+  virtual std::unique_ptr<OverlappedReduction> start_reduction(float* values, int64_t count,
+                                                               bool gather);
   // The trainer's step `step` took `seconds` (what a watchdog scales its limit by).
   virtual void step_done(int64_t /*step*/, double /*seconds*/) {}
 };

@@ -11,6 +11,16 @@ void GradientTree::fold(size_t level) {
   spare_.push_back(std::move(pending_[level]));
 }
 
+void GradientTree::add_last(int64_t begin, int64_t end) {
+  for (const std::unique_ptr<Gradients>& pending : pending_)  // every level, lowest first
+    if (pending) add_values(grads_.data() + begin, pending->data() + begin, end - begin);
+}
+
+void GradientTree::end_last() {
+  for (std::unique_ptr<Gradients>& pending : pending_)
+    if (pending) spare_.push_back(std::move(pending));
+}
+
 void GradientTree::add(bool last) {
   size_t level = 0;
   for (; level < pending_.size() && pending_[level]; ++level) fold(level);

@@ -22,6 +22,12 @@ class GradientTree {
   // that is not a power of two folds the pending sub-trees into it, the latest first).
   void add(bool last);
 
+  // add(true) a range at a time (the overlapped reduction: train/backward_reduction.h): `grads`
+  // [begin, end) holds the last micro-batch's gradient there and gets the combined gradient.
+  // The same bits as add(true) once every value is folded; then end_last().
+  void add_last(int64_t begin, int64_t end);
+  void end_last();
+
  private:
   // grads_ += pending_[level]; the level's buffer becomes a spare.
   void fold(size_t level);

@@ -5,20 +5,14 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "train/mpi_check.h"
+#include "train/mpi_overlapped_reduction.h"
 #include "util/aligned.h"
 #include "util/error.h"
 
 namespace gattn {
 
 namespace {
-
-void check(int code, const char* call) {
-  if (code == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  MPI_Error_string(code, text, &length);
-  fail(call, " failed: ", std::string(text, size_t(length)));
-}
 
 // MPI counts are ints: messages go in pieces of at most this many floats.
 constexpr int64_t kPiece = int64_t(1) << 28;
@@ -34,7 +28,10 @@ class MpiCommunicator final : public Communicator {
     MPI_Initialized(&initialized);
     if (initialized) fail("MPI is already initialised in this process");
     int provided = 0;
-    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+    // Serialized: the overlapped reduction's thread makes the MPI calls while it runs.
+    check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided),
+              "MPI_Init_thread");
+    serialized_ = provided >= MPI_THREAD_SERIALIZED;
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &world_);
@@ -50,11 +47,13 @@ class MpiCommunicator final : public Communicator {
   void reduce_scatter(float* values, int64_t count) override {
     const CollectiveWatchdog::Waiting waiting(watchdog_, "the gradients' reduce-scatter");
     const ShardRange mine = shard_range(count, rank_, world_);
-    std::vector<AlignedFloats> received(static_cast<size_t>(world_));
+    std::vector<AlignedFloats>& received = received_;
+    received.resize(size_t(world_));
     Requests requests;
     for (int other = 0; other < world_; ++other) {
       if (other == rank_) continue;
-      received[size_t(other)].resize(size_t(mine.size()));
+      if (received[size_t(other)].size() < size_t(mine.size()))
+        received[size_t(other)].resize(size_t(mine.size()));
       post(requests, received[size_t(other)].data(), mine.size(), other, Direction::receive);
       const ShardRange theirs = shard_range(count, other, world_);
       post(requests, values + theirs.begin, theirs.size(), other, Direction::send);
@@ -127,6 +126,12 @@ class MpiCommunicator final : public Communicator {
   }
   void step_done(int64_t step, double seconds) override { watchdog_.step_done(step, seconds); }
 
+  std::unique_ptr<OverlappedReduction> start_reduction(float* values, int64_t count,
+                                                       bool gather) override {
+    if (!serialized_) return Communicator::start_reduction(values, count, gather);
+    return mpi_overlapped_reduction(values, count, gather, rank_, world_, watchdog_, received_);
+  }
+
  private:
   enum class Direction { send, receive };
 
@@ -147,9 +152,9 @@ class MpiCommunicator final : public Communicator {
       void* at = static_cast<char*>(data) + done * size;
       MPI_Request request;
       if (direction == Direction::send)
-        check(MPI_Isend(at, n, type, peer, int(piece), MPI_COMM_WORLD, &request), "MPI_Isend");
+        check_mpi(MPI_Isend(at, n, type, peer, int(piece), MPI_COMM_WORLD, &request), "MPI_Isend");
       else
-        check(MPI_Irecv(at, n, type, peer, int(piece), MPI_COMM_WORLD, &request), "MPI_Irecv");
+        check_mpi(MPI_Irecv(at, n, type, peer, int(piece), MPI_COMM_WORLD, &request), "MPI_Irecv");
       requests.handles.push_back(request);
       requests.peers.push_back(peer);
     }
@@ -172,9 +177,9 @@ class MpiCommunicator final : public Communicator {
       silent.erase(std::unique(silent.begin(), silent.end()), silent.end());
       watchdog_.waiting_on(std::move(silent));
       int count = 0;
-      check(MPI_Waitsome(int(handles.size()), handles.data(), &count, arrived.data(),
-                         MPI_STATUSES_IGNORE),
-            "MPI_Waitsome");
+      check_mpi(MPI_Waitsome(int(handles.size()), handles.data(), &count, arrived.data(),
+                             MPI_STATUSES_IGNORE),
+                "MPI_Waitsome");
       if (count == MPI_UNDEFINED) break;
     }
   }
@@ -194,6 +199,10 @@ class MpiCommunicator final : public Communicator {
   }
 
   int rank_ = 0, world_ = 1;
+  bool serialized_ = false;  // MPI_THREAD_SERIALIZED provided: the reduction may overlap
+  // [rank]: its values of this rank's shard in a reduction (kept: a gradient's size is the same
+  // at every step, and fresh pages cost more to fault in and zero than to fill over TCP).
+  std::vector<AlignedFloats> received_;
   CollectiveWatchdog watchdog_;
 };
 

@@ -1,10 +1,13 @@
 #include "train/step.h"
 
+#include <chrono>
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
+#include "train/backward_reduction.h"
 #include "train/gradient_tree.h"
 #include "util/error.h"
 
@@ -16,6 +19,13 @@ namespace {
 struct BalanceScope {
   BalanceScope(TrainState& s, RouterBalance* balance) : state(s) { s.set_router_balance(balance); }
   ~BalanceScope() { state.set_router_balance(nullptr); }
+  TrainState& state;
+};
+
+// Sets the state's gradient listener for one pass.
+struct ReadyScope {
+  ReadyScope(TrainState& s, GradientReady* ready) : state(s) { s.set_gradient_ready(ready); }
+  ~ReadyScope() { state.set_gradient_ready(nullptr); }
   TrainState& state;
 };
 
@@ -97,8 +107,8 @@ void freeze_global_balance(TrainState& state, RouterBalance& balance, MicroBatch
 }  // namespace
 
 StepResult optimizer_step(Weights& weights, TrainState& state, AdamW& optimizer, const StepBatch& b,
-                          double lr, double grad_clip, const RouterLoss& router,
-                          Communicator& comm) {
+                          double lr, double grad_clip, const RouterLoss& router, Communicator& comm,
+                          bool overlap_reduction) {
   if (&state.weights() != &weights) fail("optimizer_step: the state runs other weights");
   const MicroBatchBlock block = rank_block(b.micro_batches, comm);
   const int64_t rows = int64_t(b.micro_batches) * b.batch;
@@ -116,27 +126,47 @@ StepResult optimizer_step(Weights& weights, TrainState& state, AdamW& optimizer,
     freeze_global_balance(
         state, *balance, block, [&](int micro) { return micro_batch(micro, nullptr); }, comm);
   state.zero_grads();
-  GradientTree tree(state.grads());
-  // kMicroBatchSums of each micro-batch of the block, then max_abs_hidden of its last.
-  std::vector<double> sums;
-  for (int i = 0; i < block.count; ++i) {
-    const LossSum part =
-        state.forward_backward(micro_batch(block.first + i, b.targets), 1.0f / float(step_targets));
-    const double router_loss = balance && !balance->frozen() ? balance->last_pass_loss() : 0.0;
-    sums.insert(sums.end(), {part.nats, double(part.tokens), router_loss});
-    tree.add(i + 1 == block.count);
-  }
-  sums.push_back(state.max_abs_hidden());
   Gradients& grads = state.grads();
-  comm.reduce_scatter(grads.data(), grads.size());
   const bool zero1 = optimizer.sharded();  // the update of this rank's shard alone
   if (zero1 &&
       optimizer.shard().begin != shard_range(grads.size(), comm.rank(), comm.world()).begin)
     fail("optimizer_step: the optimizer's shard is not this rank's");
-  if (!zero1) comm.all_gather(grads.data(), grads.size());
+  GradientTree tree(grads);
+  // The last micro-batch's backward pass hands its gradient to the ranks' reduction as it goes
+  // (started then: the tree moves the earlier micro-batches' gradients to other storage).
+  std::unique_ptr<OverlappedReduction> reduction;
+  std::optional<BackwardReduction> backward;
+  auto start_reduction = [&] {
+    reduction = comm.start_reduction(grads.data(), grads.size(), !zero1);
+    backward.emplace(
+        weights.layout(), c.vocab_size, c.hidden_size,
+        last_micro_batch_ids(b.ids, int64_t(b.batch) * b.seq_len, b.micro_batches, comm.world()),
+        tree, grads, *reduction);
+  };
+  std::vector<double> sums;  // kMicroBatchSums of each micro-batch, then max_abs_hidden of its last
+  for (int i = 0; i < block.count; ++i) {
+    const bool last = i + 1 == block.count;
+    if (last && comm.world() > 1 && overlap_reduction) start_reduction();
+    const ReadyScope ready(state, backward ? &*backward : nullptr);
+    const LossSum part =
+        state.forward_backward(micro_batch(block.first + i, b.targets), 1.0f / float(step_targets));
+    const double router_loss = balance && !balance->frozen() ? balance->last_pass_loss() : 0.0;
+    sums.insert(sums.end(), {part.nats, double(part.tokens), router_loss});
+    if (!backward) tree.add(last);  // else folded range by range as the pass went
+  }
+  sums.push_back(state.max_abs_hidden());
+  StepResult r;
+  const auto waited_from = std::chrono::steady_clock::now();
+  if (backward) {
+    backward->finish();
+  } else {
+    comm.reduce_scatter(grads.data(), grads.size());
+    if (!zero1) comm.all_gather(grads.data(), grads.size());
+  }
+  r.reduction_wait_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - waited_from).count();
   const std::vector<double> all = comm.all_gather(sums);
   const StepSums step = step_sums(all, sums.size());
-  StepResult r;
   r.max_abs_hidden = all.back();  // the last micro-batch's, on the last rank
   r.loss = step.loss.nats / double(step.loss.tokens);
   if (balance) r.router_aux_loss = balance->frozen() ? balance->loss() : step.router_loss;

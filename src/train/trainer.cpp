@@ -166,6 +166,7 @@ class TrainingRun {
   int64_t first_step_ = 0;
   double last_loss_ = 0;
   json final_eval_;
+  bool overlap_reduction_ = false;  // TrainSession's
 };
 
 std::optional<ShardRange> TrainingRun::optimizer_shard(bool zero1) const {
@@ -267,7 +268,7 @@ json TrainingRun::take_step() {
   const StepResult result =
       optimizer_step(weights_, state_, optimizer_,
                      {ids_.data(), targets_.data(), run_.grad_accum, run_.batch_size, run_.seq_len},
-                     lr, run_.grad_clip, run_.router_loss, comm_);
+                     lr, run_.grad_clip, run_.router_loss, comm_, overlap_reduction_);
   last_loss_ = result.loss;
   if (!result.updated) {
     if (run_.on_nonfinite == NonFinitePolicy::abort)
@@ -287,6 +288,7 @@ json TrainingRun::take_step() {
                  {"max_abs_hidden", float(result.max_abs_hidden)},
                  {"tokens_seen", progress_.tokens_seen}};
   if (weights_.config().has_moe_layers()) record["router_aux_loss"] = result.router_aux_loss;
+  if (comm_.world() > 1) record["reduction_wait_s"] = result.reduction_wait_s;
   if (!result.updated) record["skipped"] = "non-finite loss or gradient";
   const bool last = progress_.step == run_.steps;
   if (val_shard_ && (last || (run_.eval_every > 0 && progress_.step % run_.eval_every == 0))) {
@@ -375,6 +377,7 @@ TrainOutcome TrainingRun::complete_run() {
 }
 
 TrainOutcome TrainingRun::run(const TrainSession& session) {
+  overlap_reduction_ = session.overlap_reduction;
   start_or_resume(session);
   if (session.resume && progress_.step == run_.steps) return complete_run();
   const int64_t stop_at_step = session.stop_at_step;

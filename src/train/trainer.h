@@ -40,7 +40,13 @@ struct TrainSession {
   Communicator* communicator = nullptr;
   // ZeRO-1: each rank keeps AdamW's moments of its shard of the parameters only, updates that
   // shard, and the weights are all-gathered (the same bits as unsharded). No effect on one rank.
+  // `gattn train` sets it unless given --no-zero1.
   bool zero1 = false;
+  // Ranks reduce the gradients while the backward pass goes on (train/backward_reduction.h), not
+  // after it. The same bits either way; on cores that all compute, the transfer's own CPU work
+  // makes it no faster (docs/SCALING.md). Metrics records of a data-parallel run carry
+  // reduction_wait_s: the step's wait for the reduction after the pass.
+  bool overlap_reduction = false;
 };
 
 // train()'s token_bytes for a run: the UTF-8 bytes of each id of its tokenizer, once its

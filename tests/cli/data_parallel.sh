@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Data-parallel training through mpirun (issue 36) gives one process's bits: a 2-layer hidden-64
 # model, fp32, one thread per rank.
-#  - 2 ranks = grad_accum 2 over 20 steps; 4 ranks = grad_accum 4 (model, AdamW state, metrics);
-#    the same with ZeRO-1 (AdamW's state sharded, gathered into the checkpoint)
+#  - 2 ranks = grad_accum 2 over 20 steps (the reduction overlapped with the backward pass);
+#    4 ranks, and 2 ranks with the reduction overlapped or after the pass, = grad_accum 4 (model,
+#    AdamW state, metrics); the same with ZeRO-1 (AdamW's state sharded, gathered into the
+#    checkpoint), overlapped on 2 ranks
 #  - resuming with another rank count (2 -> 1 -> 4, ZeRO-1 on the ranks) continues the same run
 #  - SIGUSR1 to rank 1 alone stops both ranks at the same step (agreed after each step), with a
 #    checkpoint and exit 0; the resumed run equals an uninterrupted one; the same for SIGTERM
@@ -43,6 +45,7 @@ def records(path):
     rows = [json.loads(line) for line in open(path)]
     for r in rows:
         r.pop("tokens_per_s")
+        r.pop("reduction_wait_s", None)  # data-parallel runs only
     return rows
 a, b = records(sys.argv[1]), records(sys.argv[2])
 assert a == b, f"metrics differ:\n{a}\n{b}"
@@ -50,17 +53,21 @@ PY
 }
 
 "$gattn" train --config "$work/accum2.json" --out "$work/one2" >/dev/null 2>&1
-ranks 2 --config "$work/accum2.json" --out "$work/two" >"$work/two.out" 2>"$work/two.err"
+ranks 2 --config "$work/accum2.json" --out "$work/two" --no-zero1 --overlap-reduction >"$work/two.out" 2>"$work/two.err"
 grep -q '"steps": 20' "$work/two.out"  # rank 0 prints the summary
 same one2 two 20
 echo "2 ranks = grad_accum 2 over 20 steps: model, optimizer state and metrics identical"
 
 "$gattn" train --config "$work/accum4.json" --out "$work/one4" >/dev/null 2>&1
-ranks 4 --config "$work/accum4.json" --out "$work/four" >/dev/null 2>&1
+ranks 4 --config "$work/accum4.json" --out "$work/four" --no-zero1 >/dev/null 2>&1
 same one4 four 20
-echo "4 ranks = grad_accum 4: identical"
+ranks 2 --config "$work/accum4.json" --out "$work/two4" --no-zero1 --overlap-reduction >/dev/null 2>&1
+same one4 two4 20
+ranks 2 --config "$work/accum4.json" --out "$work/two4s" --no-zero1 >/dev/null 2>&1
+same one4 two4s 20
+echo "4 ranks = grad_accum 4 = 2 ranks (reduction overlapped with the backward pass, or after it): identical"
 
-ranks 2 --config "$work/accum2.json" --out "$work/zero2" --zero1 >/dev/null 2>"$work/zero2.err"
+ranks 2 --config "$work/accum2.json" --out "$work/zero2" --zero1 --overlap-reduction >/dev/null 2>"$work/zero2.err"
 same one2 zero2 20
 ranks 4 --config "$work/accum4.json" --out "$work/zero4" --zero1 >/dev/null 2>&1
 same one4 zero4 20

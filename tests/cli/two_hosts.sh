@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Data-parallel training across two hosts (issue 36): 2 ranks in two network namespaces joined by
-# a veth pair, TCP only (scripts/two_hosts.sh), 20 steps of the 2-layer hidden-64 model, bitwise
-# equal to one process with grad_accum 2. Exits 77 (skipped) where namespaces are not allowed.
+# a veth pair (where namespaces are allowed; the reduction overlapped with the backward pass),
+# then on two loopback addresses, TCP only (scripts/two_hosts.sh), 20 steps of the 2-layer
+# hidden-64 model each, bitwise equal to one process with grad_accum 2.
 # Usage: two_hosts.sh GATTN
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,4 +16,5 @@ cat >"$work/run.json" <<JSON
  "checkpoint": {"every": 0, "keep": 1}, "threads": 1, "precision": "fp32", "out": "unused",
  "optimizer": {"lr": 0.01}, "schedule": {"warmup_steps": 2}}
 JSON
-GATTN=$1 exec "$here/../../scripts/two_hosts.sh" "$work/run.json" "$work/out"
+GATTN=$1 "$here/../../scripts/two_hosts.sh" "$work/run.json" "$work/out" --overlap-reduction
+GATTN=$1 TWO_HOSTS_LOOPBACK=1 "$here/../../scripts/two_hosts.sh" "$work/run.json" "$work/loopback"

@@ -87,9 +87,13 @@ rank1_of() {
     [ -f "$1/metrics.jsonl" ] && [ "$(wc -l <"$1/metrics.jsonl")" -ge 3 ] && break
     sleep 0.05
   done
+  # grep reads the whole environment (with -q it could stop early, and tr's SIGPIPE would fail
+  # the pipeline under pipefail); the function succeeds whatever the last pid was.
   for pid in $(pgrep -f -- "--out $1"); do
-    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 && echo "$pid"
+    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -x OMPI_COMM_WORLD_RANK=1 >/dev/null
+    then echo "$pid"; fi
   done
+  return 0
 }
 
 # A stop that reaches one rank: both stop after the same step.

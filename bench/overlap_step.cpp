@@ -10,7 +10,10 @@
 // Then the all-reduce alone, 5 times: the whole gradient handed to the overlapped reduction at once
 // and its end awaited, nothing computing (its thread sleeps between polls, unlike MPI's blocking
 // waits, which spin): wall seconds, the rank's CPU seconds and the machine's idle share, what the
-// transfer itself costs the cores.
+// transfer itself costs the cores. The per-op profile of the gap: each op's mean wall seconds per
+// step in either mode (the ops of the forward and backward pass, timed by the pass's OpProfile;
+// "other" is the rest of the step: the wait, the clipping and the update), and the CPU seconds of
+// the rank's threads beside the one computing (the exchange thread; OpenMPI's own).
 //   mpirun -np 2 ... gattn_bench_overlap_step CONFIG [BATCH=1] [STEPS=22]
 #include <sys/resource.h>
 
@@ -32,6 +35,7 @@
 #include "train/step.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/op_profile.h"
 #include "util/threads.h"
 
 namespace {
@@ -58,13 +62,48 @@ std::pair<double, double> machine_jiffies() {
   return {idle, total};
 }
 
+// CPU seconds (user + system) of this process's threads other than the calling one, those that
+// have ended included: the process's less the calling thread's.
+double other_threads_cpu_seconds() {
+  rusage self{}, thread{};
+  getrusage(RUSAGE_SELF, &self);
+  getrusage(RUSAGE_THREAD, &thread);
+  auto s = [](timeval t) { return double(t.tv_sec) + 1e-6 * double(t.tv_usec); };
+  return s(self.ru_utime) + s(self.ru_stime) - s(thread.ru_utime) - s(thread.ru_stime);
+}
+
+// Per-op wall seconds summed over the steps of one mode.
+struct OpTotals {
+  std::vector<std::pair<std::string, double>> ops;
+  int steps = 0;
+  void add(const OpProfile& profile, double step_seconds) {
+    double timed = 0;
+    for (const auto& [op, seconds] : profile.totals()) {
+      add_op(op, seconds);
+      timed += seconds;
+    }
+    add_op("other", step_seconds - timed);
+    ++steps;
+  }
+  void add_op(const std::string& op, double seconds) {
+    for (auto& [name, total] : ops)
+      if (name == op) return void(total += seconds);
+    ops.emplace_back(op, seconds);
+  }
+  double mean(const std::string& op) const {
+    for (const auto& [name, total] : ops)
+      if (name == op) return total / std::max(1, steps);
+    return 0;
+  }
+};
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
 struct Sample {
-  double seconds, wait, cpu, idle;
+  double seconds, wait, cpu, idle, other_threads_cpu;
 };
 
 }  // namespace
@@ -83,18 +122,21 @@ int main(int argc, char** argv) try {
   Weights w(load_config(argv[1]));
   w.init(1);
   TrainState state(w);
-  state.set_exec({.threads = 1});
+  OpProfile profile;
+  state.set_exec({.profile = &profile, .threads = 1});
   AdamW optimizer(w.layout(), AdamWOptions{});
   std::mt19937_64 rng(3);
   const size_t tokens = size_t(2 * batch * seq);
   std::vector<int32_t> ids(tokens), targets(tokens);
   std::vector<Sample> overlapped, sequential;
+  OpTotals overlapped_ops, sequential_ops;
   for (int step = 0; step < steps; ++step) {
     for (size_t i = 0; i < tokens; ++i)
       ids[i] = int32_t(rng() % 8000), targets[i] = int32_t(rng() % 8000);
     const bool overlap = step % 4 == 0 || step % 4 == 3;  // ABBA
     const auto [idle0, total0] = machine_jiffies();
-    const double cpu0 = cpu_seconds();
+    const double cpu0 = cpu_seconds(), others0 = other_threads_cpu_seconds();
+    profile.clear();
     const auto t0 = std::chrono::steady_clock::now();
     const StepResult r =
         optimizer_step(w, state, optimizer, {ids.data(), targets.data(), 2, batch, seq}, 1e-4, 1.0,
@@ -104,8 +146,12 @@ int main(int argc, char** argv) try {
     const double cpu = cpu_seconds() - cpu0;
     const auto [idle1, total1] = machine_jiffies();
     const Sample s{seconds, r.reduction_wait_s, cpu,
-                   (idle1 - idle0) / std::max(1.0, total1 - total0)};
-    if (step >= 2) (overlap ? overlapped : sequential).push_back(s);
+                   (idle1 - idle0) / std::max(1.0, total1 - total0),
+                   other_threads_cpu_seconds() - others0};
+    if (step >= 2) {
+      (overlap ? overlapped : sequential).push_back(s);
+      (overlap ? overlapped_ops : sequential_ops).add(profile, seconds);
+    }
     if (comm->rank() == 0)
       std::printf("step %2d %-10s %.3f s, wait %.3f s, cpu %.3f s, machine idle %.0f%%\n", step,
                   overlap ? "overlapped" : "sequential", s.seconds, s.wait, s.cpu, 100 * s.idle);
@@ -136,12 +182,23 @@ int main(int argc, char** argv) try {
         "hidden (T_seq - T_ovl) / T_comm = %.2f; per pair: mean %.3f s, sd %.3f s, n %zu "
         "(mean / T_comm %.2f)\n",
         (t_seq - t_ovl) / t_comm, mean, sd, diffs.size(), mean / t_comm);
+    std::printf("per op, mean seconds a step (rank 0): %-28s %10s %10s %10s\n", "op", "overlapped",
+                "sequential", "difference");
+    for (const auto& [op, total] : sequential_ops.ops) {
+      const double o = overlapped_ops.mean(op), q = sequential_ops.mean(op);
+      std::printf("per op, mean seconds a step (rank 0): %-28s %10.4f %10.4f %+10.4f\n", op.c_str(),
+                  o, q, o - q);
+    }
+    std::printf(
+        "CPU seconds a step of rank 0's other threads (exchange, OpenMPI): overlapped %.3f, "
+        "sequential %.3f (medians)\n",
+        med(overlapped, &Sample::other_threads_cpu), med(sequential, &Sample::other_threads_cpu));
   }
   for (int rep = 0; rep < 5; ++rep) {
     Gradients& g = state.grads();
     comm->barrier();
     const auto [idle0, total0] = machine_jiffies();
-    const double cpu0 = cpu_seconds();
+    const double cpu0 = cpu_seconds(), others0 = other_threads_cpu_seconds();
     const auto t0 = std::chrono::steady_clock::now();
     const auto reduction = comm->start_reduction(g.data(), g.size(), true);
     reduction->ready({{0, g.size()}});
@@ -151,8 +208,11 @@ int main(int argc, char** argv) try {
     const double cpu = cpu_seconds() - cpu0;
     const auto [idle1, total1] = machine_jiffies();
     if (comm->rank() == 0)
-      std::printf("all-reduce alone: %.3f s, rank 0's cpu %.3f s, machine idle %.0f%%\n", seconds,
-                  cpu, 100 * (idle1 - idle0) / std::max(1.0, total1 - total0));
+      std::printf(
+          "all-reduce alone: %.3f s, rank 0's cpu %.3f s (its other threads %.3f s), machine idle "
+          "%.0f%%\n",
+          seconds, cpu, other_threads_cpu_seconds() - others0,
+          100 * (idle1 - idle0) / std::max(1.0, total1 - total0));
   }
   return 0;
 } catch (const std::exception& e) {

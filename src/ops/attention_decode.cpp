@@ -139,7 +139,7 @@ struct FewQueryTask {
       T* p = scores + size_t(u) * len;
       const int n = std::clamp(seen(qv.row(u)) - j0, 0, len);  // later rows are not kept
       if (n > 0) {
-        row_sum[u] = exp_shifted(p, n, &row_max[u]);
+        row_sum[u] = exp_shifted_of(p, n, &row_max[u]);
       } else {
         row_sum[u] = 0;
         row_max[u] = -std::numeric_limits<T>::infinity();
@@ -148,6 +148,15 @@ struct FewQueryTask {
     }
     std::fill(acc, acc + size_t(qv.count()) * s.head_dim, T(0));
     add_values(scores, v + int64_t(j0) * s.ld_v, len, acc);
+  }
+
+  // exp_shifted, on the AVX-512 kernels where they run (the same bits).
+  T exp_shifted_of(T* p, int n, T* max) const {
+#ifdef GATTN_X86_KERNELS
+    if constexpr (std::is_same_v<T, float>)
+      if (kernels == FewQueryKernels::avx512) return avx512::few_query_exp_shifted(p, n, max);
+#endif
+    return exp_shifted(p, n, max);
   }
 
   // The vectors as the fp32 kernels take them.

@@ -35,6 +35,11 @@ void few_query_values(float* acc, const float* p, int64_t ld, const FewQueryVect
 void few_query_values(float* acc, const float* p, int64_t ld, const FewQueryVectors& qv,
                       const uint16_t* v, int64_t ld_v, int n);
 
+// p[j] = exp(p[j] - max) over n scores (n >= 1), fast_exp's bits; returns their sum, added in
+// the order of attention_decode.cpp's exp_shifted, and sets *max: that function's results, bit for
+// bit.
+float few_query_exp_shifted(float* p, int n, float* max);
+
 // quant_dot (ops/quant_dot.h) on AVX-512 BW and VNNI: where the CPU has avx512_vnni.
 // (ops/quant_dot_avx512.cpp)
 void quant_dot(WeightDtype dtype, int64_t cols, const uint8_t* w, int64_t w_rows, const uint8_t* x,

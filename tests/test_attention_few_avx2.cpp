@@ -4,7 +4,7 @@
 // rows of the four-stream order, scale x dot for a row left over); the values written out: added
 // four rows at a time as the loop's p0 v0 + p1 v1 + p2 v2 + p3 v3 is compiled (p1 v1, then p0, p2
 // and p3 fused in: GCC's contraction), then added to the accumulator, a row left over by one fused
-// add; rows in the four-stream order.
+// add; rows in the four-stream order. And the softmax's exp_shifted (tests/exp_shifted_check.h).
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+#include "exp_shifted_check.h"
 #include "ops/attention_few_avx2.h"
 #include "ops/bf16_bits.h"
 
@@ -121,6 +122,10 @@ TEST(FewQueryAvx2, ScoresPassMakesThePortableLoopsArithmeticBitForBit) {
     check_scores<float>(group);
     check_scores<uint16_t>(group);
   }
+}
+
+TEST(FewQueryAvx2, ExpShiftedGivesTheScalarLoopsBits) {
+  check_exp_shifted(avx2::few_query_exp_shifted);
 }
 
 TEST(FewQueryAvx2, ValuesPassMakesThePortableLoopsArithmeticBitForBit) {

@@ -15,9 +15,9 @@
 #include <random>
 #include <vector>
 
+#include "exp_shifted_check.h"
 #include "ops/avx512_kernels.h"
 #include "ops/bf16_bits.h"
-#include "ops/fast_exp.h"
 #include "util/cpu_features.h"
 
 #ifdef GATTN_X86_KERNELS
@@ -102,53 +102,9 @@ TEST(FewQueryAvx512, ValuesPassAddsEachQuadInItsOrderBitForBit) {
     }
 }
 
-// attention_decode.cpp's exp_shifted, as written there.
-float exp_shifted_reference(float* p, int n, float* max) {
-  float m = p[0];
-  for (int j = 1; j < n; ++j) m = std::max(m, p[j]);
-  float lane[8] = {};
-  int j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (int l = 0; l < 8; ++l) lane[l] += p[j + l] = fast_exp(p[j + l] - m);
-  for (; j < n; ++j) lane[0] += p[j] = fast_exp(p[j] - m);
-  float sum = 0;
-  for (int l = 0; l < 8; ++l) sum += lane[l];
-  *max = m;
-  return sum;
-}
-
 TEST(FewQueryAvx512, ExpShiftedGivesTheScalarLoopsBits) {
   if (!runs_avx512_kernels()) GTEST_SKIP() << "this CPU lacks the AVX-512 kernels' features";
-  std::mt19937 rng(9);
-  std::normal_distribution<float> normal(0.0f, 2.0f);  // many terms of a sum count
-  const float inf = std::numeric_limits<float>::infinity();
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  for (int n = 1; n <= 70; ++n)
-    for (int kind = 0; kind < 6; ++kind) {
-      std::vector<float> scores(n);
-      for (auto& x : scores) x = normal(rng);
-      if (kind == 1) scores[size_t(n) / 2] = inf;
-      if (kind == 2) scores[0] = -inf;
-      if (kind == 3) scores[size_t(n) - 1] = nan;
-      if (kind == 4) scores[0] = nan;
-      if (kind == 5)
-        for (int j = 0; j < n; ++j) scores[size_t(j)] = j % 2 ? 0.0f : -0.0f;
-      std::vector<float> got = scores, want = scores;
-      float got_max = 0, want_max = 0;
-      const float got_sum = avx512::few_query_exp_shifted(got.data(), n, &got_max);
-      const float want_sum = exp_shifted_reference(want.data(), n, &want_max);
-      SCOPED_TRACE(testing::Message() << "n " << n << ", kind " << kind);
-      // The largest value is the same; only a zero's sign may differ, which no result below
-      // shows (exp(x - 0) and exp(x + 0) agree, and so do the sums).
-      if (want_max == 0)
-        EXPECT_EQ(got_max, 0.0f);
-      else if (std::isnan(want_max))
-        EXPECT_TRUE(std::isnan(got_max));
-      else
-        EXPECT_EQ(bits(got_max), bits(want_max));
-      EXPECT_EQ(bits(got_sum), bits(want_sum));
-      for (int j = 0; j < n; ++j) ASSERT_EQ(bits(got[size_t(j)]), bits(want[size_t(j)])) << j;
-    }
+  check_exp_shifted(avx512::few_query_exp_shifted);
 }
 
 }  // namespace

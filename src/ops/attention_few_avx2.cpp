@@ -160,7 +160,78 @@ void values(float* acc, const float* p, int64_t ld, const FewQueryVectors& qv, c
       },
       [&](int j) { values_one(acc, p, ld, qv, v, ld_v, j); });
 }
+
+// fast_exp (ops/fast_exp.h) on eight lanes: the same operations in the same order, so the same
+// bits (its comparisons written as masks with the same outcome for NaN).
+__m256 fast_exp8(__m256 x) {
+  const __m256 lowest = _mm256_set1_ps(-87.33f), highest = _mm256_set1_ps(88.72f);
+  const __m256 at_least = _mm256_blendv_ps(lowest, x, _mm256_cmp_ps(x, lowest, _CMP_GT_OQ));
+  const __m256 clamped =
+      _mm256_blendv_ps(highest, at_least, _mm256_cmp_ps(at_least, highest, _CMP_LT_OQ));
+  const __m256 shifter = _mm256_set1_ps(0x1.8p23f);
+  const __m256 k = _mm256_sub_ps(
+      _mm256_fmadd_ps(clamped, _mm256_set1_ps(1.44269504088896341f), shifter), shifter);
+  const __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.12194440e-4f),
+                                    _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), clamped));
+  __m256 q = _mm256_set1_ps(1.9875691500e-4f);
+  q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(1.3981999507e-3f));
+  q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(8.3334519073e-3f));
+  q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(4.1665795894e-2f));
+  q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(1.6666665459e-1f));
+  q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(5.0000001201e-1f));
+  const __m256 e_r =
+      _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(q, r), r, r), _mm256_set1_ps(1.0f));
+  const __m256i ki = _mm256_cvttps_epi32(k);
+  // ki / 2 rounded toward zero, as C++ divides: add the sign bit, then shift
+  const __m256i half = _mm256_srai_epi32(_mm256_add_epi32(ki, _mm256_srli_epi32(ki, 31)), 1);
+  const __m256i bias = _mm256_set1_epi32(127);
+  const __m256 scale_a = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(half, bias), 23));
+  const __m256 scale_b = _mm256_castsi256_ps(
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(ki, half), bias), 23));
+  const __m256 y = _mm256_mul_ps(_mm256_mul_ps(e_r, scale_a), scale_b);
+  const __m256 below_inf =
+      _mm256_blendv_ps(y, _mm256_set1_ps(__builtin_inff()), _mm256_cmp_ps(x, highest, _CMP_GT_OQ));
+  const __m256 in_range =
+      _mm256_blendv_ps(below_inf, _mm256_setzero_ps(), _mm256_cmp_ps(x, lowest, _CMP_LT_OQ));
+  return _mm256_blendv_ps(in_range, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
 }  // namespace
+
+float few_query_exp_shifted(float* p, int n, float* max) {
+  // The largest score: each lane keeps its running max as the scalar loop does (m < p ? p : m),
+  // the lanes then taken in order the same way; the same value as the scalar loop's.
+  __m256 lanes = _mm256_set1_ps(p[0]);
+  int j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 x = _mm256_loadu_ps(p + j);
+    lanes = _mm256_blendv_ps(lanes, x, _mm256_cmp_ps(lanes, x, _CMP_LT_OQ));
+  }
+  alignas(32) float lane[8];
+  _mm256_store_ps(lane, lanes);
+  float m = lane[0];
+  for (int l = 1; l < 8; ++l) m = m < lane[l] ? lane[l] : m;
+  for (; j < n; ++j) m = m < p[j] ? p[j] : m;
+  // exp(p - m) in place, the sum in the scalar loop's eight lanes (lane l: j = l mod 8 of the
+  // first n - n % 8, the rest added to lane 0), then the lanes in order.
+  const __m256 shift = _mm256_set1_ps(m);
+  __m256 sum8 = _mm256_setzero_ps();
+  for (j = 0; j + 8 <= n; j += 8) {
+    const __m256 e = fast_exp8(_mm256_sub_ps(_mm256_loadu_ps(p + j), shift));
+    _mm256_storeu_ps(p + j, e);
+    sum8 = _mm256_add_ps(sum8, e);
+  }
+  _mm256_store_ps(lane, sum8);
+  if (j < n) {
+    alignas(32) float tail[8] = {};
+    for (int t = 0; j + t < n; ++t) tail[t] = p[j + t];
+    _mm256_store_ps(tail, fast_exp8(_mm256_sub_ps(_mm256_load_ps(tail), shift)));
+    for (int t = 0; j < n; ++j, ++t) lane[0] += p[j] = tail[t];
+  }
+  float sum = 0;
+  for (int l = 0; l < 8; ++l) sum += lane[l];
+  *max = m;
+  return sum;
+}
 
 void few_query_scores(float* out, int64_t ld, const FewQueryVectors& qv, const float* k,
                       int64_t ld_k, int n, float scale) {

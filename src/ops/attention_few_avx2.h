@@ -24,5 +24,10 @@ void few_query_values(float* acc, const float* p, int64_t ld, const FewQueryVect
 void few_query_values(float* acc, const float* p, int64_t ld, const FewQueryVectors& qv,
                       const uint16_t* v, int64_t ld_v, int n);
 
+// p[j] = exp(p[j] - max) over n scores (n >= 1), fast_exp's bits; returns their sum, added in
+// the order of attention_decode.cpp's exp_shifted, and sets *max: that function's results, bit for
+// bit.
+float few_query_exp_shifted(float* p, int n, float* max);
+
 }  // namespace gattn::avx2
 #endif

@@ -152,14 +152,14 @@ struct FewQueryTask {
 
   // exp_shifted, on the AVX-512 or AVX2 kernels where they run (the same bits).
   T exp_shifted_of(T* p, int n, T* max) const {
+    if constexpr (std::is_same_v<T, float>) {
 #ifdef GATTN_X86_KERNELS
-    if constexpr (std::is_same_v<T, float>)
       if (kernels == FewQueryKernels::avx512) return avx512::few_query_exp_shifted(p, n, max);
 #endif
 #ifdef GATTN_DOT_AVX2
-    if constexpr (std::is_same_v<T, float>)
       if (kernels == FewQueryKernels::avx2) return avx2::few_query_exp_shifted(p, n, max);
 #endif
+    }
     return exp_shifted(p, n, max);
   }
 

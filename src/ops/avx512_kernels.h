@@ -37,7 +37,7 @@ void few_query_values(float* acc, const float* p, int64_t ld, const FewQueryVect
 
 // p[j] = exp(p[j] - max) over n scores (n >= 1), fast_exp's bits; returns their sum, added in
 // the order of attention_decode.cpp's exp_shifted, and sets *max: that function's results, bit for
-// bit.
+// bit (but the sign of a zero max, which changes no result).
 float few_query_exp_shifted(float* p, int n, float* max);
 
 // quant_dot (ops/quant_dot.h) on AVX-512 BW and VNNI: where the CPU has avx512_vnni.

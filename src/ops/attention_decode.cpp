@@ -251,22 +251,31 @@ struct FewQueryTask {
   }
 };
 
-// One sequence over a long cache: the positions in fixed chunks of kSplitPositions (every kv
-// head of a chunk's rows: each thread reads whole rows, contiguous), each chunk's (max, sum, acc)
-// merged in chunk order. The chunks do not depend on the thread count, nor the values. 64
-// positions: two threads get nearly equal shares (at ~560 positions chunks of 128 gave one thread
-// 384 positions and the other 176), and each chunk's own work (its softmax, its part of the
-// merge) stays small; chunks of 32 and 64 measured against 128, two threads: 0.84x and 0.76x the
-// time at ref-dense's shape, 0.83x and 0.77x at the 0.6B shape (gattn_bench_attention_decode).
+// One sequence over a long cache: the positions in chunks (every kv head of a chunk's rows: each
+// thread reads whole rows, contiguous), each chunk's (max, sum, acc) merged in chunk order. The
+// chunks depend on the number of positions only, not on the thread count nor the values.
+// Chunks of at most kSplitPositions keep each chunk's own work (its softmax, its part of the
+// merge) small: chunks of 32 and 64 measured against 128, two threads: 0.84x and 0.76x the time
+// at ref-dense's shape, 0.83x and 0.77x at the 0.6B shape (gattn_bench_attention_decode).
 constexpr int kSplitPositions = 64;
 constexpr int kSplitFrom = 256;  // cached positions from which one sequence is split
+
+// The positions of a chunk: chunks of equal length (a multiple of 4, the last one shorter), an
+// even number of them where that rounding allows, so two threads get equal shares. Fixed chunks of
+// 64 gave one thread 5 and the other 4 at 560 positions (320 and 240 positions): the other waited a
+// quarter of its time.
+int split_chunk_positions(int most_seen) {
+  const int chunks = 2 * ((most_seen + 2 * kSplitPositions - 1) / (2 * kSplitPositions));
+  return ((most_seen + chunks - 1) / chunks + 3) / 4 * 4;
+}
 
 template <typename T, typename KV>
 void few_queries_split(T* out, T* lse, const T* q, const KV* k, const KV* v,
                        const AttentionShape& s, int most_seen) {
   const int d = s.head_dim, group = s.q_heads / s.kv_heads;
   const QueryVectors qv{.rows = s.q_len, .kv_begin = 0, .kv_count = s.kv_heads, .group = group};
-  const int vectors = qv.count(), chunks = (most_seen + kSplitPositions - 1) / kSplitPositions;
+  const int length = split_chunk_positions(most_seen);
+  const int vectors = qv.count(), chunks = (most_seen + length - 1) / length;
   thread_local VectorPointers<T> vs;  // the calling thread's: read by every thread below
   vs.make(qv, q, 0, s);
   const FewQueryTask<T, KV> task{
@@ -278,17 +287,16 @@ void few_queries_split(T* out, T* lse, const T* q, const KV* k, const KV* v,
 #pragma omp parallel
   {
     thread_local std::vector<T> scores;
-    if (scores.size() < size_t(vectors) * kSplitPositions)
-      scores.resize(size_t(vectors) * kSplitPositions);
+    if (scores.size() < size_t(vectors) * length) scores.resize(size_t(vectors) * length);
 #pragma omp for schedule(static)
     for (int c = 0; c < chunks; ++c) {
       T* r = results + part * c;
       T* acc = r;
       T* row_max = r + size_t(vectors) * d;
-      task.run(c * kSplitPositions, std::min(most_seen, (c + 1) * kSplitPositions), scores.data(),
-               acc, row_max, row_max + vectors);
+      task.run(c * length, std::min(most_seen, (c + 1) * length), scores.data(), acc, row_max,
+               row_max + vectors);
     }
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait  // the region's end waits for every thread
     for (int u = 0; u < vectors; ++u) {
       auto max_of = [&](int c) { return results[part * c + size_t(vectors) * d + u]; };
       auto sum_of = [&](int c) { return results[part * c + size_t(vectors) * d + vectors + u]; };

@@ -14,25 +14,12 @@
 #include <vector>
 
 #include "exp_shifted_check.h"
+#include "few_query_values_check.h"
 #include "ops/attention_few_avx2.h"
-#include "ops/bf16_bits.h"
 
 #ifdef GATTN_DOT_AVX2
 namespace gattn {
 namespace {
-
-float widen(float x) { return x; }
-float widen(uint16_t x) { return bf16_to_float(x); }
-template <typename KV>
-KV cached(float x);
-template <>
-float cached<float>(float x) {
-  return x;
-}
-template <>
-uint16_t cached<uint16_t>(float x) {
-  return bf16_instruction_bits(x);
-}
 
 void expect_bits_equal(const std::vector<float>& got, const std::vector<float>& want) {
   ASSERT_EQ(got.size(), want.size());
@@ -42,42 +29,23 @@ void expect_bits_equal(const std::vector<float>& got, const std::vector<float>& 
 
 template <typename KV>
 void check(int group) {
-  const int d = 80, kv_heads = 3, n = 4 * 9 + 3, vectors = kv_heads * group;  // 3 rows left over
-  const int64_t ld = kv_heads * d + 16;                                       // padded rows
-  std::mt19937 rng(7);
-  std::normal_distribution<float> normal;
-  std::vector<KV> v(n * ld);
-  for (auto& x : v) x = cached<KV>(normal(rng));
-  std::vector<float> p(size_t(vectors) * n), acc(size_t(vectors) * d);
-  for (auto& x : p) x = std::exp(normal(rng));
-  for (auto& x : acc) x = normal(rng);
-  std::vector<int> kv_offset(vectors);
-  for (int u = 0; u < vectors; ++u) kv_offset[u] = u / group * d;
-  const FewQueryVectors qv{nullptr, kv_offset.data(), vectors, group, d};  // no queries read
-
-  std::vector<float> sums = acc, want_sums = acc;
-  avx2::few_query_values(sums.data(), p.data(), n, qv, v.data(), ld, n);
-
-  const int part = n / 4;
-  for (int u = 0; u < vectors; ++u) {
-    const KV* vu = v.data() + kv_offset[u];
-    const float* pu = &p[size_t(u) * n];
-    float* a = &want_sums[size_t(u) * d];
-    for (int j = 0; j < part; ++j) {
-      const int js[4] = {j, j + part, j + 2 * part, j + 3 * part};
-      for (int c = 0; c < d; ++c) {
-        auto term = [&](int i) { return widen(vu[js[i] * ld + c]); };
-        float s = pu[js[1]] * term(1);
-        s = std::fma(pu[js[0]], term(0), s);
-        s = std::fma(pu[js[2]], term(2), s);
-        s = std::fma(pu[js[3]], term(3), s);
-        a[c] = a[c] + s;
+  const ValuesCase<KV> c = values_case<KV>(3, group, 80, 4 * 9 + 3, 7);  // 3 rows left over
+  std::vector<float> sums = c.acc;
+  avx2::few_query_values(sums.data(), c.p.data(), c.n, c.vectors_view(), c.v.data(), c.ld, c.n);
+  const auto want = values_in_four_streams(c, [&](float* a, auto weight, auto value, int count) {
+    for (int col = 0; col < c.d; ++col) {
+      if (count == 1) {
+        a[col] = std::fma(weight(0), value(0, col), a[col]);
+        continue;
       }
+      float s = weight(1) * value(1, col);
+      s = std::fma(weight(0), value(0, col), s);
+      s = std::fma(weight(2), value(2, col), s);
+      s = std::fma(weight(3), value(3, col), s);
+      a[col] = a[col] + s;
     }
-    for (int j = 4 * part; j < n; ++j)
-      for (int c = 0; c < d; ++c) a[c] = std::fma(pu[j], widen(vu[j * ld + c]), a[c]);
-  }
-  expect_bits_equal(sums, want_sums);
+  });
+  expect_bits_equal(sums, want);
 }
 
 template <typename KV>

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "exp_shifted_check.h"
+#include "few_query_values_check.h"
 #include "ops/avx512_kernels.h"
-#include "ops/bf16_bits.h"
 #include "util/cpu_features.h"
 
 #ifdef GATTN_X86_KERNELS
@@ -33,62 +33,22 @@ bool runs_avx512_kernels() {
          f.avx512_vnni;
 }
 
-float widen(float x) { return x; }
-float widen(uint16_t x) { return bf16_to_float(x); }
-template <typename KV>
-KV cached(float x);
-template <>
-float cached<float>(float x) {
-  return x;
-}
-template <>
-uint16_t cached<uint16_t>(float x) {
-  return bf16_instruction_bits(x);
-}
-
 template <typename KV>
 void check_values(int group, int d) {
-  const int kv_heads = 2, n = 4 * 7 + 3, vectors = kv_heads * group;  // 3 rows left over
-  const int64_t ld = kv_heads * d + 16;                               // padded rows
-  std::mt19937 rng(5);
-  std::normal_distribution<float> normal;
-  std::vector<KV> v(n * ld);
-  for (auto& x : v) x = cached<KV>(normal(rng));
-  std::vector<float> p(size_t(vectors) * n), acc(size_t(vectors) * d);
-  for (auto& x : p) x = std::exp(normal(rng));
-  for (auto& x : acc) x = normal(rng);
-  std::vector<int> kv_offset(vectors);
-  for (int u = 0; u < vectors; ++u) kv_offset[u] = u / group * d;
-  const FewQueryVectors qv{nullptr, kv_offset.data(), vectors, group, d};  // no queries read
-
-  std::vector<float> got = acc, want = acc;
-  avx512::few_query_values(got.data(), p.data(), n, qv, v.data(), ld, n);
-
-  const int part = n / 4;
-  for (int u = 0; u < vectors; ++u) {
-    const KV* vu = v.data() + kv_offset[u];
-    const float* pu = &p[size_t(u) * n];
-    float* a = &want[size_t(u) * d];
-    auto add_quad = [&](const int js[4], int count) {
-      for (int c = 0; c < d; ++c) {
-        auto weight = [&](int i) { return i == 0 || count == 4 ? pu[js[i]] : 0.0f; };
-        auto term = [&](int i) { return widen(vu[js[i] * ld + c]); };
-        float s = weight(0) * term(0);
-        s = std::fma(weight(1), term(1), s);
-        s = std::fma(weight(2), term(2), s);
-        s = std::fma(weight(3), term(3), s);
-        a[c] = a[c] + s;
-      }
-    };
-    for (int j = 0; j < part; ++j) {
-      const int js[4] = {j, j + part, j + 2 * part, j + 3 * part};
-      add_quad(js, 4);
+  const ValuesCase<KV> c = values_case<KV>(2, group, d, 4 * 7 + 3, 5);  // 3 rows left over
+  std::vector<float> got = c.acc;
+  avx512::few_query_values(got.data(), c.p.data(), c.n, c.vectors_view(), c.v.data(), c.ld, c.n);
+  // A row left over is a quad with zero weights beside it.
+  const auto want = values_in_four_streams(c, [&](float* a, auto weight, auto value, int count) {
+    auto w = [&](int i) { return i == 0 || count == 4 ? weight(i) : 0.0f; };
+    for (int col = 0; col < d; ++col) {
+      float s = w(0) * value(0, col);
+      s = std::fma(w(1), value(1, col), s);
+      s = std::fma(w(2), value(2, col), s);
+      s = std::fma(w(3), value(3, col), s);
+      a[col] = a[col] + s;
     }
-    for (int j = 4 * part; j < n; ++j) {
-      const int js[4] = {j, j, j, j};
-      add_quad(js, 1);
-    }
-  }
+  });
   for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(bits(got[i]), bits(want[i])) << "value " << i;
 }
 

@@ -124,6 +124,40 @@ TEST(QuantizeActivations, Q8_0ScalesByTheLargestMagnitudeAndRoundsToEven) {
   for (int j = 4; j < 32; ++j) EXPECT_EQ(b.q[j], 0);
 }
 
+// The process's quantizer (AVX2 on x86) gives the scalar loops' bytes: random rows of several
+// sizes, and blocks of ties, NaNs, infinities, zeros, and of a largest magnitude of both signs
+// (Q8_K takes the first one's sign).
+TEST(QuantizeActivations, TheVectorQuantizerGivesTheReferencesBytes) {
+  const int64_t cols = 1024;
+  std::vector<std::vector<float>> rows;
+  for (int seed = 0; seed < 4; ++seed) rows.push_back(gaussian(cols, 40 + seed, 0.1f * (1 + seed)));
+  std::vector<float> edges(cols, 0.0f);  // block 0 (and K-block 0) all zero
+  for (int j = 32; j < 64; ++j) edges[size_t(j)] = 0.01f * float(j - 48);  // ties at x.5 steps
+  edges[64] = NAN;
+  edges[65] = 1.0f;
+  for (int j = 96; j < 128; ++j) edges[size_t(j)] = NAN;  // a block of NaNs
+  edges[128] = INFINITY;
+  edges[129] = 3.0f;
+  edges[160] = -0.0f;
+  edges[161] = 1e-30f;  // below fp16's range: a zero scale
+  edges[300] = -5.0f;   // K-block 1: -5 first, then +5
+  edges[301] = 5.0f;
+  edges[520] = 7.0f;  // K-block 2: +7 first, then -7
+  edges[700] = -7.0f;
+  for (int j = 800; j < 832; ++j) edges[size_t(j)] = float(j % 3) * 1e4f;
+  rows.push_back(edges);
+  for (WeightDtype dtype : {WeightDtype::q8_0, WeightDtype::q4_k}) {
+    const size_t bytes = size_t(activation_row_bytes(dtype, cols));
+    for (size_t r = 0; r < rows.size(); ++r) {
+      std::vector<uint8_t> want(bytes, 0), got(bytes, 0);
+      quantize_activation_row_reference(dtype, rows[r].data(), cols, want.data());
+      quantize_activation_row(dtype, rows[r].data(), cols, got.data());
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), bytes), 0)
+          << weight_dtype_name(dtype) << " row " << r;
+    }
+  }
+}
+
 TEST(QuantizeActivations, Q8_KTakesTheSignedMaximumAndKeepsGroupSums) {
   std::vector<float> x = gaussian(512, 11);
   x[300] = 9.0f;  // block 1's largest magnitude, positive: its q is -127

@@ -152,13 +152,33 @@ int64_t activation_row_bytes(WeightDtype dtype, int64_t cols) {
   return (bytes + 63) / 64 * 64;
 }
 
-void quantize_activation_row(WeightDtype dtype, const float* x, int64_t cols, uint8_t* out) {
+namespace {
+using Quantizer = void (*)(const float*, int64_t, int8_t*, double*, int16_t*);
+
+void quantize_row_with(Quantizer q8_0, Quantizer q8_k, WeightDtype dtype, const float* x,
+                       int64_t cols, uint8_t* out) {
   GATTN_ASSERT(is_block_format(dtype) && cols % weight_block_values(dtype) == 0);
   const ActivationRow row = activation_row(dtype, out, cols);
   auto* q = const_cast<int8_t*>(row.q);
   auto* d = const_cast<double*>(row.d);
-  if (is_k_quant(dtype)) return quantize_q8_k(x, cols / 256, q, d, const_cast<int16_t*>(row.sums));
-  quantize_q8_0(x, cols / 32, q, d, const_cast<int16_t*>(row.sums));
+  auto* sums = const_cast<int16_t*>(row.sums);
+  if (is_k_quant(dtype)) return q8_k(x, cols / 256, q, d, sums);
+  q8_0(x, cols / 32, q, d, sums);
+}
+}  // namespace
+
+void quantize_activation_row_reference(WeightDtype dtype, const float* x, int64_t cols,
+                                       uint8_t* out) {
+  quantize_row_with(quantize_q8_0, quantize_q8_k, dtype, x, cols, out);
+}
+
+void quantize_activation_row(WeightDtype dtype, const float* x, int64_t cols, uint8_t* out) {
+#ifdef GATTN_QUANT_DOT_AVX2
+  quantize_row_with(quant_kernels::avx2_quantize_q8_0, quant_kernels::avx2_quantize_q8_k, dtype, x,
+                    cols, out);
+#else
+  quantize_activation_row_reference(dtype, x, cols, out);
+#endif
 }
 
 void quant_dot_reference(WeightDtype dtype, int64_t cols, const uint8_t* weights, int64_t w_rows,

@@ -43,6 +43,9 @@ static inline ActivationRow activation_row(WeightDtype dtype, const uint8_t* row
 // quantize_row_q8_K_ref: the value of largest magnitude m, q = min(127, round(-127 / m * x)),
 // d = 1 / (-127 / m) (a float), and the sums of each 16 q's.
 void quantize_activation_row(WeightDtype dtype, const float* x, int64_t cols, uint8_t* out);
+// The plain C++ loops (the bit-level oracle of the vector quantizers, which give the same bytes).
+void quantize_activation_row_reference(WeightDtype dtype, const float* x, int64_t cols,
+                                       uint8_t* out);
 
 // out[i * ld_out + n] = (weight row n) . (activation row i) for n < w_rows and i < nx: weight
 // row n at w + n * weight_row_bytes(dtype, cols), activation row i at x + i * x_stride bytes;

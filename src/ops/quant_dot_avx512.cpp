@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 
 // GCC 12's AVX-512 headers build the insert and set intrinsics on a deliberately undefined vector
 // (`__m512i __Y = __Y;`), which -Wuninitialized reports at every use.
@@ -55,10 +56,10 @@ constexpr int64_t kGroupedBlocks = 512;
 // Q6_K, which reads the scales alone) with 4 rows or more, each block's scales (kscale_t[b * 8 +
 // r], floats) and each sub-block's sum of
 // values (kmin_t[(b * 8 + j) * 8 + r], doubles: the two 16-value sums added), rows past NX zero:
-// the mins' terms of eight rows in one vector. For Q8_0 and Q4_0 with one row, each block's sum of
-// values times the weights' offset (128 for Q8_0's bytes read unsigned, 8 for Q4_0's nibbles):
-// xsum[b]. On the stack (no library containers in this file: their code would be shared with the
-// baseline's).
+// the mins' terms of eight rows in one vector. For Q8_0 with one row, each block's sum of values
+// times the weights' offset (128: the bytes read unsigned): xsum[b]. For Q4_0 and Q4_K with one
+// row, the values in the order of the weights' nibbles (below). On the stack (no library
+// containers in this file: their code would be shared with the baseline's).
 template <int NX>
 struct Rows {
   static constexpr bool kTransposedK = NX >= 4;
@@ -69,6 +70,20 @@ struct Rows {
   const int32_t* xsum = nullptr;
   double transposed[NX % 4 == 0 ? kGroupedBlocks * NX : 1];
   int32_t xsums[NX == 1 ? kGroupedBlocks : 1];
+  // One row with Q4_0 weights: the values of each four blocks in the order of their weights'
+  // nibbles (the four blocks' values 0-15, then their values 16-31: 128 bytes), and for each
+  // block's four int32 lanes of those, -8 times the sum of the eight values the lane multiplies
+  // (the nibbles' offset, taken off before any product). Whole groups of four blocks.
+  // One row with Q4_K weights: each 256 values in the order of two 64-byte loads of the
+  // weights' nibbles (sub-blocks 0 | 2 (low nibbles), 1 | 3 (high ones), 4 | 6, 5 | 7), and
+  // the sums of each sub-block's values (k_pairs: the two 16-value sums added; int16), the
+  // mins' terms.
+  const int8_t* nibble_order = nullptr;
+  const int32_t* lane_starts = nullptr;
+  const int16_t* k_pairs = nullptr;
+  int8_t nibble_ordered[NX == 1 ? kGroupedBlocks * 32 : 1];
+  int32_t lane_offsets[NX == 1 ? kGroupedBlocks * 4 : 1];
+  int16_t pair_sums[NX == 1 ? kGroupedBlocks : 1];
   double kmins[kTransposedK ? kGroupedBlocks / 8 * 64 : 1];
   float kscales[kTransposedK ? kGroupedBlocks / 8 * 8 : 1];
   Rows(WeightDtype dtype, const uint8_t* x, int64_t stride, int64_t cols) {
@@ -88,13 +103,17 @@ struct Rows {
       kscale_t = kscales;
       return;
     }
+    if (dtype == WeightDtype::q4_k) order_for_q4_k(cols / 256);
     if (dtype != WeightDtype::q8_0 && dtype != WeightDtype::q4_0) return;
+    if (NX == 1 && dtype == WeightDtype::q4_0) {
+      order_for_nibbles(blocks);
+      return;
+    }
     if (NX == 1) {
-      const int offset = dtype == WeightDtype::q4_0 ? 8 : 128;
       for (int64_t b = 0; b < blocks; ++b) {
         int sum = 0;
         for (int j = 0; j < 32; ++j) sum += row[0].q[32 * b + j];
-        xsums[b] = offset * sum;
+        xsums[b] = 128 * sum;
       }
       xsum = xsums;
       return;
@@ -103,6 +122,37 @@ struct Rows {
     for (int64_t b = 0; b < blocks; ++b)
       for (int r = 0; r < NX; ++r) transposed[b * NX + r] = row[r].d[b];
     scale_t = transposed;
+  }
+  void order_for_nibbles(int64_t blocks) {
+    if constexpr (NX == 1) {
+      for (int64_t b = 0; b + 3 < blocks; b += 4)
+        for (int k = 0; k < 4; ++k) {
+          const int8_t* x = row[0].q + 32 * (b + k);
+          std::memcpy(nibble_ordered + 32 * b + 16 * k, x, 16);
+          std::memcpy(nibble_ordered + 32 * b + 64 + 16 * k, x + 16, 16);
+          for (int lane = 0; lane < 4; ++lane) {
+            int sum = 0;
+            for (int i = 0; i < 4; ++i) sum += x[4 * lane + i] + x[16 + 4 * lane + i];
+            lane_offsets[4 * (b + k) + lane] = -8 * sum;
+          }
+        }
+      nibble_order = nibble_ordered;
+      lane_starts = lane_offsets;
+    }
+  }
+  void order_for_q4_k(int64_t blocks) {
+    if constexpr (NX == 1) {
+      constexpr int kSubBlockAt[8] = {0, 2, 1, 3, 4, 6, 5, 7};  // the 32-byte chunks' sub-blocks
+      for (int64_t b = 0; b < blocks; ++b)
+        for (int j = 0; j < 8; ++j) {
+          std::memcpy(nibble_ordered + 256 * b + 32 * j, row[0].q + 256 * b + 32 * kSubBlockAt[j],
+                      32);
+          pair_sums[8 * b + j] =
+              int16_t(row[0].sums[16 * b + 2 * j] + row[0].sums[16 * b + 2 * j + 1]);
+        }
+      nibble_order = nibble_ordered;
+      k_pairs = pair_sums;
+    }
   }
 };
 
@@ -151,18 +201,18 @@ inline __m512i q4_0_nibbles(const BlockQ4_0& a, const BlockQ4_0& b) {
   return _mm512_and_si512(_mm512_permutexvar_epi64(order, lo_hi), _mm512_set1_epi8(0x0F));
 }
 
-// Eight blocks' fp16 scales (each block's first two bytes) as doubles, in four_rows_sums' lane
-// order (blocks b, b + 2, b + 4, b + 6, b + 1, b + 3, b + 5, b + 7).
+// Eight blocks' fp16 scales (each block's first two bytes) as doubles, blocks b + order[i]:
+// four_rows_sums' lane order (b, b + 2, b + 4, b + 6, b + 1, b + 3, b + 5, b + 7) by default.
 template <typename Block>
-inline __m512d eight_scales(const Block* wb) {
-  const __m256i at = _mm256_mullo_epi32(_mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7),
-                                        _mm256_set1_epi32(int(sizeof(Block))));
+inline __m512d eight_scales(const Block* wb,
+                            __m256i order = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7)) {
+  const __m256i at = _mm256_mullo_epi32(order, _mm256_set1_epi32(int(sizeof(Block))));
   const __m256i words = _mm256_i32gather_epi32(reinterpret_cast<const int*>(wb), at, 1);
   return _mm512_cvtps_pd(_mm256_cvtph_ps(_mm256_cvtepi32_epi16(words)));
 }
 
-// The weights of Q8_0 (signed bytes) and Q4_0 (nibbles - 8) blocks, two at a time; and as
-// vpdpbusd's unsigned operand, `offset` above the values (Q8_0's bytes + 128, Q4_0's nibbles).
+// The weights of Q8_0 (signed bytes) and Q4_0 (nibbles - 8) blocks, two at a time; Q8_0's also
+// as vpdpbusd's unsigned operand (the bytes + 128) for the one-row path.
 struct Q8_0Weights {
   const BlockQ8_0* wb;
   __m512i pair(int64_t b) const { return two_halves(wb[b].qs, wb[b + 1].qs); }
@@ -179,8 +229,6 @@ struct Q4_0Weights {
   __m512i pair(int64_t b) const {
     return _mm512_sub_epi8(q4_0_nibbles(wb[b], wb[b + 1]), _mm512_set1_epi8(8));
   }
-  __m512i unsigned_pair(int64_t b) const { return q4_0_nibbles(wb[b], wb[b + 1]); }
-  __m512d eight_scales(int64_t b) const { return avx512::eight_scales(wb + b); }
   double scale(int64_t b) const { return half(wb[b].d); }
   void values(int64_t b, int8_t out[32]) const {
     for (int j = 0; j < 16; ++j) {
@@ -206,10 +254,10 @@ inline __m256i four_rows_sums(const __m512i p[4]) {
   return _mm512_castsi512_si256(_mm512_shuffle_i64x2(s, s, _MM_SHUFFLE(2, 0, 2, 0)));
 }
 
-// One activation row (decode): the weights as vpdpbusd's unsigned operand against the signed
-// activations, each block's offset (xs.xsum) taken off its int32 sum; eight blocks' sums gathered
-// into one vector (four_rows_sums, pairs as its rows), converted once and scaled by the eight
-// weight x activation scales at once. Advances b past the whole groups of eight blocks.
+// One activation row (decode) with Q8_0 weights: the weights as vpdpbusd's unsigned operand against
+// the signed activations, each block's offset (xs.xsum) taken off its int32 sum; eight blocks' sums
+// gathered into one vector (four_rows_sums, pairs as its rows), converted once and scaled by the
+// eight weight x activation scales at once. Advances b past the whole groups of eight blocks.
 template <typename Weights>
 double one_row_eights(int64_t blocks, const Weights& wt, const Rows<1>& xs, int64_t& b) {
   const __m512i order64 = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
@@ -228,6 +276,47 @@ double one_row_eights(int64_t blocks, const Weights& wt, const Rows<1>& xs, int6
     const __m256i sums = _mm256_sub_epi32(four_rows_sums(p), offsets);
     const __m512d dx = _mm512_permutexvar_pd(order64, _mm512_loadu_pd(xs.row[0].d + b));
     acc = _mm512_fmadd_pd(_mm512_cvtepi32_pd(sums), _mm512_mul_pd(wt.eight_scales(b), dx), acc);
+  }
+  return _mm512_reduce_add_pd(acc);
+}
+
+// One activation row with Q4_0 weights, eight blocks at a time: each four blocks' nibbles loaded
+// in place (16 bytes a block into a 128-bit lane), low and high nibbles against the activations
+// in the same order (Rows::nibble_order), the lanes starting from minus the offset's products,
+// so no lane is moved before the four lanes of each block are added; the eight blocks' sums
+// then in block order, converted once and scaled by the eight weight x activation scales.
+// Advances b past the whole groups of eight blocks.
+double q4_0_one_row_eights(int64_t blocks, const BlockQ4_0* wb, const Rows<1>& xs, int64_t& b) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  // lanes 4c and 4c + 2 of the pair sums below hold blocks c and c + 4
+  const __m512i in_order = _mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m256i natural = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  __m512d acc = _mm512_setzero_pd();
+  for (; b + 7 < blocks; b += 8) {
+    const uint8_t* bytes = reinterpret_cast<const uint8_t*>(wb + b);
+    for (int line = 0; line < 3; ++line) prefetch_ahead(bytes + 64 * line);
+    __m512i p[2];  // blocks b .. b + 3 and b + 4 .. b + 7, four int32 lanes each
+    for (int h = 0; h < 2; ++h) {
+      const BlockQ4_0* q = wb + b + 4 * h;
+      __m512i v =
+          _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q[0].qs)));
+      v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(q[1].qs)), 1);
+      v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(q[2].qs)), 2);
+      v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(q[3].qs)), 3);
+      const int8_t* x = xs.nibble_order + 32 * (b + 4 * h);
+      __m512i s = _mm512_loadu_si512(xs.lane_starts + 4 * (b + 4 * h));
+      s = _mm512_dpbusd_epi32(s, _mm512_and_si512(v, low4), _mm512_loadu_si512(x));
+      p[h] = _mm512_dpbusd_epi32(s, _mm512_and_si512(_mm512_srli_epi16(v, 4), low4),
+                                 _mm512_loadu_si512(x + 64));
+    }
+    // per 128-bit lane c: [a0 + a2, a1 + a3, b0 + b2, b1 + b3], then each pair added
+    const __m512i halves =
+        _mm512_add_epi32(_mm512_unpacklo_epi64(p[0], p[1]), _mm512_unpackhi_epi64(p[0], p[1]));
+    const __m512i pairs = _mm512_add_epi32(halves, _mm512_shuffle_epi32(halves, _MM_PERM_CDAB));
+    const __m256i sums = _mm512_castsi512_si256(_mm512_permutexvar_epi32(in_order, pairs));
+    const __m512d dx = _mm512_loadu_pd(xs.row[0].d + b);
+    acc = _mm512_fmadd_pd(_mm512_cvtepi32_pd(sums),
+                          _mm512_mul_pd(eight_scales(wb + b, natural), dx), acc);
   }
   return _mm512_reduce_add_pd(acc);
 }
@@ -264,8 +353,13 @@ void pair_rows(int64_t cols, const Weights& wt, const Rows<NX>& xs, float* out) 
       for (int i = 0; i < 4; ++i) tail[4 * g + i] = lanes[i] + lanes[4 + i];
     }
   } else {
-    if constexpr (NX == 1)
-      if (xs.xsum) tail[0] = one_row_eights(blocks, wt, xs, b);
+    if constexpr (NX == 1) {
+      if constexpr (std::is_same_v<Weights, Q4_0Weights>) {
+        if (xs.lane_starts) tail[0] = q4_0_one_row_eights(blocks, wt.wb, xs, b);
+      } else if (xs.xsum) {
+        tail[0] = one_row_eights(blocks, wt, xs, b);
+      }
+    }
     __m512d acc[NX];
     for (int r = 0; r < NX; ++r) acc[r] = _mm512_setzero_pd();
     for (; b + 1 < blocks; b += 2) {
@@ -334,6 +428,74 @@ inline __m512i q4_k_block_sums(const __m512i wv[4], const __m512i sc[2], const i
     sums = _mm512_add_epi32(sums, _mm512_madd_epi16(_mm512_packs_epi32(p0, p1), sc[h]));
   }
   return sums;
+}
+
+// vpshufb controls that spread eight int16 scales (in every 128-bit lane) as the packed sums of
+// two sub-block pairs lie: 128-bit lanes 0 and 1 four lanes of scale `a` then four of `a + 1`,
+// lanes 2 and 3 of `a + 2` and `a + 3`.
+inline __m512i spread_scales(int a) {
+  alignas(64) int8_t idx[64];
+  for (int i = 0; i < 64; ++i) {
+    const int word = a + (i / 32) * 2 + (i % 16) / 8;
+    idx[i] = int8_t(2 * word + i % 2);
+  }
+  return _mm512_load_si512(idx);
+}
+
+// One activation row with Q4_K weights (Rows::nibble_order, k_pairs), R weight rows at once (the
+// activations' loads shared): per block two 64-byte loads of each row's nibbles, no lane moved
+// before the products; four vpdpbusd (sub-blocks 0 | 2, 1 | 3, 4 | 6, 5 | 7 against the
+// activations in that order), packed to int16 in pairs and multiplied by their sub-blocks' scales
+// in one vpmaddwd each; the mins' terms from the sub-blocks' sums of values in one vpmaddwd.
+// Exact integer sums, the same exact products as the reference.
+template <int R>
+void q4_k_one_input(int64_t cols, const uint8_t* w, int64_t w_bytes, const Rows<1>& xs,
+                    float* out) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m512i spread[2] = {spread_scales(0), spread_scales(4)};
+  __m512d acc[R];
+  __m256d mins_acc[R];
+  for (int r = 0; r < R; ++r) {
+    acc[r] = _mm512_setzero_pd();
+    mins_acc[r] = _mm256_setzero_pd();
+  }
+  for (int64_t b = 0; b < cols / 256; ++b) {
+    const int8_t* x = xs.nibble_order + 256 * b;
+    const __m512i xv[4] = {_mm512_loadu_si512(x), _mm512_loadu_si512(x + 64),
+                           _mm512_loadu_si512(x + 128), _mm512_loadu_si512(x + 192)};
+    const __m128i pairs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(xs.k_pairs + 8 * b));
+    const float xd = float(xs.row[0].d[b]);
+    for (int r = 0; r < R; ++r) {
+      const BlockQ4_K& blk = blocks_of<BlockQ4_K>(w + r * w_bytes)[b];
+      const uint8_t* bytes = reinterpret_cast<const uint8_t*>(&blk);
+      for (int line = 0; line < 3; ++line) prefetch_ahead(bytes + 64 * line);
+      const __m128i sm = q4_k_scales_mins(blk.scales);
+      const __m512i scales16 = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(sm));
+      __m512i sums = _mm512_setzero_si512();
+      for (int h = 0; h < 2; ++h) {
+        const __m512i v = _mm512_loadu_si512(blk.qs + 64 * h);
+        const __m512i lo =
+            _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(v, low4), xv[2 * h]);
+        const __m512i hi = _mm512_dpbusd_epi32(
+            _mm512_setzero_si512(), _mm512_and_si512(_mm512_srli_epi16(v, 4), low4), xv[2 * h + 1]);
+        sums = _mm512_add_epi32(sums, _mm512_madd_epi16(_mm512_packs_epi32(lo, hi),
+                                                        _mm512_shuffle_epi8(scales16, spread[h])));
+      }
+      acc[r] = add_scaled(acc[r], sums, double(half(blk.d) * xd));
+      const __m128i mins = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_srli_si128(sm, 8)), pairs);
+      mins_acc[r] = _mm256_fmadd_pd(_mm256_cvtepi32_pd(mins),
+                                    _mm256_set1_pd(double(half(blk.dmin) * xd)), mins_acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    const __m256d folded =
+        _mm256_add_pd(_mm512_castpd512_pd256(acc[r]), _mm512_extractf64x4_pd(acc[r], 1));
+    alignas(32) double lanes[4], min_lanes[4];
+    _mm256_store_pd(lanes, folded);
+    _mm256_store_pd(min_lanes, mins_acc[r]);
+    out[r] = float((lanes[0] + lanes[1] + lanes[2] + lanes[3]) -
+                   (min_lanes[0] + min_lanes[1] + min_lanes[2] + min_lanes[3]));
+  }
 }
 
 // Eight rows' 16-lane sums (s[r]) added up, row r in lane r: exact.
@@ -414,13 +576,12 @@ void q4_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
     out[r] = float((xs.kmin_t ? rows_of[r] : _mm512_reduce_add_pd(acc[r])) - mins_of[r]);
 }
 
-// 32 int16 scales for 64 products of Q6_K: 8 lanes each of a, b (the first 32 products), c, d.
-inline __m512i four_scales16(int8_t a, int8_t b, int8_t c, int8_t d) {
-  const __m256i lo =
-      _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(a)), _mm_set1_epi16(b), 1);
-  const __m256i hi =
-      _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(c)), _mm_set1_epi16(d), 1);
-  return _mm512_inserti64x4(_mm512_zextsi256_si512(lo), hi, 1);
+// vpermw indices that give 32 int16 scales for 64 products of Q6_K from a block's 16 scales
+// (int16, lanes 0-15): eight lanes each of scales first .. first + 3.
+inline __m512i four_scales16(int first) {
+  alignas(64) int16_t idx[32];
+  for (int i = 0; i < 32; ++i) idx[i] = int16_t(first + i / 8);
+  return _mm512_load_si512(idx);
 }
 
 template <int NX>
@@ -433,24 +594,27 @@ void q6_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
   // the high bits' shifts for quarters (1 | 2) and (3 | 4) of each 128 values
   const __m512i shift12 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
   const __m512i shift34 = _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1);
+  const __m512i pick[4] = {four_scales16(0), four_scales16(4), four_scales16(8), four_scales16(12)};
   for (int64_t b = 0; b < cols / 256; ++b) {
     const BlockQ6_K& blk = wb[b];
     for (int line = 0; line < 4; ++line)
       prefetch_ahead(reinterpret_cast<const uint8_t*>(&blk) + 64 * line);
+    const __m256i scales16 =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales)));
     __m512i sums[NX];
     for (int r = 0; r < NX; ++r) sums[r] = _mm512_setzero_si512();
     for (int n = 0; n < 2; ++n) {
       const __m512i ql = _mm512_loadu_si512(blk.ql + 64 * n);
-      const __m256i qh256 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh + 32 * n));
-      const __m512i qh = _mm512_inserti64x4(_mm512_zextsi256_si512(qh256), qh256, 1);
+      const __m512i qh = _mm512_broadcast_i64x4(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh + 32 * n)));
       // values 0..63 (the -32 through the sums of x below): quarters 1 | 2, then 3 | 4
       const __m512i q12 = _mm512_or_si512(_mm512_and_si512(ql, low4),
                                           _mm512_and_si512(_mm512_sllv_epi16(qh, shift12), bits45));
       const __m512i q34 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
                                           _mm512_and_si512(_mm512_srlv_epi16(qh, shift34), bits45));
-      const int8_t* sc = blk.scales + 8 * n;
-      const __m512i sc12 = four_scales16(sc[0], sc[1], sc[2], sc[3]);
-      const __m512i sc34 = four_scales16(sc[4], sc[5], sc[6], sc[7]);
+      const __m512i sc12 = _mm512_permutexvar_epi16(pick[2 * n], _mm512_castsi256_si512(scales16));
+      const __m512i sc34 =
+          _mm512_permutexvar_epi16(pick[2 * n + 1], _mm512_castsi256_si512(scales16));
       for (int r = 0; r < NX; ++r) {
         const int8_t* q8 = xs.row[r].q + 256 * b + 128 * n;
         const __m512i x12 = _mm512_loadu_si512(q8), x34 = _mm512_loadu_si512(q8 + 64);
@@ -460,8 +624,6 @@ void q6_k_rows(int64_t cols, const uint8_t* w, const Rows<NX>& xs, float* out) {
       }
     }
     const float d = half(blk.d);
-    const __m256i scales16 =
-        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales)));
     for (int r = 0; r < NX; ++r) {
       // 32 * sum over the 16 groups of scale * (sum of the group's x), in eight int32 lanes
       const __m256i bsums =
@@ -496,6 +658,19 @@ void weight_rows(WeightDtype dtype, int64_t cols, const uint8_t* w, int64_t w_by
   }
 }
 
+// Q4_K weight rows against one activation row: two weight rows at a time where the activations
+// were put in the nibbles' order (Rows::k_pairs), else row by row.
+void q4_k_one_input_rows(int64_t cols, const uint8_t* w, int64_t w_bytes, int64_t w_rows,
+                         const uint8_t* x, int64_t stride, float* out) {
+  const Rows<1> xs(WeightDtype::q4_k, x, stride, cols);
+  int64_t n = 0;
+  for (; xs.k_pairs && n + 1 < w_rows; n += 2)
+    q4_k_one_input<2>(cols, w + n * w_bytes, w_bytes, xs, out + n);
+  for (; xs.k_pairs && n < w_rows; ++n)
+    q4_k_one_input<1>(cols, w + n * w_bytes, w_bytes, xs, out + n);
+  for (; n < w_rows; ++n) q4_k_rows<1>(cols, w + n * w_bytes, xs, out + n);
+}
+
 template <int NX>
 void rows_of(WeightDtype dtype, int64_t cols, const uint8_t* w, int64_t w_rows, const uint8_t* x,
              int64_t stride, float* out, int64_t ld_out) {
@@ -508,6 +683,7 @@ void rows_of(WeightDtype dtype, int64_t cols, const uint8_t* w, int64_t w_rows, 
       return weight_rows<NX, q4_0_rows<NX>>(dtype, cols, w, w_bytes, w_rows, x, stride, out,
                                             ld_out);
     case WeightDtype::q4_k:
+      if constexpr (NX == 1) return q4_k_one_input_rows(cols, w, w_bytes, w_rows, x, stride, out);
       return weight_rows<NX, q4_k_rows<NX>>(dtype, cols, w, w_bytes, w_rows, x, stride, out,
                                             ld_out);
     case WeightDtype::q6_k:

@@ -62,7 +62,19 @@ void tiled_linear(float* out, const QuantizedRows& x, const WeightView& w, int l
 // stores apart: their columns side by side in out), all in one parallel region: a decode step's
 // small matrices share one fork and join, and the threads split their tiles together. Each output
 // is one quant_dot over a fixed group of input rows, whatever the thread that runs it.
+// With one group of input rows (decode), each thread takes one run of whole tiles and calls the
+// kernel once per part of it: the kernel prepares its input rows once per call (ops/quant_dot.h).
 constexpr int kMostParts = 8;
+
+// The weight rows [n0, n1) of `w` against every group of input rows.
+void dot_rows(decltype(quant_dot)* dot, float* out, const QuantizedRows& x, const WeightView& w,
+              int64_t n0, int64_t n1, int ld_out) {
+  const int64_t w_bytes = w.row_bytes();
+  for (int r0 = 0; r0 < x.rows; r0 += kQuantDotRows)
+    dot(w.dtype, w.cols, w.bytes() + n0 * w_bytes, n1 - n0, x.data + r0 * x.row_bytes, x.row_bytes,
+        std::min(kQuantDotRows, x.rows - r0), out + int64_t(r0) * ld_out + n0, ld_out);
+}
+
 void row_kernel_linear(float* out, const QuantizedRows& x, const WeightView* parts, int n_parts,
                        int ld_out, bool reference) {
   int64_t first_tile[kMostParts + 1] = {}, first_col[kMostParts] = {}, bytes = 0;
@@ -71,19 +83,19 @@ void row_kernel_linear(float* out, const QuantizedRows& x, const WeightView* par
     first_col[i] = i == 0 ? 0 : first_col[i - 1] + parts[i - 1].rows;
     bytes += parts[i].rows * parts[i].row_bytes();
   }
-  const int rows = x.rows;
   const auto dot = reference ? quant_dot_reference : quant_dot;
-#pragma omp parallel for schedule(static) if (bytes * std::max(1, rows / 8) >= kParallelBytes)
-  for (int64_t t = 0; t < first_tile[n_parts]; ++t) {
-    int p = 0;
-    while (t >= first_tile[p + 1]) ++p;
-    const WeightView& w = parts[p];
-    const int64_t w_bytes = w.row_bytes(), n0 = (t - first_tile[p]) * kTileRows,
-                  n1 = std::min<int64_t>(w.rows, n0 + kTileRows);
-    for (int r0 = 0; r0 < rows; r0 += kQuantDotRows)
-      dot(w.dtype, w.cols, w.bytes() + n0 * w_bytes, n1 - n0, x.data + r0 * x.row_bytes,
-          x.row_bytes, std::min(kQuantDotRows, rows - r0),
-          out + int64_t(r0) * ld_out + first_col[p] + n0, ld_out);
+  const int64_t tiles = first_tile[n_parts];
+  // runs of tiles: one a thread with one group of input rows, else one a tile
+  const int64_t runs = x.rows <= kQuantDotRows ? std::min<int64_t>(tiles, num_threads()) : tiles;
+#pragma omp parallel for schedule(static) if (bytes * std::max(1, x.rows / 8) >= kParallelBytes)
+  for (int64_t run = 0; run < runs; ++run) {
+    const int64_t t0 = tiles * run / runs, t1 = tiles * (run + 1) / runs;
+    for (int p = 0; p < n_parts; ++p) {
+      const int64_t from = std::max(t0, first_tile[p]), to = std::min(t1, first_tile[p + 1]);
+      if (from < to)
+        dot_rows(dot, out + first_col[p], x, parts[p], (from - first_tile[p]) * kTileRows,
+                 std::min<int64_t>(parts[p].rows, (to - first_tile[p]) * kTileRows), ld_out);
+    }
   }
 }
 }  // namespace

@@ -40,11 +40,13 @@ inline __m512i two_halves(const void* lo, const void* hi) {
 }
 
 // Asks for the weights a few rows ahead (one stream, read faster than the prefetcher alone reads it
-// while the products run). 4 KiB ahead: one-row Q8_0 products of a matrix far larger than the
-// caches read 19 GB/s of weights against 15-17 at 2 KiB (Q6_K 18.6 against 16.8; Q4_0 and Q4_K,
-// slower per byte, the same), on this project's 2-core Intel machine.
+// while the products run). 3 KiB ahead: with the faster one-row kernels of issue 34's seventeenth
+// session, one-row products of a 265 MB matrix on two threads (Intel Xeon family 6 model 167)
+// read Q8_0 30 GB/s of weights, Q4_0 27, Q4_K 24-25, Q6_K 28 (a plain read: 33-34), against 25,
+// 22-23, 21-23 and 24 at 4 KiB; 2 KiB was as good, 1 KiB and 8 KiB or more worse. (The earlier
+// kernels, on the family 6 model 207 machine, had read Q8_0 19 GB/s at 4 KiB against 15-17 at 2.)
 inline void prefetch_ahead(const void* p) {
-  _mm_prefetch(static_cast<const char*>(p) + 4096, _MM_HINT_T0);
+  _mm_prefetch(static_cast<const char*>(p) + 3072, _MM_HINT_T0);
 }
 
 // The most 32-value blocks a row may have for the grouped path below (rows of up to 16,384 values;

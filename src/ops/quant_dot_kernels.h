@@ -17,12 +17,12 @@ namespace gattn::quant_kernels {
 void avx2_dot(WeightDtype dtype, int64_t cols, const uint8_t* w, int64_t w_rows, const uint8_t* x,
               int64_t x_stride, int nx, float* out, int64_t ld_out);
 // quant_tile_dot's contract (ops/quant_tile.h; ops/quant_tile_avx2.cpp).
+void avx2_tile_dot(WeightDtype dtype, int64_t cols, const uint8_t* tile, int w_rows,
+                   const uint8_t* x, int64_t x_stride, int nx, float* out, int64_t ld_out);
 // quantize_activation_row's blocks (ops/quant_dot.h), the same bytes as its scalar loops
 // (ops/quantize_activations_avx2.cpp): Q8_0 blocks of 32 values, Q8_K blocks of 256.
 void avx2_quantize_q8_0(const float* x, int64_t blocks, int8_t* q, double* d, int16_t* sums);
 void avx2_quantize_q8_k(const float* x, int64_t blocks, int8_t* q, double* d, int16_t* sums);
-void avx2_tile_dot(WeightDtype dtype, int64_t cols, const uint8_t* tile, int w_rows,
-                   const uint8_t* x, int64_t x_stride, int nx, float* out, int64_t ld_out);
 #endif
 
 }  // namespace gattn::quant_kernels

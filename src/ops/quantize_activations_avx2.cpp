@@ -72,8 +72,7 @@ void avx2_quantize_q8_k(const float* x, int64_t blocks, int8_t* q, double* d, in
     const float amax = largest_magnitude(x, 32);
     d[b] = 0;
     if (amax == 0) {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), _mm256_setzero_si256());
-      for (int i = 1; i < 8; ++i)
+      for (int i = 0; i < 8; ++i)
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 32 * i), _mm256_setzero_si256());
       for (int g = 0; g < 16; ++g) sums[16 * b + g] = 0;
       continue;
